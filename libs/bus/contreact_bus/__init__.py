@@ -1,0 +1,1 @@
+"""The Redis side of ContReAct: run log, task streams, dead letters, archive."""

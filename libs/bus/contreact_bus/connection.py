@@ -1,0 +1,26 @@
+"""Connecting to Redis, with a clear error when it does not answer."""
+
+from __future__ import annotations
+
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from contreact_bus.exceptions import RedisUnavailable
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+async def connect(url: str, *, check: bool = True) -> aioredis.Redis:
+    """An asyncio client (bytes in, bytes out). With ``check``, PING it first."""
+    client = aioredis.Redis.from_url(url, decode_responses=False, health_check_interval=30)
+    if check:
+        try:
+            await client.ping()
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            await client.aclose()
+            raise RedisUnavailable(
+                f"Redis does not answer at {url} ({exc}). Start the services with "
+                "`contreact up`, or set REDIS_URL to a running Redis."
+            ) from None
+    return client

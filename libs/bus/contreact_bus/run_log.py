@@ -1,0 +1,78 @@
+"""The run log: ``run:{id}``, append-only, never trimmed, one writer (the orchestrator)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import redis.asyncio as aioredis
+
+from contreact_events.catalog import Event
+from contreact_events.codec import event_from_fields, event_to_fields
+from contreact_events.names import run_log_key
+
+PAGE = 1000
+
+
+class RunLog:
+    def __init__(self, redis: aioredis.Redis) -> None:
+        self._redis = redis
+
+    async def append(self, run_id: str, events: Sequence[Event]) -> list[bytes]:
+        """Append ``events`` in one MULTI/EXEC on the run's one key: all or nothing."""
+        key = run_log_key(run_id)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            for event in events:
+                pipe.xadd(key, event_to_fields(event))  # type: ignore[arg-type]
+            ids: list[bytes] = await pipe.execute()
+        return ids
+
+    async def read(
+        self, run_id: str, *, after: bytes | str = b"-", limit: int | None = None
+    ) -> list[tuple[bytes, Event]]:
+        """Entries after ``after`` (exclusive unless ``-``), in order, decoded."""
+        key = run_log_key(run_id)
+        out: list[tuple[bytes, Event]] = []
+        start: bytes | str = after if after in (b"-", "-") else b"(" + _b(after)
+        while True:
+            count = PAGE if limit is None else min(PAGE, limit - len(out))
+            if count <= 0:
+                break
+            page = await self._redis.xrange(key, min=start, max="+", count=count)
+            for entry_id, fields in page:
+                where = f"{key} entry {entry_id.decode()}"
+                out.append((entry_id, event_from_fields(fields, where=where)))
+            if len(page) < count:
+                break
+            start = b"(" + page[-1][0]
+        return out
+
+    async def events(self, run_id: str) -> list[Event]:
+        return [event for _, event in await self.read(run_id)]
+
+    async def exists(self, run_id: str) -> bool:
+        return bool(await self._redis.exists(run_log_key(run_id)))
+
+    async def length(self, run_id: str) -> int:
+        return int(await self._redis.xlen(run_log_key(run_id)))
+
+    async def last_id(self, run_id: str) -> bytes:
+        """Id of the newest entry (``0-0`` for an empty log): follow from here."""
+        newest = await self._redis.xrevrange(run_log_key(run_id), count=1)
+        return newest[0][0] if newest else b"0-0"
+
+    async def follow(
+        self, run_id: str, last_id: bytes | str, *, block_ms: int = 1000
+    ) -> list[tuple[bytes, Event]]:
+        """Block until entries newer than ``last_id`` arrive (or the timeout passes)."""
+        key = run_log_key(run_id)
+        reply = await self._redis.xread({key: last_id}, block=block_ms, count=PAGE)
+        out = []
+        for _stream, entries in reply or []:
+            for entry_id, fields in entries:
+                where = f"{key} entry {entry_id.decode()}"
+                out.append((entry_id, event_from_fields(fields, where=where)))
+        return out
+
+
+def _b(value: bytes | str) -> bytes:
+    return value if isinstance(value, bytes) else value.encode()

@@ -1,0 +1,123 @@
+"""The catalog: one discriminated union of every run-log event, its schema versions,
+and the upcasters that bring older stored shapes up to the current ones."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, TypeAlias
+
+from pydantic import Field, TypeAdapter
+
+from contreact_events.cycle_events import (
+    CycleEnded,
+    CycleStarted,
+    LLMFailed,
+    LLMRequested,
+    LLMResponded,
+    ReflectionRecorded,
+    StepLimitReached,
+)
+from contreact_events.envelope import EventBase
+from contreact_events.exceptions import NewerSchemaVersion, UnknownEventType
+from contreact_events.run_events import (
+    ModelChecked,
+    RunCancelled,
+    RunCompleted,
+    RunFailed,
+    RunRequested,
+    RunStarted,
+)
+from contreact_events.tool_events import (
+    OperatorMessageSent,
+    OperatorReplied,
+    ToolCallCompleted,
+    ToolCallRequested,
+)
+
+Event: TypeAlias = Annotated[
+    RunRequested
+    | ModelChecked
+    | RunStarted
+    | RunCompleted
+    | RunFailed
+    | RunCancelled
+    | CycleStarted
+    | LLMRequested
+    | LLMResponded
+    | LLMFailed
+    | StepLimitReached
+    | ReflectionRecorded
+    | CycleEnded
+    | ToolCallRequested
+    | ToolCallCompleted
+    | OperatorMessageSent
+    | OperatorReplied,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+EVENT_CLASSES: dict[str, type[EventBase]] = {
+    cls.model_fields["type"].default: cls
+    for cls in (
+        RunRequested,
+        ModelChecked,
+        RunStarted,
+        RunCompleted,
+        RunFailed,
+        RunCancelled,
+        CycleStarted,
+        LLMRequested,
+        LLMResponded,
+        LLMFailed,
+        StepLimitReached,
+        ReflectionRecorded,
+        CycleEnded,
+        ToolCallRequested,
+        ToolCallCompleted,
+        OperatorMessageSent,
+        OperatorReplied,
+    )
+}
+
+TERMINAL_TYPES = frozenset({"RunCompleted", "RunFailed", "RunCancelled"})
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+"""(event type, stored version) -> function returning the data at version + 1.
+Register one here whenever an event's SCHEMA_VERSION is raised."""
+
+
+def current_version(event_type: str) -> int:
+    cls = EVENT_CLASSES.get(event_type)
+    if cls is None:
+        known = ", ".join(sorted(EVENT_CLASSES))
+        raise UnknownEventType(f"unknown event type {event_type!r} (known: {known})")
+    return cls.SCHEMA_VERSION
+
+
+def upcast(
+    data: dict[str, Any], upcasters: Mapping[tuple[str, int], Upcaster] = UPCASTERS
+) -> dict[str, Any]:
+    """Bring a stored event's data to the current version of its type.
+
+    A version newer than this code knows is refused: reading it would drop fields.
+    """
+    event_type = str(data.get("type"))
+    target = current_version(event_type)
+    version = int(data.get("schema_version", 1))
+    if version > target:
+        raise NewerSchemaVersion(
+            f"event {data.get('event_id')!r} of type {event_type} has schema version "
+            f"{version}, but this code reads up to version {target}: upgrade contreact"
+        )
+    while version < target:
+        step = upcasters.get((event_type, version))
+        if step is None:
+            raise UnknownEventType(
+                f"no upcaster for {event_type} version {version} -> {version + 1}"
+            )
+        data = step(dict(data))
+        version += 1
+        data["schema_version"] = version
+    return data

@@ -1,0 +1,93 @@
+"""One codec between events (and bus messages) and Redis stream fields."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from contreact_events.catalog import EVENT_ADAPTER, Event, upcast
+from contreact_events.exceptions import ContReActEventError, CorruptEvent
+
+EVENT_FIELD = "event"
+TYPE_FIELD = "type"
+MESSAGE_FIELD = "msg"
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def event_to_json(event: Event) -> bytes:
+    return event.__pydantic_serializer__.to_json(event)
+
+
+def event_from_json(raw: str | bytes, *, where: str = "") -> Event:
+    """Decode one stored event: parse, upcast, validate through the union."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptEvent(f"{where or 'event'}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise CorruptEvent(f"{where or 'event'}: expected a JSON object")
+    return event_from_dict(data, where=where)
+
+
+def event_from_dict(data: dict[str, Any], *, where: str = "") -> Event:
+    try:
+        return EVENT_ADAPTER.validate_python(upcast(data))
+    except ValidationError as exc:
+        raise CorruptEvent(f"{where or 'event'}: {_first_errors(exc)}") from None
+
+
+def event_to_fields(event: Event) -> dict[str, bytes | str]:
+    return {TYPE_FIELD: event.type, EVENT_FIELD: event_to_json(event)}
+
+
+def event_from_fields(fields: Mapping[Any, Any], *, where: str = "") -> Event:
+    raw = _field(fields, EVENT_FIELD)
+    if raw is None:
+        raise CorruptEvent(f"{where or 'stream entry'}: no '{EVENT_FIELD}' field")
+    return event_from_json(raw, where=where)
+
+
+def message_to_fields(message: BaseModel) -> dict[str, bytes]:
+    """Tasks and inbox messages travel as one JSON field."""
+    return {MESSAGE_FIELD: message.__pydantic_serializer__.to_json(message)}
+
+
+def message_from_fields(model: type[M], fields: Mapping[Any, Any]) -> M:
+    raw = _field(fields, MESSAGE_FIELD)
+    if raw is None:
+        raise CorruptEvent(f"no '{MESSAGE_FIELD}' field in {sorted(map(str, fields))}")
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        raise CorruptEvent(f"not a valid {model.__name__}: {_first_errors(exc)}") from None
+
+
+def _field(fields: Mapping[Any, Any], name: str) -> Any:
+    value = fields.get(name)
+    if value is None:
+        value = fields.get(name.encode())
+    return value
+
+
+def _first_errors(exc: ValidationError, limit: int = 3) -> str:
+    parts = []
+    for error in exc.errors()[:limit]:
+        where = ".".join(str(p) for p in error["loc"])
+        parts.append(f"{where}: {error['msg']}")
+    more = exc.error_count() - limit
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+__all__ = [
+    "ContReActEventError",
+    "event_from_fields",
+    "event_from_json",
+    "event_to_fields",
+    "event_to_json",
+    "message_from_fields",
+    "message_to_fields",
+]

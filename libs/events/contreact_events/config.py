@@ -1,0 +1,170 @@
+"""The run configuration: seed 003's format, accepted as is, plus the platform's extensions.
+
+Seed 003 keys: ``run_id``, ``model_name``, ``cycle_count``, ``ollama_client_config.host``,
+``model_options``. Everything else is optional and has a default that keeps the
+paper's protocol. Unknown keys are refused by name, never silently ignored.
+
+This module validates data; reading a YAML file and resolving paths is the CLI's job.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from contreact_events.exceptions import ConfigError
+
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+DEFAULT_OLLAMA_HOST = "http://localhost:11434"
+DEFAULT_MAX_STEPS = 25
+DEFAULT_OPERATOR_REPLY = "Acknowledged."
+DEFAULT_CYCLE_START_MESSAGE = "Cycle {cycle} begins."
+
+Backend = Literal["auto", "ollama", "embedded", "scripted"]
+ResolvedBackend = Literal["ollama", "embedded", "scripted"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelOptions(_Strict):
+    """Generation options passed to the backend (Ollama's ``options``), all optional."""
+
+    seed: int | None = None
+    temperature: float | None = Field(default=None, ge=0.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    top_k: int | None = Field(default=None, ge=0)
+    min_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    num_predict: int | None = Field(default=None, ge=-2)
+    repeat_last_n: int | None = Field(default=None, ge=-1)
+    repeat_penalty: float | None = Field(default=None, ge=0.0)
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    num_ctx: int | None = Field(default=None, gt=0)
+    num_batch: int | None = Field(default=None, gt=0)
+    num_thread: int | None = Field(default=None, gt=0)
+    num_keep: int | None = None
+    stop: tuple[str, ...] | None = None
+
+    def as_options(self) -> dict[str, Any]:
+        """The options that were set, in the shape Ollama's ``options`` takes."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class OllamaClientConfig(_Strict):
+    host: str = DEFAULT_OLLAMA_HOST
+    timeout_s: float | None = Field(default=600.0, gt=0)
+
+
+class ScriptedToolCall(_Strict):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScriptedReply(_Strict):
+    """One reply of the scripted backend. ``{cycle}`` and ``{step}`` are substituted."""
+
+    content: str = ""
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
+    latency_ms: float = Field(default=0.0, ge=0.0)
+    error: str | None = None
+    """Fail this call instead of answering (``transient`` errors are retried)."""
+    transient: bool = False
+
+
+class ScriptConfig(_Strict):
+    """Replies of the scripted backend, taken in order by the run's LLM call index."""
+
+    replies: tuple[ScriptedReply, ...] = Field(min_length=1)
+    repeat: bool = False
+    """Start again from the first reply when the script runs out (else the call fails)."""
+
+
+class OperatorConfig(_Strict):
+    """How ``send_message_to_operator`` is answered.
+
+    ``auto``: a fixed minimal answer, as in the paper's unattended runs.
+    ``human``: the run waits until someone answers with ``contreact reply RUN TEXT``.
+    """
+
+    mode: Literal["auto", "human"] = "auto"
+    auto_reply: str = DEFAULT_OPERATOR_REPLY
+
+
+class RunConfig(_Strict):
+    """One run. ``system_prompt`` is the resolved text (the CLI reads the file)."""
+
+    run_id: str
+    model_name: str = Field(min_length=1)
+    cycle_count: int = Field(gt=0, le=100_000)
+    ollama_client_config: OllamaClientConfig = OllamaClientConfig()
+    model_options: ModelOptions = ModelOptions()
+    backend: Backend = "auto"
+    max_steps_per_cycle: int = Field(default=DEFAULT_MAX_STEPS, gt=0, le=10_000)
+    operator: OperatorConfig = OperatorConfig()
+    system_prompt: str = ""
+    """Resolved prompt text; empty means the paper's prompt shipped with the platform."""
+    system_prompt_file: str | None = None
+    """Where the prompt text came from (for the record; the text is what counts)."""
+    cycle_start_message: str = DEFAULT_CYCLE_START_MESSAGE
+    """User turn opening each cycle (Ollama treats a trailing assistant turn as a prefill)."""
+    keep_alive: str | None = None
+    script: ScriptConfig | None = None
+    experiment: str | None = None
+    """Name of the experiment this run belongs to (for grouping and comparison)."""
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id_shape(cls, value: str) -> str:
+        if not RUN_ID_PATTERN.match(value):
+            raise ValueError(
+                "run_id must be 1-128 characters of letters, digits, '.', '_' or '-', "
+                "starting with a letter or digit"
+            )
+        return value
+
+
+def parse_run_config(data: Any, *, source: str = "config") -> RunConfig:
+    """Validate raw config data, turning pydantic's report into one readable line."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping of settings, got {type(data).__name__}")
+    try:
+        config = RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {describe_validation_error(exc)}") from None
+    if config.backend == "scripted" and config.script is None:
+        raise ConfigError(f"{source}: backend 'scripted' needs a 'script' (a file or replies)")
+    return config
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line per problem: where, what, and for unknown keys the keys that are allowed."""
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        kind = error["type"]
+        if kind == "extra_forbidden":
+            problems.append(f"unknown key '{where}' (allowed here: {_allowed_keys(error['loc'])})")
+        elif kind == "missing":
+            problems.append(f"missing required key '{where}'")
+        else:
+            given = error.get("input")
+            shown = repr(given) if not isinstance(given, dict | list) else type(given).__name__
+            problems.append(f"'{where}' {error['msg'].lower()} (got {shown})")
+    return "; ".join(problems)
+
+
+def _allowed_keys(loc: tuple[int | str, ...]) -> str:
+    model: type[BaseModel] = RunConfig
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        annotation = getattr(field, "annotation", None)
+        candidates = [annotation, *getattr(annotation, "__args__", ())]
+        nested = [c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)]
+        if not nested:
+            break
+        model = nested[0]
+    return ", ".join(model.model_fields)

@@ -1,0 +1,92 @@
+"""Cycle and LLM events."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from contreact_events.envelope import EventBase
+from contreact_events.messages import AssistantMessage, LLMUsage
+
+
+class CycleMetrics(BaseModel):
+    """Seed 003's CYCLE_END metrics plus tool calls, tokens and LLM time."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memory_ops_total: int = 0
+    messages_to_operator: int = 0
+    response_chars: int = 0
+    """Characters of every assistant answer in the cycle, the reflection included."""
+    memory_write_chars: int = 0
+    reflection_chars: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_seconds: float = 0.0
+
+
+class CycleStarted(EventBase):
+    type: Literal["CycleStarted"] = "CycleStarted"
+    cycle: int
+    advisory: str | None = None
+    """Diversity advisory in force for this cycle (appended to its system prompt)."""
+
+
+class LLMRequested(EventBase):
+    """A completion was asked for. The prompt is not repeated: the fold rebuilds it."""
+
+    type: Literal["LLMRequested"] = "LLMRequested"
+    task_id: str
+    cycle: int
+    step: int
+    call_index: int
+    """How many LLM calls the run made before this one."""
+
+
+class LLMResponded(EventBase):
+    """Input from the LLM worker; ``causation_id`` is the task it answers."""
+
+    type: Literal["LLMResponded"] = "LLMResponded"
+    message: AssistantMessage
+    usage: LLMUsage = LLMUsage()
+    model: str = ""
+    tool_call_error: str | None = None
+    """Set when the backend could not parse the model's tool call and the raw text
+    was kept as a plain answer."""
+
+
+class LLMFailed(EventBase):
+    """Input from the LLM worker after its retries ran out."""
+
+    type: Literal["LLMFailed"] = "LLMFailed"
+    error: str
+    retryable: bool = False
+    attempts: int = 1
+
+
+class StepLimitReached(EventBase):
+    """The cycle hit its cap on ReAct steps; its pending tool calls are not run."""
+
+    type: Literal["StepLimitReached"] = "StepLimitReached"
+    cycle: int
+    steps: int
+    dropped_tool_calls: int
+
+
+class ReflectionRecorded(EventBase):
+    type: Literal["ReflectionRecorded"] = "ReflectionRecorded"
+    cycle: int
+    text: str
+    complete: bool = True
+    """False when the cycle ended on the step limit rather than on an answer."""
+
+
+class CycleEnded(EventBase):
+    type: Literal["CycleEnded"] = "CycleEnded"
+    cycle: int
+    ended_by: Literal["reflection", "step_limit"]
+    metrics: CycleMetrics

@@ -1,0 +1,206 @@
+"""``decide(state, event) -> Decision``: what the orchestrator does with one input.
+
+Pure. An input event (a worker result or a CLI command) is accepted only when the
+run waits for exactly it; a duplicate, stale or out-of-order input is ignored with a
+reason. An accepted input is followed by the events the state machine derives on
+its own (seed 003: ASSEMBLE_PROMPT → INVOKE_LLM → PARSE_RESPONSE → DISPATCH_TOOL |
+FINALIZE_CYCLE → TERMINATE_OR_CONTINUE) until the run waits on something outside
+again. The tasks to send are the ones that became pending.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+from dataclasses import dataclass
+
+from contreact_events.catalog import Event
+from contreact_events.cycle_events import (
+    CycleEnded,
+    CycleStarted,
+    LLMRequested,
+    ReflectionRecorded,
+    StepLimitReached,
+)
+from contreact_events.envelope import EventBase
+from contreact_events.fold import fold, llm_task_id, tool_task_id
+from contreact_events.prompt import pending_tasks
+from contreact_events.run_events import RunCompleted, RunFailed, RunRequested, RunStarted
+from contreact_events.state import AgentState
+from contreact_events.tasks import LLMTask, MemoryTask
+from contreact_events.tool_events import (
+    OperatorMessageSent,
+    OperatorReplied,
+    ToolCallCompleted,
+    ToolCallRequested,
+)
+from contreact_events.tools import OPERATOR_TOOL, system_prompt_with_tools, tool_schemas
+
+Task = LLMTask | MemoryTask
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Events to append (the accepted input first), the state after them, and the
+    tasks to send once they are in the log. ``ignored`` says why nothing happens."""
+
+    state: AgentState
+    events: tuple[Event, ...] = ()
+    tasks: tuple[Task, ...] = ()
+    ignored: str | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.ignored is None
+
+
+def decide(state: AgentState, event: Event, *, max_derived: int = 10_000) -> Decision:
+    """Accept or ignore ``event``; if accepted, derive what follows."""
+    reason = rejection(state, event)
+    if reason is not None:
+        return Decision(state=state, ignored=reason)
+    before = {task.task_id for task in pending_tasks(state)}
+    events: list[Event] = [event]
+    state = fold(state, event)
+    stamp = _Stamper(event)
+    while derived := advance(state, stamp):
+        for new in derived:
+            state = fold(state, new)
+            events.append(new)
+        if len(events) > max_derived:  # a bug, never a legitimate run
+            raise RuntimeError(f"decide derived more than {max_derived} events")
+    tasks = tuple(t for t in pending_tasks(state) if t.task_id not in before)
+    return Decision(state=state, events=tuple(events), tasks=tasks)
+
+
+def rejection(state: AgentState, event: Event) -> str | None:
+    """None if the run waits for this input now; otherwise why it is ignored."""
+    if isinstance(event, RunRequested):
+        return None if state.phase == "new" else f"run {state.run_id} already exists"
+    if state.terminal:
+        return f"run {state.run_id} has ended ({state.status})"
+    if state.phase == "new":
+        return f"run {state.run_id} was never requested"
+    match event.type:
+        case "RunCancelled":
+            return None
+        case "ModelChecked" | "LLMResponded" | "LLMFailed":
+            if state.pending_task_id == event.causation_id and state.phase in (
+                "checking", "awaiting_llm"
+            ):
+                if (event.type == "ModelChecked") == (state.phase == "checking"):
+                    return None
+            return f"{event.type} answers {event.causation_id}, which is not pending"
+        case "ToolCallCompleted":
+            if state.phase == "tools" and state.pending_task_id == event.causation_id:
+                return None
+            return f"tool result for {event.causation_id}, which is not pending"
+        case "OperatorReplied":
+            head = state.waiting_for
+            if head is not None and head.task_id == event.task_id and head.reply is None:
+                return None
+            return "the run is not waiting for this operator reply"
+    return f"{event.type} is not an input event"
+
+
+def advance(state: AgentState, stamp: _Stamper) -> list[Event]:
+    """The events that follow from ``state`` alone; empty when the run must wait."""
+    config = state.config
+    if config is None:
+        return []
+    match state.phase:
+        case "starting":
+            prompt = system_prompt_with_tools(config.system_prompt)
+            tools = tool_schemas()
+            return [stamp(RunStarted, config=config.model_copy(update={"backend": state.backend}),
+                          backend=state.backend, model=config.model_name,
+                          model_digest=state.model_digest, seed=config.model_options.seed,
+                          system_prompt=prompt,
+                          system_prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
+                          tools=tools, code_version=state.code_version)]
+        case "cycle_start":
+            return [stamp(CycleStarted, cycle=state.cycle_number + 1, advisory=None)]
+        case "calling":
+            step = state.step + 1
+            return [stamp(LLMRequested, task_id=llm_task_id(state.run_id, state.cycle_number, step),
+                          cycle=state.cycle_number, step=step, call_index=state.llm_calls)]
+        case "responded":
+            return _after_response(state, stamp)
+        case "tools":
+            return _next_tool_step(state, stamp)
+        case "cycle_end":
+            if state.cycle_number >= config.cycle_count:
+                return [stamp(RunCompleted, cycles=state.cycle_number)]
+            return [stamp(CycleStarted, cycle=state.cycle_number + 1, advisory=None)]
+        case "failing":
+            return [stamp(RunFailed, reason=state.failure_reason or "unknown failure")]
+    return []
+
+
+def _after_response(state: AgentState, stamp: _Stamper) -> list[Event]:
+    assert state.config is not None and state.last_response is not None
+    response = state.last_response
+    cycle = state.cycle_number
+    if not response.tool_calls:
+        return [stamp(ReflectionRecorded, cycle=cycle, text=response.content),
+                stamp(CycleEnded, cycle=cycle, ended_by="reflection",
+                      metrics=state.metrics.model_copy(
+                          update={"reflection_chars": len(response.content)}))]
+    if state.step >= state.config.max_steps_per_cycle:
+        return [stamp(StepLimitReached, cycle=cycle, steps=state.step,
+                      dropped_tool_calls=len(response.tool_calls)),
+                stamp(ReflectionRecorded, cycle=cycle, text=response.content, complete=False),
+                stamp(CycleEnded, cycle=cycle, ended_by="step_limit",
+                      metrics=state.metrics.model_copy(
+                          update={"reflection_chars": len(response.content)}))]
+    return [stamp(ToolCallRequested,
+                  task_id=tool_task_id(state.run_id, cycle, state.step, i), cycle=cycle,
+                  step=state.step, index=i, tool_name=call.name, arguments=call.arguments,
+                  arguments_error=call.arguments_error)
+            for i, call in enumerate(response.tool_calls)]
+
+
+def _next_tool_step(state: AgentState, stamp: _Stamper) -> list[Event]:
+    assert state.config is not None
+    head = state.tool_queue[0]
+    done = {"task_id": head.task_id, "tool_name": head.tool_name, "causation_id": head.task_id}
+    if head.problem is not None:
+        return [stamp(ToolCallCompleted, output=head.problem, ok=False, **done)]
+    if head.tool_name != OPERATOR_TOOL:
+        return []  # a memory tool: the memory service answers
+    if not head.message_sent:
+        return [stamp(OperatorMessageSent, task_id=head.task_id, cycle=head.cycle,
+                      message=head.arguments["message"])]
+    if head.reply is None:
+        operator = state.config.operator
+        if operator.mode == "human":
+            return []
+        return [stamp(OperatorReplied, task_id=head.task_id, text=operator.auto_reply,
+                      by="policy")]
+    return [stamp(ToolCallCompleted, output=head.reply, ok=True, **done)]
+
+
+class _Stamper:
+    """Gives derived events their envelope: id ``{input_id}.{n}``, the input's time,
+    the run as correlation, and the previous event as cause."""
+
+    def __init__(self, trigger: Event) -> None:
+        self._trigger = trigger
+        self._count = 0
+        self._last_id = trigger.event_id
+
+    def __call__(self, cls: type[EventBase], **data: Any) -> Event:
+        self._count += 1
+        data.setdefault("causation_id", self._last_id)
+        event: Event = cls(  # type: ignore[assignment]
+            event_id=f"{self._trigger.event_id}.{self._count}",
+            run_id=self._trigger.run_id,
+            ts=self._trigger.ts,
+            correlation_id=self._trigger.run_id,
+            **data,
+        )
+        self._last_id = event.event_id
+        return event
+
+
+__all__ = ["Decision", "Task", "advance", "decide", "pending_tasks", "rejection"]

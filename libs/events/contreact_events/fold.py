@@ -1,0 +1,276 @@
+"""``fold(state, event) -> state``: pure, one branch per event type.
+
+No I/O, no clock, no randomness. An event that does not fit the state raises
+``InvalidTransition``; an event of another run raises ``WrongRun``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import singledispatch
+from typing import Any
+
+from contreact_events.catalog import Event
+from contreact_events.cycle_events import (
+    CycleEnded,
+    CycleMetrics,
+    CycleStarted,
+    LLMFailed,
+    LLMRequested,
+    LLMResponded,
+    ReflectionRecorded,
+    StepLimitReached,
+)
+from contreact_events.envelope import EventBase
+from contreact_events.exceptions import InvalidTransition, WrongRun
+from contreact_events.messages import ChatMessage
+from contreact_events.run_events import (
+    ModelChecked,
+    RunCancelled,
+    RunCompleted,
+    RunFailed,
+    RunRequested,
+    RunStarted,
+)
+from contreact_events.state import AgentState, Phase, QueuedToolCall
+from contreact_events.tool_events import (
+    OperatorMessageSent,
+    OperatorReplied,
+    ToolCallCompleted,
+    ToolCallRequested,
+)
+from contreact_events.tools import MEMORY_TOOLS, OPERATOR_TOOL, check_arguments
+
+
+def fold(state: AgentState, event: Event) -> AgentState:
+    """Apply one event to the state and return the new state."""
+    if event.run_id != state.run_id:
+        raise WrongRun(f"event {event.event_id} of run {event.run_id} applied to {state.run_id}")
+    changes = _apply(event, state)
+    changes["seq"] = state.seq + 1
+    changes["last_event_id"] = event.event_id
+    return state.model_copy(update=changes)
+
+
+def fold_all(events: Iterable[Event], state: AgentState | None = None) -> AgentState:
+    """Fold a whole log. With no state, start from the first event's run."""
+    for event in events:
+        if state is None:
+            state = AgentState(run_id=event.run_id)
+        state = fold(state, event)
+    if state is None:
+        raise InvalidTransition("cannot rebuild a run from an empty log")
+    return state
+
+
+def _expect(state: AgentState, event: EventBase, *phases: Phase) -> None:
+    if state.phase not in phases:
+        kind = type(event).__name__
+        raise InvalidTransition(
+            f"{kind} {event.event_id} does not fit run {state.run_id} in phase "
+            f"'{state.phase}' (expected {' or '.join(phases)})"
+        )
+
+
+@singledispatch
+def _apply(event: EventBase, state: AgentState) -> dict[str, Any]:
+    raise InvalidTransition(f"no fold branch for {type(event).__name__}")
+
+
+@_apply.register
+def _(event: RunRequested, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "new")
+    return {"status": "checking", "phase": "checking", "config": event.config,
+            "pending_task_id": check_task_id(state.run_id),
+            "code_version": event.orchestrator_version}
+
+
+@_apply.register
+def _(event: ModelChecked, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "checking")
+    if not event.ok:
+        return {"phase": "failing", "pending_task_id": None, "failure_reason": event.detail}
+    return {"phase": "starting", "pending_task_id": None, "backend": event.backend,
+            "model_digest": event.model_digest}
+
+
+@_apply.register
+def _(event: RunStarted, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "starting")
+    return {"status": "running", "phase": "cycle_start", "config": event.config,
+            "backend": event.backend, "system_prompt": event.system_prompt,
+            "tools": event.tools}
+
+
+@_apply.register
+def _(event: CycleStarted, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "cycle_start", "cycle_end")
+    if event.cycle != state.cycle_number + 1:
+        raise InvalidTransition(f"cycle {event.cycle} started after cycle {state.cycle_number}")
+    history = state.message_history
+    opening = state.config.cycle_start_message if state.config else ""
+    if opening:
+        text = opening.replace("{cycle}", str(event.cycle))
+        history = (*history, ChatMessage(role="user", content=text))
+    return {"phase": "calling", "cycle_number": event.cycle, "step": 0,
+            "advisory": event.advisory, "message_history": history,
+            "metrics": CycleMetrics()}
+
+
+@_apply.register
+def _(event: LLMRequested, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "calling")
+    return {"phase": "awaiting_llm", "pending_task_id": event.task_id,
+            "step": state.step + 1, "llm_calls": state.llm_calls + 1}
+
+
+@_apply.register
+def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "awaiting_llm")
+    message = event.message
+    m = state.metrics
+    metrics = m.model_copy(update={
+        "llm_calls": m.llm_calls + 1,
+        "response_chars": m.response_chars + len(message.content),
+        "prompt_tokens": m.prompt_tokens + event.usage.prompt_tokens,
+        "completion_tokens": m.completion_tokens + event.usage.completion_tokens,
+        "llm_seconds": m.llm_seconds + event.usage.wall_s,
+    })
+    reply = ChatMessage(role="assistant", content=message.content,
+                        tool_calls=message.tool_calls, thinking=message.thinking)
+    return {"phase": "responded", "pending_task_id": None, "last_response": message,
+            "message_history": (*state.message_history, reply), "metrics": metrics}
+
+
+@_apply.register
+def _(event: LLMFailed, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "awaiting_llm")
+    reason = f"LLM call failed after {event.attempts} attempt(s): {event.error}"
+    return {"phase": "failing", "pending_task_id": None, "failure_reason": reason}
+
+
+@_apply.register
+def _(event: ToolCallRequested, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "responded", "tools")
+    problem = event.arguments_error and (
+        f"Error: the arguments of {event.tool_name} could not be read: {event.arguments_error}"
+    )
+    problem = problem or check_arguments(event.tool_name, event.arguments)
+    call = QueuedToolCall(task_id=event.task_id, cycle=event.cycle, step=event.step,
+                          index=event.index, tool_name=event.tool_name,
+                          arguments=event.arguments, problem=problem,
+                          requested_at=event.ts)
+    m = state.metrics
+    update: dict[str, Any] = {"tool_calls": m.tool_calls + 1}
+    if event.tool_name in MEMORY_TOOLS:
+        update["memory_ops_total"] = m.memory_ops_total + 1
+        if event.tool_name == "write" and problem is None:
+            update["memory_write_chars"] = m.memory_write_chars + len(event.arguments["value"])
+    elif event.tool_name == OPERATOR_TOOL:
+        update["messages_to_operator"] = m.messages_to_operator + 1
+    pending = state.pending_task_id
+    if not state.tool_queue and problem is None and event.tool_name in MEMORY_TOOLS:
+        pending = event.task_id
+    return {"phase": "tools", "tool_queue": (*state.tool_queue, call),
+            "metrics": m.model_copy(update=update), "pending_task_id": pending}
+
+
+@_apply.register
+def _(event: OperatorMessageSent, state: AgentState) -> dict[str, Any]:
+    head = _head(state, event, event.task_id)
+    waiting = state.config is not None and state.config.operator.mode == "human"
+    return {"tool_queue": (head.model_copy(update={"message_sent": True}), *state.tool_queue[1:]),
+            "status": "waiting_operator" if waiting else state.status}
+
+
+@_apply.register
+def _(event: OperatorReplied, state: AgentState) -> dict[str, Any]:
+    head = _head(state, event, event.task_id)
+    if not head.message_sent or head.reply is not None:
+        raise InvalidTransition(f"operator reply {event.event_id} without a message waiting")
+    return {"tool_queue": (head.model_copy(update={"reply": event.text}), *state.tool_queue[1:]),
+            "status": "running"}
+
+
+@_apply.register
+def _(event: ToolCallCompleted, state: AgentState) -> dict[str, Any]:
+    _head(state, event, event.task_id)
+    rest = state.tool_queue[1:]
+    result = ChatMessage(role="tool", content=event.output, tool_name=event.tool_name)
+    m = state.metrics
+    metrics = m if event.ok else m.model_copy(update={"tool_errors": m.tool_errors + 1})
+    pending = None
+    if rest and rest[0].problem is None and rest[0].tool_name in MEMORY_TOOLS:
+        pending = rest[0].task_id
+    return {"tool_queue": rest, "phase": "tools" if rest else "calling",
+            "message_history": (*state.message_history, result), "metrics": metrics,
+            "pending_task_id": pending}
+
+
+@_apply.register
+def _(event: StepLimitReached, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "responded")
+    note = (f"Not executed: the limit of {event.steps} steps per cycle was reached, "
+            "so this cycle ends here.")
+    calls = state.last_response.tool_calls if state.last_response else ()
+    skipped = tuple(ChatMessage(role="tool", content=note, tool_name=c.name) for c in calls)
+    return {"message_history": (*state.message_history, *skipped)}
+
+
+@_apply.register
+def _(event: ReflectionRecorded, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "responded")
+    metrics = state.metrics.model_copy(update={"reflection_chars": len(event.text)})
+    return {"reflection_history": (*state.reflection_history, event.text), "metrics": metrics}
+
+
+@_apply.register
+def _(event: CycleEnded, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "responded")
+    return {"phase": "cycle_end", "last_response": None, "advisory": None,
+            "cycle_metrics": (*state.cycle_metrics, event.metrics)}
+
+
+@_apply.register
+def _(event: RunCompleted, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "cycle_end")
+    return {"status": "completed", "phase": "done"}
+
+
+@_apply.register
+def _(event: RunFailed, state: AgentState) -> dict[str, Any]:
+    if state.terminal:
+        raise InvalidTransition(f"RunFailed {event.event_id} after the run ended")
+    return {"status": "failed", "phase": "done", "failure_reason": event.reason,
+            "pending_task_id": None}
+
+
+@_apply.register
+def _(event: RunCancelled, state: AgentState) -> dict[str, Any]:
+    if state.terminal or state.phase == "new":
+        raise InvalidTransition(f"RunCancelled {event.event_id} for a run that is not active")
+    return {"status": "cancelled", "phase": "done", "failure_reason": event.reason,
+            "pending_task_id": None, "tool_queue": ()}
+
+
+def _head(state: AgentState, event: EventBase, task_id: str) -> QueuedToolCall:
+    _expect(state, event, "tools")
+    head = state.tool_queue[0]
+    if head.task_id != task_id:
+        raise InvalidTransition(
+            f"{type(event).__name__} {event.event_id} answers {task_id}, "
+            f"but the run is on tool call {head.task_id}"
+        )
+    return head
+
+
+def check_task_id(run_id: str) -> str:
+    return f"{run_id}/check"
+
+
+def llm_task_id(run_id: str, cycle: int, step: int) -> str:
+    return f"{run_id}/c{cycle}/s{step}"
+
+
+def tool_task_id(run_id: str, cycle: int, step: int, index: int) -> str:
+    return f"{llm_task_id(run_id, cycle, step)}/t{index}"

@@ -1,0 +1,42 @@
+"""Every Redis stream, consumer group and key name, in one place.
+
+A run's own keys carry the run id as a hash tag (``{run_id}``) so that they live in
+one Redis Cluster slot; nothing else needs a multi-key transaction.
+"""
+
+from __future__ import annotations
+
+INBOX_STREAM = "orchestrator:inbox"
+INBOX_GROUP = "orchestrator"
+
+LLM_TASKS_STREAM = "tasks:llm"
+LLM_GROUP = "llm-workers"
+
+MEMORY_TASKS_STREAM = "tasks:memory"
+MEMORY_GROUP = "memory-workers"
+
+DEAD_LETTER_STREAM = "deadletter"
+
+RUNS_INDEX = "runs:index"
+"""Sorted set of every run id, scored by submission time (a listing projection)."""
+
+ACTIVE_RUNS = "runs:active"
+"""Set of run ids that have not reached a terminal event (read at orchestrator start)."""
+
+SERVICES_HEARTBEAT = "services:heartbeat"
+"""Hash of service instance name -> last heartbeat (unix seconds), for `contreact status`."""
+
+
+def run_log_key(run_id: str) -> str:
+    """The run log: append-only, never trimmed, the orchestrator its only writer."""
+    return f"run:{{{run_id}}}"
+
+
+def run_meta_key(run_id: str) -> str:
+    """A small hash projected from the run log (status, cycle, events) for listings."""
+    return f"run:{{{run_id}}}:meta"
+
+
+def run_digest_key(run_id: str) -> str:
+    """Where the orchestrator answers a state-digest request for `contreact rebuild`."""
+    return f"run:{{{run_id}}}:digest"

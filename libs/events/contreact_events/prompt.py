@@ -1,0 +1,68 @@
+"""ASSEMBLE_PROMPT and the tasks a state calls for. Pure.
+
+The run log stores deltas; the messages of every LLM call are rebuilt from the
+folded state: the system prompt (with the tools paragraph and the cycle's advisory)
+followed by the whole message history.
+"""
+
+from __future__ import annotations
+
+from contreact_events.messages import ChatMessage
+from contreact_events.state import AgentState
+from contreact_events.tasks import LLMTask, MemoryTask
+from contreact_events.tools import MEMORY_TOOLS
+
+
+def system_message(state: AgentState) -> ChatMessage:
+    text = state.system_prompt
+    if state.advisory:
+        text = f"{text}\n\n{state.advisory}"
+    return ChatMessage(role="system", content=text)
+
+
+def prompt_messages(state: AgentState) -> tuple[ChatMessage, ...]:
+    """The messages an LLM call made in ``state`` sends."""
+    return (system_message(state), *state.message_history)
+
+
+def pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask]:
+    """Tasks the run waits on. After a crash the orchestrator sends these again;
+    workers treat a repeat as the same task."""
+    config = state.config
+    task_id = state.pending_task_id
+    if config is None or state.terminal or task_id is None:
+        return []
+    if state.phase in ("checking", "awaiting_llm"):
+        chat = state.phase == "awaiting_llm"
+        return [
+            LLMTask(
+                kind="chat" if chat else "check",
+                task_id=task_id,
+                run_id=state.run_id,
+                backend=(state.backend or config.backend) if chat else config.backend,
+                model=config.model_name,
+                host=config.ollama_client_config.host,
+                timeout_s=config.ollama_client_config.timeout_s,
+                messages=prompt_messages(state) if chat else (),
+                tools=state.tools if chat else (),
+                options=config.model_options.as_options(),
+                keep_alive=config.keep_alive,
+                call_index=max(state.llm_calls - 1, 0),
+                cycle=state.cycle_number,
+                step=state.step,
+                script=config.script,
+            )
+        ]
+    head = state.tool_queue[0] if state.tool_queue else None
+    if state.phase == "tools" and head is not None and head.task_id == task_id:
+        if head.tool_name in MEMORY_TOOLS:
+            return [
+                MemoryTask(
+                    task_id=task_id,
+                    run_id=state.run_id,
+                    tool=head.tool_name,
+                    arguments=head.arguments,
+                    ts=head.requested_at,
+                )
+            ]
+    return []

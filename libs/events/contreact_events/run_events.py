@@ -1,0 +1,65 @@
+"""Run lifecycle events."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from contreact_events.config import ResolvedBackend, RunConfig
+from contreact_events.envelope import EventBase
+
+
+class RunRequested(EventBase):
+    """A run was submitted (input, from the CLI). Starts the model check."""
+
+    type: Literal["RunRequested"] = "RunRequested"
+    config: RunConfig
+    """The configuration as submitted (backend may still be ``auto``)."""
+    requested_by: str = "cli"
+    orchestrator_version: str = ""
+
+
+class ModelChecked(EventBase):
+    """The LLM worker checked the backend and model (input, answers the preflight task)."""
+
+    type: Literal["ModelChecked"] = "ModelChecked"
+    ok: bool
+    backend: ResolvedBackend | None = None
+    model: str = ""
+    model_digest: str | None = None
+    detail: str = ""
+    """Why this backend was chosen, or what is wrong and how to fix it."""
+
+
+class RunStarted(EventBase):
+    """The run's effective setup, fixed for its whole life."""
+
+    type: Literal["RunStarted"] = "RunStarted"
+    config: RunConfig
+    """Effective configuration: backend resolved, system prompt text included."""
+    backend: ResolvedBackend
+    model: str
+    model_digest: str | None = None
+    seed: int | None = None
+    system_prompt: str
+    """The full system prompt, tools paragraph included, before any advisory."""
+    system_prompt_sha256: str
+    tools: tuple[dict[str, object], ...]
+    """Tool definitions offered to the model, as sent."""
+    code_version: str = ""
+
+
+class RunCompleted(EventBase):
+    type: Literal["RunCompleted"] = "RunCompleted"
+    cycles: int
+
+
+class RunFailed(EventBase):
+    type: Literal["RunFailed"] = "RunFailed"
+    reason: str
+
+
+class RunCancelled(EventBase):
+    """Input from the CLI; accepted while the run is active."""
+
+    type: Literal["RunCancelled"] = "RunCancelled"
+    reason: str = "cancelled by the operator"

@@ -1,0 +1,108 @@
+"""AgentState: everything known about a run, rebuilt by folding its log."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict
+
+from contreact_events.config import ResolvedBackend, RunConfig
+from contreact_events.cycle_events import CycleMetrics
+from contreact_events.messages import AssistantMessage, ChatMessage
+
+RunStatus = Literal[
+    "new", "checking", "running", "waiting_operator", "completed", "failed", "cancelled"
+]
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+
+Phase = Literal[
+    "new",  # nothing folded yet
+    "checking",  # the LLM worker is checking backend and model
+    "starting",  # the check passed: RunStarted comes next
+    "cycle_start",  # CycleStarted comes next
+    "calling",  # LLMRequested comes next
+    "awaiting_llm",  # waiting for LLMResponded / LLMFailed
+    "responded",  # an answer arrived: tool calls or the reflection come next
+    "tools",  # working through the tool calls of the last answer
+    "cycle_end",  # the next cycle or RunCompleted comes next
+    "failing",  # RunFailed comes next
+    "done",  # terminal
+]
+
+
+class QueuedToolCall(BaseModel):
+    """A requested tool call that has not completed yet (the head is in progress)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_id: str
+    cycle: int
+    step: int
+    index: int
+    tool_name: str
+    arguments: dict[str, Any]
+    requested_at: datetime
+    problem: str | None = None
+    """Why the call cannot run (unknown tool, bad arguments), worded for the model."""
+    message_sent: bool = False
+    reply: str | None = None
+
+
+class AgentState(BaseModel):
+    """Seed 003's AgentState (run_id, cycle_number, model_name, message_history,
+    reflection_history) and what the state machine needs besides."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    status: RunStatus = "new"
+    phase: Phase = "new"
+    seq: int = 0
+    """Number of events folded."""
+    last_event_id: str | None = None
+    config: RunConfig | None = None
+    backend: ResolvedBackend | None = None
+    model_digest: str | None = None
+    system_prompt: str = ""
+    tools: tuple[dict[str, Any], ...] = ()
+    cycle_number: int = 0
+    step: int = 0
+    """LLM calls made in the current cycle."""
+    llm_calls: int = 0
+    """LLM calls made in the whole run."""
+    message_history: tuple[ChatMessage, ...] = ()
+    reflection_history: tuple[str, ...] = ()
+    advisory: str | None = None
+    pending_task_id: str | None = None
+    """The task the run waits on (model check, completion or memory tool), if any."""
+    last_response: AssistantMessage | None = None
+    tool_queue: tuple[QueuedToolCall, ...] = ()
+    metrics: CycleMetrics = CycleMetrics()
+    """Metrics of the cycle in progress."""
+    cycle_metrics: tuple[CycleMetrics, ...] = ()
+    failure_reason: str | None = None
+    code_version: str = ""
+
+    @property
+    def model_name(self) -> str:
+        return self.config.model_name if self.config else ""
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def waiting_for(self) -> QueuedToolCall | None:
+        """The operator call the run is waiting on, if it waits for a person."""
+        head = self.tool_queue[0] if self.tool_queue else None
+        if self.status == "waiting_operator" and head is not None:
+            return head
+        return None
+
+    def digest(self) -> str:
+        """SHA-256 of the state's canonical JSON: equal digests, equal states."""
+        canonical = orjson.dumps(self.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+        return hashlib.sha256(canonical).hexdigest()

@@ -1,0 +1,161 @@
+"""Messages on the bus that are not run-log events: tasks for workers, and the inbox
+messages (worker results, CLI commands) that the orchestrator turns into input events.
+
+Tasks carry their whole payload (the LLM task carries the full message list) and
+may be trimmed from their streams; the run log is the record.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from contreact_events.catalog import EVENT_ADAPTER, Event
+from contreact_events.config import Backend, ScriptConfig
+from contreact_events.exceptions import CorruptEvent
+from contreact_events.messages import AssistantMessage, ChatMessage, LLMUsage
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LLMTask(_Frozen):
+    """For the LLM worker: ``check`` resolves the backend and checks the model is
+    there; ``chat`` asks for one completion."""
+
+    kind: Literal["check", "chat"]
+    task_id: str
+    run_id: str
+    backend: Backend
+    model: str
+    host: str
+    timeout_s: float | None = None
+    messages: tuple[ChatMessage, ...] = ()
+    tools: tuple[dict[str, Any], ...] = ()
+    options: dict[str, Any] = Field(default_factory=dict)
+    keep_alive: str | None = None
+    call_index: int = 0
+    cycle: int = 0
+    step: int = 0
+    script: ScriptConfig | None = None
+
+
+class MemoryTask(_Frozen):
+    """For the memory service: apply one memory tool call of a run, exactly once."""
+
+    task_id: str
+    run_id: str
+    tool: str
+    arguments: dict[str, Any]
+    ts: datetime
+    """Time of the request (stored as the entry's update time, so a rebuild matches)."""
+
+
+INPUT_EVENT_TYPES = frozenset(
+    {
+        "RunRequested",
+        "ModelChecked",
+        "LLMResponded",
+        "LLMFailed",
+        "ToolCallCompleted",
+        "OperatorReplied",
+        "RunCancelled",
+    }
+)
+"""Event types that enter through the inbox; all others are decided."""
+
+DIGEST_REQUEST = "StateDigestRequested"
+"""Inbox control message: write the held state's digest to ``run_digest_key``."""
+
+
+class InboxMessage(_Frozen):
+    """Something for the orchestrator: an input event's data, or a control request."""
+
+    msg_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    run_id: str
+    kind: str
+    causation_id: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+
+    def to_event(self, ts: datetime) -> Event:
+        """The input event this message stands for, stamped with its receipt time."""
+        if self.kind not in INPUT_EVENT_TYPES:
+            raise CorruptEvent(f"inbox message {self.msg_id}: {self.kind!r} is not an input")
+        try:
+            return EVENT_ADAPTER.validate_python(
+                {
+                    **self.data,
+                    "type": self.kind,
+                    "event_id": self.msg_id,
+                    "run_id": self.run_id,
+                    "ts": ts,
+                    "causation_id": self.causation_id,
+                    "correlation_id": self.run_id,
+                }
+            )
+        except ValidationError as exc:
+            raise CorruptEvent(f"inbox message {self.msg_id} ({self.kind}): {exc}") from None
+
+
+def llm_responded(
+    task: LLMTask,
+    message: AssistantMessage,
+    usage: LLMUsage,
+    model: str,
+    tool_call_error: str | None = None,
+) -> InboxMessage:
+    return InboxMessage(
+        run_id=task.run_id,
+        kind="LLMResponded",
+        causation_id=task.task_id,
+        data={
+            "message": message.model_dump(mode="json"),
+            "usage": usage.model_dump(mode="json"),
+            "model": model,
+            "tool_call_error": tool_call_error,
+        },
+    )
+
+
+def llm_failed(task: LLMTask, error: str, *, retryable: bool, attempts: int) -> InboxMessage:
+    return InboxMessage(
+        run_id=task.run_id,
+        kind="LLMFailed",
+        causation_id=task.task_id,
+        data={"error": error, "retryable": retryable, "attempts": attempts},
+    )
+
+
+def model_checked(
+    task: LLMTask,
+    *,
+    ok: bool,
+    backend: str | None,
+    detail: str,
+    model_digest: str | None = None,
+) -> InboxMessage:
+    return InboxMessage(
+        run_id=task.run_id,
+        kind="ModelChecked",
+        causation_id=task.task_id,
+        data={
+            "ok": ok,
+            "backend": backend,
+            "model": task.model,
+            "model_digest": model_digest,
+            "detail": detail,
+        },
+    )
+
+
+def tool_completed(task: MemoryTask, output: str, *, ok: bool) -> InboxMessage:
+    return InboxMessage(
+        run_id=task.run_id,
+        kind="ToolCallCompleted",
+        causation_id=task.task_id,
+        data={"task_id": task.task_id, "tool_name": task.tool, "output": output, "ok": ok},
+    )

@@ -1,0 +1,46 @@
+"""Tool and operator events."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from contreact_events.envelope import EventBase
+
+
+class ToolCallRequested(EventBase):
+    """One tool call of a response. Calls of one response run one after another."""
+
+    type: Literal["ToolCallRequested"] = "ToolCallRequested"
+    task_id: str
+    cycle: int
+    step: int
+    index: int
+    tool_name: str
+    arguments: dict[str, Any]
+    arguments_error: str | None = None
+
+
+class ToolCallCompleted(EventBase):
+    """A tool call's output, as given back to the model. ``causation_id`` is its task."""
+
+    type: Literal["ToolCallCompleted"] = "ToolCallCompleted"
+    task_id: str
+    tool_name: str
+    output: str
+    ok: bool = True
+
+
+class OperatorMessageSent(EventBase):
+    type: Literal["OperatorMessageSent"] = "OperatorMessageSent"
+    task_id: str
+    cycle: int
+    message: str
+
+
+class OperatorReplied(EventBase):
+    """The operator's answer: input from ``contreact reply``, or the automatic policy."""
+
+    type: Literal["OperatorReplied"] = "OperatorReplied"
+    task_id: str
+    text: str
+    by: Literal["operator", "policy"] = "operator"

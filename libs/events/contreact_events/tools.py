@@ -1,0 +1,109 @@
+"""The tools offered to the agent: names, JSON schemas, argument checks, and the short
+factual paragraph appended to the system prompt (Box 1 ends with
+"[Technical tool usage information follows]").
+
+Pure: the memory service applies the memory tools, the orchestrator handles the
+operator tool; both validate through ``check_arguments`` here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+MEMORY_TOOLS = ("write", "read", "list", "delete", "pattern_search")
+OPERATOR_TOOL = "send_message_to_operator"
+ALL_TOOLS = (*MEMORY_TOOLS, OPERATOR_TOOL)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    params: tuple[tuple[str, str], ...]
+    """(name, description) of each required string parameter."""
+
+    def schema(self) -> dict[str, Any]:
+        """The tool definition in the JSON-schema form Ollama's ``tools`` takes."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": {
+                    "type": "object",
+                    "properties": {p: {"type": "string", "description": d} for p, d in self.params},
+                    "required": [p for p, _ in self.params],
+                },
+            },
+        }
+
+
+TOOL_SPECS: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in (
+        ToolSpec(
+            "write",
+            "Store a value under a key in your persistent memory (overwrites the key).",
+            (("key", "The key to write."), ("value", "The text to store.")),
+        ),
+        ToolSpec("read", "Read the value stored under a key.", (("key", "The key to read."),)),
+        ToolSpec("list", "List all keys in your persistent memory.", ()),
+        ToolSpec("delete", "Delete a key and its value.", (("key", "The key to delete."),)),
+        ToolSpec(
+            "pattern_search",
+            "List the keys that contain the given text (a plain substring, case-sensitive).",
+            (("pattern", "The text to look for in keys."),),
+        ),
+        ToolSpec(
+            OPERATOR_TOOL,
+            "Send a message to the operator and wait for the reply.",
+            (("message", "The message to send."),),
+        ),
+    )
+}
+
+TOOLS_PARAGRAPH = (
+    "Tools: you can call these functions. Memory persists across cycles: "
+    "write(key, value) stores text under a key, read(key) returns it, list() returns all "
+    "keys, delete(key) removes one, pattern_search(pattern) returns the keys containing "
+    "the text. send_message_to_operator(message) sends a message to the operator and "
+    "returns the reply. A cycle ends when you answer without calling a tool; that answer "
+    "is your note to yourself for the next cycle."
+)
+
+MARKER = "[Technical tool usage information follows]"
+
+
+def tool_schemas(names: tuple[str, ...] = ALL_TOOLS) -> tuple[dict[str, Any], ...]:
+    return tuple(TOOL_SPECS[name].schema() for name in names)
+
+
+def system_prompt_with_tools(prompt: str) -> str:
+    """The prompt with the tools paragraph after the paper's marker (or at the end)."""
+    text = prompt.rstrip()
+    if MARKER in text:
+        return text.replace(MARKER, f"{MARKER}\n{TOOLS_PARAGRAPH}", 1)
+    return f"{text}\n\n{TOOLS_PARAGRAPH}"
+
+
+def check_arguments(name: str, arguments: dict[str, Any]) -> str | None:
+    """None when the call can run; otherwise what is wrong, worded for the model."""
+    spec = TOOL_SPECS.get(name)
+    if spec is None:
+        return f"Error: unknown tool '{name}'. Available tools: {', '.join(ALL_TOOLS)}."
+    expected = [p for p, _ in spec.params]
+    problems = []
+    missing = [p for p in expected if p not in arguments]
+    if missing:
+        problems.append(f"missing argument(s) {', '.join(missing)}")
+    unexpected = sorted(set(arguments) - set(expected))
+    if unexpected:
+        problems.append(f"unexpected argument(s) {', '.join(unexpected)}")
+    mistyped = [p for p in expected if p in arguments and not isinstance(arguments[p], str)]
+    if mistyped:
+        problems.append(f"argument(s) {', '.join(mistyped)} must be text")
+    if not problems:
+        return None
+    signature = f"{name}({', '.join(expected)})"
+    return f"Error: {'; '.join(problems)}. Usage: {signature}."

@@ -1,0 +1,122 @@
+"""A pure, in-process driver of the core for tests and benchmarks: it plays the
+workers' part (answers each task the way the services would) without Redis."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from contreact_events.catalog import Event
+from contreact_events.config import RunConfig, parse_run_config
+from contreact_events.decide import Decision, Task, decide
+from contreact_events.messages import AssistantMessage, ToolCall
+from contreact_events.protocol import paper_system_prompt
+from contreact_events.state import AgentState
+from contreact_events.tasks import InboxMessage, LLMTask, MemoryTask
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+Reply = AssistantMessage | Callable[[LLMTask], AssistantMessage]
+
+
+def make_config(**overrides: Any) -> RunConfig:
+    data: dict[str, Any] = {
+        "run_id": "run-1",
+        "model_name": "test-model",
+        "cycle_count": 2,
+        "backend": "scripted",
+        "script": {"replies": [{"content": "x"}]},
+        "system_prompt": paper_system_prompt(),
+    }
+    data.update(overrides)
+    return parse_run_config(data)
+
+
+def say(content: str = "", *calls: tuple[str, dict[str, Any]]) -> AssistantMessage:
+    return AssistantMessage(
+        content=content, tool_calls=tuple(ToolCall(name=n, arguments=a) for n, a in calls)
+    )
+
+
+class Sim:
+    """Feeds inputs to ``decide`` and keeps the log, like the orchestrator does."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.state = AgentState(run_id=config.run_id)
+        self.log: list[Event] = []
+        self.tasks: list[Task] = []
+        self.memory: dict[str, str] = {}
+        self._clock = 0
+        self._ids = 0
+
+    def send(self, kind: str, causation: str | None = None, **data: Any) -> Decision:
+        self._ids += 1
+        self._clock += 1
+        message = InboxMessage(msg_id=f"m{self._ids}", run_id=self.config.run_id, kind=kind,
+                               causation_id=causation, data=data)
+        decision = decide(self.state, message.to_event(T0 + timedelta(seconds=self._clock)))
+        if decision.accepted:
+            self.state = decision.state
+            self.log.extend(decision.events)
+            self.tasks = list(decision.tasks)
+        return decision
+
+    def start(self) -> Decision:
+        self.send("RunRequested", config=self.config.model_dump(mode="json"))
+        check = self.task()
+        return self.send("ModelChecked", check.task_id, ok=True, backend="scripted",
+                         model=self.config.model_name)
+
+    def task(self) -> Task:
+        assert len(self.tasks) == 1, f"expected one task, have {self.tasks}"
+        return self.tasks[0]
+
+    def answer_llm(self, message: AssistantMessage, **usage: Any) -> Decision:
+        task = self.task()
+        assert isinstance(task, LLMTask) and task.kind == "chat", task
+        return self.send("LLMResponded", task.task_id, message=message.model_dump(mode="json"),
+                         usage=usage, model=self.config.model_name)
+
+    def answer_memory(self) -> Decision:
+        task = self.task()
+        assert isinstance(task, MemoryTask), task
+        output = apply_memory(self.memory, task.tool, task.arguments)
+        return self.send("ToolCallCompleted", task.task_id, task_id=task.task_id,
+                         tool_name=task.tool, output=output, ok=not output.startswith("Error"))
+
+    def drive(self, replies: list[Reply], *, max_inputs: int = 100_000) -> AgentState:
+        """Answer every task until the run waits on something else or ends; LLM tasks
+        take the next reply (cycling)."""
+        if self.state.phase == "new":
+            self.start()
+        index = 0
+        for _ in range(max_inputs):
+            if self.state.terminal or not self.tasks:
+                return self.state
+            task = self.tasks[0]
+            if isinstance(task, MemoryTask):
+                self.answer_memory()
+                continue
+            reply = replies[index % len(replies)]
+            index += 1
+            self.answer_llm(reply(task) if callable(reply) else reply, prompt_tokens=10,
+                            completion_tokens=5, wall_s=0.5)
+        raise AssertionError("the run did not settle")
+
+
+def apply_memory(memory: dict[str, str], tool: str, args: dict[str, Any]) -> str:
+    match tool:
+        case "write":
+            memory[args["key"]] = args["value"]
+            return f"Stored {args['key']}."
+        case "read":
+            return memory.get(args["key"], f"Error: no memory under key {args['key']}.")
+        case "list":
+            return ", ".join(sorted(memory)) or "Memory is empty."
+        case "delete":
+            return "Deleted." if memory.pop(args["key"], None) is not None else "Error: no key."
+        case "pattern_search":
+            return ", ".join(k for k in sorted(memory) if args["pattern"] in k) or "No keys."
+    raise AssertionError(tool)
