@@ -54,8 +54,13 @@ class Sim:
     def send(self, kind: str, causation: str | None = None, **data: Any) -> Decision:
         self._ids += 1
         self._clock += 1
-        message = InboxMessage(msg_id=f"m{self._ids}", run_id=self.config.run_id, kind=kind,
-                               causation_id=causation, data=data)
+        message = InboxMessage(
+            msg_id=f"m{self._ids}",
+            run_id=self.config.run_id,
+            kind=kind,
+            causation_id=causation,
+            data=data,
+        )
         decision = decide(self.state, message.to_event(T0 + timedelta(seconds=self._clock)))
         if decision.accepted:
             self.state = decision.state
@@ -66,8 +71,9 @@ class Sim:
     def start(self) -> Decision:
         self.send("RunRequested", config=self.config.model_dump(mode="json"))
         check = self.task()
-        return self.send("ModelChecked", check.task_id, ok=True, backend="scripted",
-                         model=self.config.model_name)
+        return self.send(
+            "ModelChecked", check.task_id, ok=True, backend="scripted", model=self.config.model_name
+        )
 
     def task(self) -> Task:
         assert len(self.tasks) == 1, f"expected one task, have {self.tasks}"
@@ -76,15 +82,26 @@ class Sim:
     def answer_llm(self, message: AssistantMessage, **usage: Any) -> Decision:
         task = self.task()
         assert isinstance(task, LLMTask) and task.kind == "chat", task
-        return self.send("LLMResponded", task.task_id, message=message.model_dump(mode="json"),
-                         usage=usage, model=self.config.model_name)
+        return self.send(
+            "LLMResponded",
+            task.task_id,
+            message=message.model_dump(mode="json"),
+            usage=usage,
+            model=self.config.model_name,
+        )
 
     def answer_memory(self) -> Decision:
         task = self.task()
         assert isinstance(task, MemoryTask), task
         output = apply_memory(self.memory, task.tool, task.arguments)
-        return self.send("ToolCallCompleted", task.task_id, task_id=task.task_id,
-                         tool_name=task.tool, output=output, ok=not output.startswith("Error"))
+        return self.send(
+            "ToolCallCompleted",
+            task.task_id,
+            task_id=task.task_id,
+            tool_name=task.tool,
+            output=output,
+            ok=not output.startswith("Error"),
+        )
 
     def drive(self, replies: list[Reply], *, max_inputs: int = 100_000) -> AgentState:
         """Answer every task until the run waits on something else or ends; LLM tasks
@@ -101,8 +118,12 @@ class Sim:
                 continue
             reply = replies[index % len(replies)]
             index += 1
-            self.answer_llm(reply(task) if callable(reply) else reply, prompt_tokens=10,
-                            completion_tokens=5, wall_s=0.5)
+            self.answer_llm(
+                reply(task) if callable(reply) else reply,
+                prompt_tokens=10,
+                completion_tokens=5,
+                wall_s=0.5,
+            )
         raise AssertionError("the run did not settle")
 
 

@@ -4,11 +4,13 @@ corrupt and unknown events, and the generated JSON schema."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
+from typing import Any
 
 import orjson
 import pytest
 
-from contreact_events.catalog import EVENT_CLASSES, upcast
+from contreact_events.catalog import EVENT_CLASSES, Event, upcast
 from contreact_events.codec import (
     event_from_fields,
     event_from_json,
@@ -28,41 +30,56 @@ from contreact_events.fold import fold
 from contreact_events.schema import SCHEMA_DIR, render, schemas
 from contreact_events.state import AgentState
 from contreact_events.tasks import InboxMessage, LLMTask
-from tests.support.sim import Sim, make_config, say
+from tests.support.sim import T0, Sim, make_config, say
 
 
 @pytest.fixture
-def log() -> list:
+def log() -> list[Event]:
     sim = Sim(make_config(cycle_count=2, operator={"mode": "auto"}))
-    sim.drive([say("", ("write", {"key": "k", "value": "v"}),
-                   ("send_message_to_operator", {"message": "hi"}), ("nope", {})),
-               say("reflection ✓ {not a format}")])
+    sim.drive(
+        [
+            say(
+                "",
+                ("write", {"key": "k", "value": "v"}),
+                ("send_message_to_operator", {"message": "hi"}),
+                ("nope", {}),
+            ),
+            say("reflection ✓ {not a format}"),
+        ]
+    )
     return sim.log
 
 
 def test_every_event_round_trips_through_json_and_stream_fields(log) -> None:
-    assert {e.type for e in log} >= {"RunRequested", "ToolCallCompleted", "OperatorReplied",
-                                     "CycleEnded", "RunCompleted"}
+    assert {e.type for e in log} >= {
+        "RunRequested",
+        "ToolCallCompleted",
+        "OperatorReplied",
+        "CycleEnded",
+        "RunCompleted",
+    }
     for event in log:
         assert event_from_json(event_to_json(event)) == event
-        fields = {k.encode(): v if isinstance(v, bytes) else v.encode()
-                  for k, v in event_to_fields(event).items()}
+        fields = {
+            k.encode(): v if isinstance(v, bytes) else v.encode()
+            for k, v in event_to_fields(event).items()
+        }
         assert event_from_fields(fields) == event
 
 
 def test_an_event_of_a_newer_schema_version_is_refused_clearly(log) -> None:
     data = orjson.loads(event_to_json(log[0]))
     data["schema_version"] = 99
-    with pytest.raises(NewerSchemaVersion, match="version 99.*upgrade contreact"):
+    with pytest.raises(NewerSchemaVersion, match=r"version 99.*upgrade contreact"):
         event_from_json(orjson.dumps(data))
 
 
 def test_older_versions_are_upcast_by_chained_functions() -> None:
-    def v1_to_v2(data: dict) -> dict:
+    def v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
         data["text"] = data.pop("reflection")
         return data
 
-    def v2_to_v3(data: dict) -> dict:
+    def v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
         data.setdefault("complete", True)
         return data
 
@@ -72,8 +89,12 @@ def test_older_versions_are_upcast_by_chained_functions() -> None:
     try:
         stored = {"type": "ReflectionRecorded", "schema_version": 1, "reflection": "hi"}
         chain = {("ReflectionRecorded", 1): v1_to_v2, ("ReflectionRecorded", 2): v2_to_v3}
-        assert upcast(stored, chain) == {"type": "ReflectionRecorded", "schema_version": 3,
-                                         "text": "hi", "complete": True}
+        assert upcast(stored, chain) == {
+            "type": "ReflectionRecorded",
+            "schema_version": 3,
+            "text": "hi",
+            "complete": True,
+        }
         with pytest.raises(UnknownEventType, match="no upcaster"):
             upcast(stored, {})
     finally:
@@ -98,8 +119,14 @@ def test_corrupt_and_unknown_events_are_named_errors(log) -> None:
 
 
 def test_bus_messages_round_trip_and_bad_ones_are_named() -> None:
-    task = LLMTask(kind="check", task_id="r/check", run_id="r", backend="auto", model="m",
-                   host="http://localhost:11434")
+    task = LLMTask(
+        kind="check",
+        task_id="r/check",
+        run_id="r",
+        backend="auto",
+        model="m",
+        host="http://localhost:11434",
+    )
     fields = {k.encode(): v for k, v in message_to_fields(task).items()}
     assert message_from_fields(LLMTask, fields) == task
     with pytest.raises(CorruptEvent, match="not a valid LLMTask"):
@@ -110,9 +137,7 @@ def test_bus_messages_round_trip_and_bad_ones_are_named() -> None:
         InboxMessage(run_id="r", kind="LLMResponded", data={"message": 5}).to_event(log_time())
 
 
-def log_time():
-    from tests.support.sim import T0
-
+def log_time() -> datetime:
     return T0
 
 
@@ -128,6 +153,7 @@ def test_the_committed_json_schema_matches_the_models() -> None:
         path = SCHEMA_DIR / name
         assert path.exists(), f"{path} is missing: run `make schema`"
         assert path.read_text() == render(schema), (
-            f"{path} drifted from the models: run `make schema` and commit the result")
+            f"{path} drifted from the models: run `make schema` and commit the result"
+        )
     events = json.loads((SCHEMA_DIR / "events.schema.json").read_text())
     assert set(events["x-schema-versions"]) == set(EVENT_CLASSES)

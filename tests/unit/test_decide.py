@@ -35,7 +35,13 @@ def test_passed_check_starts_the_run_and_the_first_cycle() -> None:
     assert started.backend == "scripted"
     assert TOOLS_PARAGRAPH in started.system_prompt
     assert {t["function"]["name"] for t in started.tools} == {
-        "write", "read", "list", "delete", "pattern_search", "send_message_to_operator"}
+        "write",
+        "read",
+        "list",
+        "delete",
+        "pattern_search",
+        "send_message_to_operator",
+    }
     (task,) = decision.tasks
     assert isinstance(task, LLMTask) and task.kind == "chat"
     assert [m.role for m in task.messages] == ["system", "user"]
@@ -56,10 +62,16 @@ def test_failed_check_fails_the_run_with_its_reason() -> None:
 def test_answer_without_tool_call_is_the_reflection_and_ends_the_cycle() -> None:
     sim = Sim(make_config(cycle_count=2))
     sim.start()
-    decision = sim.answer_llm(say("I will explore prime gaps."), prompt_tokens=7,
-                              completion_tokens=3, wall_s=1.5)
-    assert types(decision) == ["LLMResponded", "ReflectionRecorded", "CycleEnded",
-                               "CycleStarted", "LLMRequested"]
+    decision = sim.answer_llm(
+        say("I will explore prime gaps."), prompt_tokens=7, completion_tokens=3, wall_s=1.5
+    )
+    assert types(decision) == [
+        "LLMResponded",
+        "ReflectionRecorded",
+        "CycleEnded",
+        "CycleStarted",
+        "LLMRequested",
+    ]
     ended = decision.events[2]
     assert ended.ended_by == "reflection"
     assert ended.metrics.response_chars == len("I will explore prime gaps.")
@@ -85,8 +97,9 @@ def test_last_cycle_completes_the_run() -> None:
 def test_tool_calls_run_one_after_another_then_the_llm_is_asked_again() -> None:
     sim = Sim(make_config(cycle_count=1))
     sim.start()
-    decision = sim.answer_llm(say("", ("write", {"key": "k", "value": "hello"}),
-                                  ("read", {"key": "k"})))
+    decision = sim.answer_llm(
+        say("", ("write", {"key": "k", "value": "hello"}), ("read", {"key": "k"}))
+    )
     assert types(decision) == ["LLMResponded", "ToolCallRequested", "ToolCallRequested"]
     (first,) = decision.tasks
     assert isinstance(first, MemoryTask) and first.tool == "write"
@@ -119,8 +132,12 @@ def test_bad_tool_calls_go_back_to_the_model_as_tool_results(call, expected) -> 
     sim = Sim(make_config(cycle_count=1))
     sim.start()
     decision = sim.answer_llm(say("", call))
-    assert types(decision) == ["LLMResponded", "ToolCallRequested", "ToolCallCompleted",
-                               "LLMRequested"]
+    assert types(decision) == [
+        "LLMResponded",
+        "ToolCallRequested",
+        "ToolCallCompleted",
+        "LLMRequested",
+    ]
     completed = decision.events[2]
     assert not completed.ok and expected in completed.output
     (task,) = decision.tasks
@@ -131,9 +148,15 @@ def test_bad_tool_calls_go_back_to_the_model_as_tool_results(call, expected) -> 
 def test_unreadable_arguments_are_reported_to_the_model() -> None:
     sim = Sim(make_config(cycle_count=1))
     sim.start()
-    message = say().model_copy(update={"tool_calls": (
-        say("", ("write", {})).tool_calls[0].model_copy(
-            update={"arguments_error": "not a JSON object: '{key: oops'"}),)})
+    message = say().model_copy(
+        update={
+            "tool_calls": (
+                say("", ("write", {}))
+                .tool_calls[0]
+                .model_copy(update={"arguments_error": "not a JSON object: '{key: oops'"}),
+            )
+        }
+    )
     decision = sim.answer_llm(message)
     completed = decision.events[2]
     assert completed.type == "ToolCallCompleted" and not completed.ok
@@ -149,8 +172,13 @@ def test_step_cap_ends_the_cycle_explicitly() -> None:
     sim.answer_llm(loop)
     sim.answer_memory()
     decision = sim.answer_llm(say("still going", ("list", {})))
-    assert types(decision) == ["LLMResponded", "StepLimitReached", "ReflectionRecorded",
-                               "CycleEnded", "RunCompleted"]
+    assert types(decision) == [
+        "LLMResponded",
+        "StepLimitReached",
+        "ReflectionRecorded",
+        "CycleEnded",
+        "RunCompleted",
+    ]
     limit = decision.events[1]
     assert (limit.steps, limit.dropped_tool_calls) == (3, 1)
     assert decision.events[2].complete is False
@@ -171,8 +199,14 @@ def test_operator_auto_policy_answers_at_once() -> None:
     sim = Sim(make_config(cycle_count=1, operator={"mode": "auto", "auto_reply": "Noted."}))
     sim.start()
     decision = sim.answer_llm(say("", ("send_message_to_operator", {"message": "Hello?"})))
-    assert types(decision) == ["LLMResponded", "ToolCallRequested", "OperatorMessageSent",
-                               "OperatorReplied", "ToolCallCompleted", "LLMRequested"]
+    assert types(decision) == [
+        "LLMResponded",
+        "ToolCallRequested",
+        "OperatorMessageSent",
+        "OperatorReplied",
+        "ToolCallCompleted",
+        "LLMRequested",
+    ]
     assert decision.events[3].by == "policy"
     assert decision.events[4].output == "Noted."
     assert sim.state.metrics.messages_to_operator == 1
@@ -181,8 +215,9 @@ def test_operator_auto_policy_answers_at_once() -> None:
 def test_operator_human_mode_waits_for_the_reply() -> None:
     sim = Sim(make_config(cycle_count=1, operator={"mode": "human"}))
     sim.start()
-    decision = sim.answer_llm(say("", ("send_message_to_operator", {"message": "Hello?"}),
-                                  ("list", {})))
+    decision = sim.answer_llm(
+        say("", ("send_message_to_operator", {"message": "Hello?"}), ("list", {}))
+    )
     assert types(decision)[-1] == "OperatorMessageSent"
     assert decision.tasks == ()
     assert sim.state.status == "waiting_operator"
@@ -193,7 +228,7 @@ def test_operator_human_mode_waits_for_the_reply() -> None:
     assert not wrong.accepted
     decision = sim.send("OperatorReplied", None, task_id=waiting.task_id, text="Hi there")
     assert types(decision) == ["OperatorReplied", "ToolCallCompleted"]
-    assert sim.state.status == "running"
+    assert decision.state.status == "running"
     (task,) = decision.tasks
     assert isinstance(task, MemoryTask) and task.tool == "list"
     # A second reply to the same message changes nothing.
@@ -211,8 +246,13 @@ def test_duplicate_and_stale_results_change_nothing() -> None:
     assert sim.state == before
     memory_task = sim.task()
     sim.answer_memory()
-    dup = sim.send("ToolCallCompleted", memory_task.task_id, task_id=memory_task.task_id,
-                   tool_name="write", output="Stored a.")
+    dup = sim.send(
+        "ToolCallCompleted",
+        memory_task.task_id,
+        task_id=memory_task.task_id,
+        tool_name="write",
+        output="Stored a.",
+    )
     assert not dup.accepted
     early = sim.send("LLMResponded", "run-1/c2/s1", message={"content": "from the future"})
     assert not early.accepted
@@ -269,7 +309,8 @@ def test_decide_is_pure_the_same_input_gives_the_same_decision() -> None:
     assert again.state == state
     assert again.log == sim.log
     assert decide(AgentState(run_id="run-1"), sim.log[0]) == decide(
-        AgentState(run_id="run-1"), sim.log[0])
+        AgentState(run_id="run-1"), sim.log[0]
+    )
     del event
 
 

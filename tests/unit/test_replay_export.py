@@ -12,11 +12,13 @@ from tests.support.sim import Sim, make_config, say
 @pytest.fixture
 def sim() -> Sim:
     sim = Sim(make_config(cycle_count=3, operator={"mode": "auto", "auto_reply": "ok"}))
-    sim.drive([
-        say("", ("write", {"key": "plan", "value": "explore"}), ("read", {"key": "plan"})),
-        say("", ("send_message_to_operator", {"message": "hello"}), ("bad_tool", {})),
-        say("reflection about plans"),
-    ])
+    sim.drive(
+        [
+            say("", ("write", {"key": "plan", "value": "explore"}), ("read", {"key": "plan"})),
+            say("", ("send_message_to_operator", {"message": "hello"}), ("bad_tool", {})),
+            say("reflection about plans"),
+        ]
+    )
     return sim
 
 
@@ -40,7 +42,7 @@ def test_replay_reports_the_first_divergence(sim: Sim) -> None:
 
 def test_replay_notices_a_missing_decided_event(sim: Sim) -> None:
     index = next(i for i, e in enumerate(sim.log) if e.type == "LLMRequested")
-    report = replay_check(sim.log[:index] + sim.log[index + 1:])
+    report = replay_check(sim.log[:index] + sim.log[index + 1 :])
     assert report.divergence is not None and report.divergence.index == index
 
 
@@ -71,15 +73,23 @@ def test_export_has_the_seed_record_types_payloads_and_metrics(sim: Sim) -> None
     assert [m["role"] for m in second[-3:]] == ["assistant", "tool", "tool"]
     assert second[-1] == {"role": "tool", "content": "explore", "tool_name": "read"}
     tools = [r["payload"] for r in records if r["event_type"] == "TOOL_CALL"]
-    assert tools[0] == {"tool_name": "write", "parameters": {"key": "plan", "value": "explore"},
-                        "output": "Stored plan.", "ok": True}
+    assert tools[0] == {
+        "tool_name": "write",
+        "parameters": {"key": "plan", "value": "explore"},
+        "output": "Stored plan.",
+        "ok": True,
+    }
     operator = next(t for t in tools if t["tool_name"] == "send_message_to_operator")
     assert operator["output"] == "ok" and operator["parameters"] == {"message": "hello"}
     assert any(not t["ok"] and "unknown tool" in t["output"] for t in tools)
     end = next(r for r in records if r["event_type"] == "CYCLE_END")["payload"]
     assert end["final_reflection"] == "reflection about plans"
-    assert set(end["metrics"]) >= {"memory_ops_total", "messages_to_operator",
-                                   "response_chars", "memory_write_chars"}
+    assert set(end["metrics"]) >= {
+        "memory_ops_total",
+        "messages_to_operator",
+        "response_chars",
+        "memory_write_chars",
+    }
     assert end["metrics"]["memory_ops_total"] == 2
     assert end["metrics"]["messages_to_operator"] == 1
     assert end["metrics"]["memory_write_chars"] == len("explore")

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import redis.asyncio as aioredis
 
+from contreact_bus.replies import Entry, entries, stream_entries
 from contreact_events.catalog import Event
 from contreact_events.codec import event_from_fields, event_to_fields
 from contreact_events.names import run_log_key
@@ -37,10 +38,8 @@ class RunLog:
             count = PAGE if limit is None else min(PAGE, limit - len(out))
             if count <= 0:
                 break
-            page = await self._redis.xrange(key, min=start, max="+", count=count)
-            for entry_id, fields in page:
-                where = f"{key} entry {entry_id.decode()}"
-                out.append((entry_id, event_from_fields(fields, where=where)))
+            page = entries(await self._redis.xrange(key, min=start, max="+", count=count))
+            out.extend(_decoded(key, page))
             if len(page) < count:
                 break
             start = b"(" + page[-1][0]
@@ -57,7 +56,7 @@ class RunLog:
 
     async def last_id(self, run_id: str) -> bytes:
         """Id of the newest entry (``0-0`` for an empty log): follow from here."""
-        newest = await self._redis.xrevrange(run_log_key(run_id), count=1)
+        newest = entries(await self._redis.xrevrange(run_log_key(run_id), count=1))
         return newest[0][0] if newest else b"0-0"
 
     async def follow(
@@ -66,12 +65,14 @@ class RunLog:
         """Block until entries newer than ``last_id`` arrive (or the timeout passes)."""
         key = run_log_key(run_id)
         reply = await self._redis.xread({key: last_id}, block=block_ms, count=PAGE)
-        out = []
-        for _stream, entries in reply or []:
-            for entry_id, fields in entries:
-                where = f"{key} entry {entry_id.decode()}"
-                out.append((entry_id, event_from_fields(fields, where=where)))
-        return out
+        return _decoded(key, stream_entries(reply))
+
+
+def _decoded(key: str, page: list[Entry]) -> list[tuple[bytes, Event]]:
+    return [
+        (entry_id, event_from_fields(fields, where=f"{key} entry {entry_id.decode()}"))
+        for entry_id, fields in page
+    ]
 
 
 def _b(value: bytes | str) -> bytes:

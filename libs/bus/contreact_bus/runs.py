@@ -11,6 +11,7 @@ import redis.asyncio as aioredis
 
 from contreact_bus.archive import read_archive
 from contreact_bus.exceptions import RunNotFound
+from contreact_bus.replies import text_map, texts
 from contreact_bus.run_log import RunLog
 from contreact_events.catalog import Event
 from contreact_events.names import ACTIVE_RUNS, RUNS_INDEX, SERVICES_HEARTBEAT, run_meta_key
@@ -67,19 +68,19 @@ async def register_run(redis: aioredis.Redis, run_id: str) -> None:
 
 
 async def active_run_ids(redis: aioredis.Redis) -> list[str]:
-    return sorted(m.decode() for m in await redis.smembers(ACTIVE_RUNS))
+    return sorted(texts(await redis.smembers(ACTIVE_RUNS)))
 
 
 async def list_runs(redis: aioredis.Redis) -> list[dict[str, str]]:
     """Every indexed run's meta, oldest first."""
-    ids = [m.decode() for m in await redis.zrange(RUNS_INDEX, 0, -1)]
+    ids = texts(await redis.zrange(RUNS_INDEX, 0, -1))
     async with redis.pipeline(transaction=False) as pipe:
         for run_id in ids:
             pipe.hgetall(run_meta_key(run_id))
         metas = await pipe.execute()
     out = []
     for run_id, meta in zip(ids, metas, strict=True):
-        row = {k.decode(): v.decode() for k, v in meta.items()}
+        row = text_map(meta)
         row.setdefault("run_id", run_id)
         out.append(row)
     return out
@@ -90,5 +91,4 @@ async def beat(redis: aioredis.Redis, service: str) -> None:
 
 
 async def heartbeats(redis: aioredis.Redis) -> dict[str, float]:
-    raw = await redis.hgetall(SERVICES_HEARTBEAT)
-    return {k.decode(): float(v) for k, v in raw.items()}
+    return {k: float(v) for k, v in text_map(await redis.hgetall(SERVICES_HEARTBEAT)).items()}

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
 import redis.asyncio as aioredis
@@ -28,13 +28,22 @@ def setup_logging(level: str = "INFO") -> None:
     )
 
 
-def stop_on_signals() -> asyncio.Event:
-    """An event set on SIGTERM or SIGINT (call inside the running loop)."""
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[asyncio.Event]:
+    """An event set on SIGTERM or SIGINT while the block runs (inside the loop); the
+    handlers are removed afterwards, so a test's loop is left as it was."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in SIGNALS:
         loop.add_signal_handler(sig, stop.set)
-    return stop
+    try:
+        yield stop
+    finally:
+        for sig in SIGNALS:
+            loop.remove_signal_handler(sig)
 
 
 async def heartbeat(
@@ -62,10 +71,14 @@ async def run_consumer(
 ) -> int:
     """Serve ``consumer`` until SIGTERM/SIGINT (or, with ``burst``, until idle),
     beating the service's heartbeat meanwhile."""
-    stop = stop_on_signals()
-    beating = asyncio.create_task(heartbeat(redis, f"{service}:{consumer.name}", heartbeat_s, stop))
-    try:
-        return await serve(consumer, model, handle, burst=burst, concurrency=concurrency, stop=stop)
-    finally:
-        stop.set()
-        await beating
+    with stop_on_signals() as stop:
+        name = f"{service}:{consumer.name}"
+        await beat(redis, name)
+        beating = asyncio.create_task(heartbeat(redis, name, heartbeat_s, stop))
+        try:
+            return await serve(
+                consumer, model, handle, burst=burst, concurrency=concurrency, stop=stop
+            )
+        finally:
+            stop.set()
+            await beating

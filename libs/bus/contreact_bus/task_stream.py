@@ -7,14 +7,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from pydantic import BaseModel
+from redis.asyncio.client import Pipeline
 from redis.exceptions import ResponseError
 
+from contreact_bus.replies import entries, stream_entries
 from contreact_events.codec import message_from_fields, message_to_fields
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import DEAD_LETTER_STREAM
@@ -53,17 +55,15 @@ class TaskStream:
         self._maxlen = maxlen
 
     async def send(self, message: BaseModel) -> bytes:
-        entry_id: bytes = await self._redis.xadd(
-            self.stream,
-            message_to_fields(message),  # type: ignore[arg-type]
-            maxlen=self._maxlen,
-            approximate=True,
+        entry_id = await self._redis.xadd(
+            self.stream, _fields(message_to_fields(message)), maxlen=self._maxlen, approximate=True
         )
-        return entry_id
+        return _b(entry_id)
 
-    def queue(self, pipe: Any, message: BaseModel) -> None:
+    def queue(self, pipe: Pipeline, message: BaseModel) -> None:
         """Add a send to a caller's pipeline (no round trip of its own)."""
-        pipe.xadd(self.stream, message_to_fields(message), maxlen=self._maxlen, approximate=True)
+        fields = _fields(message_to_fields(message))
+        pipe.xadd(self.stream, fields, maxlen=self._maxlen, approximate=True)
 
 
 class Consumer:
@@ -93,12 +93,14 @@ class Consumer:
                 raise
 
     async def read(self, *, block: bool = True) -> list[Delivery]:
-        """Reclaimed entries first (when due), then this consumer's own unacked
-        entries once after a restart, then new ones."""
-        out = await self._reclaim_if_due()
+        """This consumer's own unacked entries once after a restart, then entries
+        reclaimed from silent consumers (when due), then new ones."""
+        out: list[Delivery] = []
         if not self._own_pending_checked:
             self._own_pending_checked = True
             out += await self._read_group("0", block=False)
+        seen = {d.entry_id for d in out}
+        out += [d for d in await self._reclaim_if_due() if d.entry_id not in seen]
         if out:
             return out
         return await self._read_group(">", block=block)
@@ -112,12 +114,11 @@ class Consumer:
             block=self.settings.block_ms if block else None,
         )
         out = []
-        for _stream, entries in reply or []:
-            for entry_id, fields in entries:
-                if fields is None:  # trimmed while pending
-                    await self.ack(entry_id)
-                    continue
-                out.append(Delivery(entry_id, fields, 2 if start == "0" else 1))
+        for entry_id, fields in stream_entries(reply):
+            if fields is None:  # trimmed while pending
+                await self.ack(entry_id)
+                continue
+            out.append(Delivery(entry_id, fields, 2 if start == "0" else 1))
         return out
 
     async def _reclaim_if_due(self) -> list[Delivery]:
@@ -137,20 +138,22 @@ class Consumer:
             start_id="0-0",
             count=self.settings.batch_size,
         )
-        entries = reply[1] if reply else []
-        deleted = reply[2] if len(reply) > 2 else []
+        claimed = entries(reply[1]) if reply else []
+        deleted = reply[2] if reply and len(reply) > 2 else []
         if deleted:
-            log.warning("%s: %d pending entries were trimmed before delivery", self.stream, len(deleted))
-        if not entries:
+            log.warning(
+                "%s: %d pending entries were trimmed before delivery", self.stream, len(deleted)
+            )
+        if not claimed:
             return []
-        counts = await self._delivery_counts([e[0] for e in entries])
-        return [Delivery(eid, fields, counts.get(eid, 2)) for eid, fields in entries if fields]
+        counts = await self._delivery_counts([entry_id for entry_id, _ in claimed])
+        return [Delivery(eid, fields, counts.get(eid, 2)) for eid, fields in claimed if fields]
 
     async def _delivery_counts(self, ids: Sequence[bytes]) -> dict[bytes, int]:
         pending = await self._redis.xpending_range(
             self.stream, self.group, min=min(ids), max=max(ids), count=len(ids) * 4
         )
-        return {p["message_id"]: int(p["times_delivered"]) for p in pending}
+        return {_b(p["message_id"]): int(p["times_delivered"]) for p in pending}
 
     async def ack(self, *entry_ids: bytes) -> None:
         if entry_ids:
@@ -168,7 +171,7 @@ class Consumer:
         }
         for key, value in delivery.fields.items():
             record[f"field:{key.decode(errors='replace')}"] = value
-        await self._redis.xadd(DEAD_LETTER_STREAM, record)
+        await self._redis.xadd(DEAD_LETTER_STREAM, _fields(record))
         await self.ack(delivery.entry_id)
         log.error("dead-lettered %s %s: %s", self.stream, delivery.entry_id.decode(), reason)
 
@@ -185,10 +188,11 @@ async def serve(
     """Decode each entry as ``model`` and hand it to ``handle``; ack once it returns.
 
     ``handle`` must have written its result before returning. An entry that cannot
-    be decoded or processed (``handle`` raised a ContReActEventError), or that was delivered ``max_deliveries`` times, goes to the dead
-    letters. A handler that raises leaves its entry pending, to be retried when
-    reclaimed. With ``burst`` it returns once the stream has nothing more to give.
-    Returns how many entries were handled.
+    be decoded or processed (``handle`` raised a ContReActEventError), or that was
+    delivered ``max_deliveries`` times, goes to the dead letters. A handler that
+    raises leaves its entry pending, to be retried when reclaimed. With ``burst``
+    it returns once the stream has nothing more to give. Returns how many entries
+    were handled.
     """
     await consumer.ensure_group()
     slots = asyncio.Semaphore(concurrency)
@@ -202,8 +206,11 @@ async def serve(
         except ContReActEventError as exc:
             await consumer.dead_letter(delivery, f"cannot process: {exc}")
         except Exception:
-            log.exception("%s: handling %s failed; it stays pending", consumer.stream,
-                          delivery.entry_id.decode())
+            log.exception(
+                "%s: handling %s failed; it stays pending",
+                consumer.stream,
+                delivery.entry_id.decode(),
+            )
         else:
             await consumer.ack(delivery.entry_id)
             handled += 1
@@ -234,3 +241,12 @@ async def serve(
     if running:
         await asyncio.gather(*running)
     return handled
+
+
+def _fields(fields: Mapping[str, Any]) -> Any:
+    """Stream fields as redis-py's (invariant) annotation wants them."""
+    return dict(fields)
+
+
+def _b(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()

@@ -11,8 +11,8 @@ again. The tasks to send are the ones that became pending.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 from contreact_events.catalog import Event
 from contreact_events.cycle_events import (
@@ -85,11 +85,9 @@ def rejection(state: AgentState, event: Event) -> str | None:
         case "RunCancelled":
             return None
         case "ModelChecked" | "LLMResponded" | "LLMFailed":
-            if state.pending_task_id == event.causation_id and state.phase in (
-                "checking", "awaiting_llm"
-            ):
-                if (event.type == "ModelChecked") == (state.phase == "checking"):
-                    return None
+            expected_phase = "checking" if event.type == "ModelChecked" else "awaiting_llm"
+            if state.phase == expected_phase and state.pending_task_id == event.causation_id:
+                return None
             return f"{event.type} answers {event.causation_id}, which is not pending"
         case "ToolCallCompleted":
             if state.phase == "tools" and state.pending_task_id == event.causation_id:
@@ -112,18 +110,33 @@ def advance(state: AgentState, stamp: _Stamper) -> list[Event]:
         case "starting":
             prompt = system_prompt_with_tools(config.system_prompt)
             tools = tool_schemas()
-            return [stamp(RunStarted, config=config.model_copy(update={"backend": state.backend}),
-                          backend=state.backend, model=config.model_name,
-                          model_digest=state.model_digest, seed=config.model_options.seed,
-                          system_prompt=prompt,
-                          system_prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
-                          tools=tools, code_version=state.code_version)]
+            return [
+                stamp(
+                    RunStarted,
+                    config=config.model_copy(update={"backend": state.backend}),
+                    backend=state.backend,
+                    model=state.resolved_model or config.model_name,
+                    model_digest=state.model_digest,
+                    seed=config.model_options.seed,
+                    system_prompt=prompt,
+                    system_prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
+                    tools=tools,
+                    code_version=state.code_version,
+                )
+            ]
         case "cycle_start":
             return [stamp(CycleStarted, cycle=state.cycle_number + 1, advisory=None)]
         case "calling":
             step = state.step + 1
-            return [stamp(LLMRequested, task_id=llm_task_id(state.run_id, state.cycle_number, step),
-                          cycle=state.cycle_number, step=step, call_index=state.llm_calls)]
+            return [
+                stamp(
+                    LLMRequested,
+                    task_id=llm_task_id(state.run_id, state.cycle_number, step),
+                    cycle=state.cycle_number,
+                    step=step,
+                    call_index=state.llm_calls,
+                )
+            ]
         case "responded":
             return _after_response(state, stamp)
         case "tools":
@@ -142,22 +155,48 @@ def _after_response(state: AgentState, stamp: _Stamper) -> list[Event]:
     response = state.last_response
     cycle = state.cycle_number
     if not response.tool_calls:
-        return [stamp(ReflectionRecorded, cycle=cycle, text=response.content),
-                stamp(CycleEnded, cycle=cycle, ended_by="reflection",
-                      metrics=state.metrics.model_copy(
-                          update={"reflection_chars": len(response.content)}))]
+        return [
+            stamp(ReflectionRecorded, cycle=cycle, text=response.content),
+            stamp(
+                CycleEnded,
+                cycle=cycle,
+                ended_by="reflection",
+                metrics=state.metrics.model_copy(
+                    update={"reflection_chars": len(response.content)}
+                ),
+            ),
+        ]
     if state.step >= state.config.max_steps_per_cycle:
-        return [stamp(StepLimitReached, cycle=cycle, steps=state.step,
-                      dropped_tool_calls=len(response.tool_calls)),
-                stamp(ReflectionRecorded, cycle=cycle, text=response.content, complete=False),
-                stamp(CycleEnded, cycle=cycle, ended_by="step_limit",
-                      metrics=state.metrics.model_copy(
-                          update={"reflection_chars": len(response.content)}))]
-    return [stamp(ToolCallRequested,
-                  task_id=tool_task_id(state.run_id, cycle, state.step, i), cycle=cycle,
-                  step=state.step, index=i, tool_name=call.name, arguments=call.arguments,
-                  arguments_error=call.arguments_error)
-            for i, call in enumerate(response.tool_calls)]
+        return [
+            stamp(
+                StepLimitReached,
+                cycle=cycle,
+                steps=state.step,
+                dropped_tool_calls=len(response.tool_calls),
+            ),
+            stamp(ReflectionRecorded, cycle=cycle, text=response.content, complete=False),
+            stamp(
+                CycleEnded,
+                cycle=cycle,
+                ended_by="step_limit",
+                metrics=state.metrics.model_copy(
+                    update={"reflection_chars": len(response.content)}
+                ),
+            ),
+        ]
+    return [
+        stamp(
+            ToolCallRequested,
+            task_id=tool_task_id(state.run_id, cycle, state.step, i),
+            cycle=cycle,
+            step=state.step,
+            index=i,
+            tool_name=call.name,
+            arguments=call.arguments,
+            arguments_error=call.arguments_error,
+        )
+        for i, call in enumerate(response.tool_calls)
+    ]
 
 
 def _next_tool_step(state: AgentState, stamp: _Stamper) -> list[Event]:
@@ -169,14 +208,19 @@ def _next_tool_step(state: AgentState, stamp: _Stamper) -> list[Event]:
     if head.tool_name != OPERATOR_TOOL:
         return []  # a memory tool: the memory service answers
     if not head.message_sent:
-        return [stamp(OperatorMessageSent, task_id=head.task_id, cycle=head.cycle,
-                      message=head.arguments["message"])]
+        return [
+            stamp(
+                OperatorMessageSent,
+                task_id=head.task_id,
+                cycle=head.cycle,
+                message=head.arguments["message"],
+            )
+        ]
     if head.reply is None:
         operator = state.config.operator
         if operator.mode == "human":
             return []
-        return [stamp(OperatorReplied, task_id=head.task_id, text=operator.auto_reply,
-                      by="policy")]
+        return [stamp(OperatorReplied, task_id=head.task_id, text=operator.auto_reply, by="policy")]
     return [stamp(ToolCallCompleted, output=head.reply, ok=True, **done)]
 
 

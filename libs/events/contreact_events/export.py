@@ -48,7 +48,7 @@ def _record(
             return "CYCLE_START", {"advisory": event.advisory}
         case "LLMResponded":
             message = event.message
-            response = {"role": "assistant", "content": message.content}
+            response: dict[str, Any] = {"role": "assistant", "content": message.content}
             if message.tool_calls:
                 response["tool_calls"] = [
                     {"function": {"name": c.name, "arguments": c.arguments}}

@@ -80,9 +80,13 @@ def _apply(event: EventBase, state: AgentState) -> dict[str, Any]:
 @_apply.register
 def _(event: RunRequested, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "new")
-    return {"status": "checking", "phase": "checking", "config": event.config,
-            "pending_task_id": check_task_id(state.run_id),
-            "code_version": event.orchestrator_version}
+    return {
+        "status": "checking",
+        "phase": "checking",
+        "config": event.config,
+        "pending_task_id": check_task_id(state.run_id),
+        "code_version": event.orchestrator_version,
+    }
 
 
 @_apply.register
@@ -90,16 +94,26 @@ def _(event: ModelChecked, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "checking")
     if not event.ok:
         return {"phase": "failing", "pending_task_id": None, "failure_reason": event.detail}
-    return {"phase": "starting", "pending_task_id": None, "backend": event.backend,
-            "model_digest": event.model_digest}
+    return {
+        "phase": "starting",
+        "pending_task_id": None,
+        "backend": event.backend,
+        "model_digest": event.model_digest,
+        "resolved_model": event.model,
+    }
 
 
 @_apply.register
 def _(event: RunStarted, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "starting")
-    return {"status": "running", "phase": "cycle_start", "config": event.config,
-            "backend": event.backend, "system_prompt": event.system_prompt,
-            "tools": event.tools}
+    return {
+        "status": "running",
+        "phase": "cycle_start",
+        "config": event.config,
+        "backend": event.backend,
+        "system_prompt": event.system_prompt,
+        "tools": event.tools,
+    }
 
 
 @_apply.register
@@ -112,16 +126,25 @@ def _(event: CycleStarted, state: AgentState) -> dict[str, Any]:
     if opening:
         text = opening.replace("{cycle}", str(event.cycle))
         history = (*history, ChatMessage(role="user", content=text))
-    return {"phase": "calling", "cycle_number": event.cycle, "step": 0,
-            "advisory": event.advisory, "message_history": history,
-            "metrics": CycleMetrics()}
+    return {
+        "phase": "calling",
+        "cycle_number": event.cycle,
+        "step": 0,
+        "advisory": event.advisory,
+        "message_history": history,
+        "metrics": CycleMetrics(),
+    }
 
 
 @_apply.register
 def _(event: LLMRequested, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "calling")
-    return {"phase": "awaiting_llm", "pending_task_id": event.task_id,
-            "step": state.step + 1, "llm_calls": state.llm_calls + 1}
+    return {
+        "phase": "awaiting_llm",
+        "pending_task_id": event.task_id,
+        "step": state.step + 1,
+        "llm_calls": state.llm_calls + 1,
+    }
 
 
 @_apply.register
@@ -129,17 +152,28 @@ def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "awaiting_llm")
     message = event.message
     m = state.metrics
-    metrics = m.model_copy(update={
-        "llm_calls": m.llm_calls + 1,
-        "response_chars": m.response_chars + len(message.content),
-        "prompt_tokens": m.prompt_tokens + event.usage.prompt_tokens,
-        "completion_tokens": m.completion_tokens + event.usage.completion_tokens,
-        "llm_seconds": m.llm_seconds + event.usage.wall_s,
-    })
-    reply = ChatMessage(role="assistant", content=message.content,
-                        tool_calls=message.tool_calls, thinking=message.thinking)
-    return {"phase": "responded", "pending_task_id": None, "last_response": message,
-            "message_history": (*state.message_history, reply), "metrics": metrics}
+    metrics = m.model_copy(
+        update={
+            "llm_calls": m.llm_calls + 1,
+            "response_chars": m.response_chars + len(message.content),
+            "prompt_tokens": m.prompt_tokens + event.usage.prompt_tokens,
+            "completion_tokens": m.completion_tokens + event.usage.completion_tokens,
+            "llm_seconds": m.llm_seconds + event.usage.wall_s,
+        }
+    )
+    reply = ChatMessage(
+        role="assistant",
+        content=message.content,
+        tool_calls=message.tool_calls,
+        thinking=message.thinking,
+    )
+    return {
+        "phase": "responded",
+        "pending_task_id": None,
+        "last_response": message,
+        "message_history": (*state.message_history, reply),
+        "metrics": metrics,
+    }
 
 
 @_apply.register
@@ -156,10 +190,16 @@ def _(event: ToolCallRequested, state: AgentState) -> dict[str, Any]:
         f"Error: the arguments of {event.tool_name} could not be read: {event.arguments_error}"
     )
     problem = problem or check_arguments(event.tool_name, event.arguments)
-    call = QueuedToolCall(task_id=event.task_id, cycle=event.cycle, step=event.step,
-                          index=event.index, tool_name=event.tool_name,
-                          arguments=event.arguments, problem=problem,
-                          requested_at=event.ts)
+    call = QueuedToolCall(
+        task_id=event.task_id,
+        cycle=event.cycle,
+        step=event.step,
+        index=event.index,
+        tool_name=event.tool_name,
+        arguments=event.arguments,
+        problem=problem,
+        requested_at=event.ts,
+    )
     m = state.metrics
     update: dict[str, Any] = {"tool_calls": m.tool_calls + 1}
     if event.tool_name in MEMORY_TOOLS:
@@ -171,16 +211,22 @@ def _(event: ToolCallRequested, state: AgentState) -> dict[str, Any]:
     pending = state.pending_task_id
     if not state.tool_queue and problem is None and event.tool_name in MEMORY_TOOLS:
         pending = event.task_id
-    return {"phase": "tools", "tool_queue": (*state.tool_queue, call),
-            "metrics": m.model_copy(update=update), "pending_task_id": pending}
+    return {
+        "phase": "tools",
+        "tool_queue": (*state.tool_queue, call),
+        "metrics": m.model_copy(update=update),
+        "pending_task_id": pending,
+    }
 
 
 @_apply.register
 def _(event: OperatorMessageSent, state: AgentState) -> dict[str, Any]:
     head = _head(state, event, event.task_id)
     waiting = state.config is not None and state.config.operator.mode == "human"
-    return {"tool_queue": (head.model_copy(update={"message_sent": True}), *state.tool_queue[1:]),
-            "status": "waiting_operator" if waiting else state.status}
+    return {
+        "tool_queue": (head.model_copy(update={"message_sent": True}), *state.tool_queue[1:]),
+        "status": "waiting_operator" if waiting else state.status,
+    }
 
 
 @_apply.register
@@ -188,8 +234,10 @@ def _(event: OperatorReplied, state: AgentState) -> dict[str, Any]:
     head = _head(state, event, event.task_id)
     if not head.message_sent or head.reply is not None:
         raise InvalidTransition(f"operator reply {event.event_id} without a message waiting")
-    return {"tool_queue": (head.model_copy(update={"reply": event.text}), *state.tool_queue[1:]),
-            "status": "running"}
+    return {
+        "tool_queue": (head.model_copy(update={"reply": event.text}), *state.tool_queue[1:]),
+        "status": "running",
+    }
 
 
 @_apply.register
@@ -202,16 +250,22 @@ def _(event: ToolCallCompleted, state: AgentState) -> dict[str, Any]:
     pending = None
     if rest and rest[0].problem is None and rest[0].tool_name in MEMORY_TOOLS:
         pending = rest[0].task_id
-    return {"tool_queue": rest, "phase": "tools" if rest else "calling",
-            "message_history": (*state.message_history, result), "metrics": metrics,
-            "pending_task_id": pending}
+    return {
+        "tool_queue": rest,
+        "phase": "tools" if rest else "calling",
+        "message_history": (*state.message_history, result),
+        "metrics": metrics,
+        "pending_task_id": pending,
+    }
 
 
 @_apply.register
 def _(event: StepLimitReached, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "responded")
-    note = (f"Not executed: the limit of {event.steps} steps per cycle was reached, "
-            "so this cycle ends here.")
+    note = (
+        f"Not executed: the limit of {event.steps} steps per cycle was reached, "
+        "so this cycle ends here."
+    )
     calls = state.last_response.tool_calls if state.last_response else ()
     skipped = tuple(ChatMessage(role="tool", content=note, tool_name=c.name) for c in calls)
     return {"message_history": (*state.message_history, *skipped)}
@@ -227,8 +281,12 @@ def _(event: ReflectionRecorded, state: AgentState) -> dict[str, Any]:
 @_apply.register
 def _(event: CycleEnded, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "responded")
-    return {"phase": "cycle_end", "last_response": None, "advisory": None,
-            "cycle_metrics": (*state.cycle_metrics, event.metrics)}
+    return {
+        "phase": "cycle_end",
+        "last_response": None,
+        "advisory": None,
+        "cycle_metrics": (*state.cycle_metrics, event.metrics),
+    }
 
 
 @_apply.register
@@ -241,16 +299,25 @@ def _(event: RunCompleted, state: AgentState) -> dict[str, Any]:
 def _(event: RunFailed, state: AgentState) -> dict[str, Any]:
     if state.terminal:
         raise InvalidTransition(f"RunFailed {event.event_id} after the run ended")
-    return {"status": "failed", "phase": "done", "failure_reason": event.reason,
-            "pending_task_id": None}
+    return {
+        "status": "failed",
+        "phase": "done",
+        "failure_reason": event.reason,
+        "pending_task_id": None,
+    }
 
 
 @_apply.register
 def _(event: RunCancelled, state: AgentState) -> dict[str, Any]:
     if state.terminal or state.phase == "new":
         raise InvalidTransition(f"RunCancelled {event.event_id} for a run that is not active")
-    return {"status": "cancelled", "phase": "done", "failure_reason": event.reason,
-            "pending_task_id": None, "tool_queue": ()}
+    return {
+        "status": "cancelled",
+        "phase": "done",
+        "failure_reason": event.reason,
+        "pending_task_id": None,
+        "tool_queue": (),
+    }
 
 
 def _head(state: AgentState, event: EventBase, task_id: str) -> QueuedToolCall:

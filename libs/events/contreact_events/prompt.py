@@ -54,15 +54,19 @@ def pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask]:
             )
         ]
     head = state.tool_queue[0] if state.tool_queue else None
-    if state.phase == "tools" and head is not None and head.task_id == task_id:
-        if head.tool_name in MEMORY_TOOLS:
-            return [
-                MemoryTask(
-                    task_id=task_id,
-                    run_id=state.run_id,
-                    tool=head.tool_name,
-                    arguments=head.arguments,
-                    ts=head.requested_at,
-                )
-            ]
+    if (
+        state.phase == "tools"
+        and head is not None
+        and head.task_id == task_id
+        and head.tool_name in MEMORY_TOOLS
+    ):
+        return [
+            MemoryTask(
+                task_id=task_id,
+                run_id=state.run_id,
+                tool=head.tool_name,
+                arguments=head.arguments,
+                ts=head.requested_at,
+            )
+        ]
     return []

@@ -25,8 +25,11 @@ def schemas() -> dict[str, dict[str, Any]]:
     events["title"] = "ContReAct run-log event"
     events["x-schema-versions"] = versions
     out = {"events.schema.json": events}
-    for name, model in (("llm-task", LLMTask), ("memory-task", MemoryTask),
-                        ("inbox-message", InboxMessage)):
+    for name, model in (
+        ("llm-task", LLMTask),
+        ("memory-task", MemoryTask),
+        ("inbox-message", InboxMessage),
+    ):
         out[f"{name}.schema.json"] = TypeAdapter(model).json_schema(mode="validation")
     return out
 

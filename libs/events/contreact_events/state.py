@@ -66,6 +66,8 @@ class AgentState(BaseModel):
     config: RunConfig | None = None
     backend: ResolvedBackend | None = None
     model_digest: str | None = None
+    resolved_model: str = ""
+    """The model that answers (the embedded GGUF's name when ``auto`` fell back to it)."""
     system_prompt: str = ""
     tools: tuple[dict[str, Any], ...] = ()
     cycle_number: int = 0

@@ -137,6 +137,7 @@ def model_checked(
     backend: str | None,
     detail: str,
     model_digest: str | None = None,
+    model: str | None = None,
 ) -> InboxMessage:
     return InboxMessage(
         run_id=task.run_id,
@@ -145,7 +146,7 @@ def model_checked(
         data={
             "ok": ok,
             "backend": backend,
-            "model": task.model,
+            "model": model or task.model,
             "model_digest": model_digest,
             "detail": detail,
         },

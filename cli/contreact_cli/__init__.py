@@ -1,0 +1,1 @@
+"""The `contreact` command."""

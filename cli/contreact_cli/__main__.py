@@ -1,0 +1,3 @@
+from contreact_cli.main import main
+
+main()

@@ -1,0 +1,67 @@
+"""Reading a run config file: seed 003's YAML format as is, plus the extensions.
+
+Paths in the file (``system_prompt_file``, a ``script`` given as a file name) are
+resolved against the file's folder and their contents put into the config, so the
+run's snapshot holds everything it ran with.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from contreact_events.config import RunConfig, parse_run_config
+from contreact_events.exceptions import ConfigError
+
+
+def load_config(path: Path, *, run_id: str | None = None) -> RunConfig:
+    data = _read_yaml(path, what="config file")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings at the top level")
+    if run_id:
+        data["run_id"] = run_id
+    elif not data.get("run_id"):
+        data["run_id"] = default_run_id(str(data.get("model_name") or "run"))
+    prompt_file = data.get("system_prompt_file")
+    if prompt_file and not data.get("system_prompt"):
+        prompt_path = _resolve(path, prompt_file)
+        if not prompt_path.is_file():
+            raise ConfigError(f"{path}: system_prompt_file {prompt_path} does not exist")
+        data["system_prompt"] = prompt_path.read_text(encoding="utf-8")
+        data["system_prompt_file"] = str(prompt_path)
+    script = data.get("script")
+    if isinstance(script, str):
+        script_path = _resolve(path, script)
+        loaded = _read_yaml(script_path, what="script file")
+        data["script"] = {"replies": loaded} if isinstance(loaded, list) else loaded
+    return parse_run_config(data, source=str(path))
+
+
+def default_run_id(model_name: str) -> str:
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", model_name).strip("-._") or "run"
+    return f"{stem[:80]}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+
+
+def _resolve(config_path: Path, name: Any) -> Path:
+    candidate = Path(str(name)).expanduser()
+    return candidate if candidate.is_absolute() else config_path.parent / candidate
+
+
+def _read_yaml(path: Path, *, what: str) -> Any:
+    if not path.exists():
+        raise ConfigError(f"{what} not found: {path}")
+    if not path.is_file():
+        raise ConfigError(f"{what} {path} is not a file")
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{what} {path} is not UTF-8 text") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{what} {path} is not valid YAML{where}: {problem}") from None

@@ -1,0 +1,274 @@
+"""``contreact``: start the services, run experiments, look at runs.
+
+Every failure the user can fix is one line on stderr with the fix and exit code 2;
+a run that ends failed or cancelled exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from contreact_bus.exceptions import BusError
+from contreact_cli import commands, processes
+from contreact_cli.config_file import load_config
+from contreact_cli.exceptions import CLIError
+from contreact_cli.settings import CLISettings
+from contreact_cli.text import safe
+from contreact_events.exceptions import ContReActEventError
+
+
+def out(line: str) -> None:
+    print(line, flush=True)
+
+
+def _json(data: Any) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+def cmd_up(args: argparse.Namespace, settings: CLISettings) -> int:
+    for line in processes.up(
+        settings, llm_workers=args.llm_workers, memory_workers=args.memory_workers
+    ):
+        out(line)
+    return 0
+
+
+def cmd_down(args: argparse.Namespace, settings: CLISettings) -> int:
+    for line in processes.down(settings):
+        out(line)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, settings: CLISettings) -> int:
+    infos = processes.processes(settings)
+    try:
+        beats = asyncio.run(_beats(settings))
+    except (BusError, OSError):
+        beats = {}
+    now = time.time()
+    rows = [{"process": i.name, "pid": i.pid, "alive": i.alive, "log": str(i.log)} for i in infos]
+    services = [
+        {
+            "service": name,
+            "last_heartbeat_s_ago": round(now - ts, 1),
+            "fresh": now - ts < settings.heartbeat_fresh_s,
+        }
+        for name, ts in beats.items()
+    ]
+    if args.json:
+        _json({"redis_url": settings.resolved_redis_url(), "processes": rows, "services": services})
+        return 0
+    out(f"redis: {settings.resolved_redis_url()}")
+    for row in rows:
+        out(
+            f"  {row['process']:<14} pid {row['pid']!s:<8} "
+            f"{'running' if row['alive'] else 'NOT running':<12} log {row['log']}"
+        )
+    for svc in services:
+        state = "alive" if svc["fresh"] else "silent"
+        out(f"  {svc['service']:<40} {state} (heartbeat {svc['last_heartbeat_s_ago']}s ago)")
+    if not rows and not services:
+        out("nothing is running: start the services with `contreact up`")
+    return 0
+
+
+async def _beats(settings: CLISettings) -> dict[str, float]:
+    from contreact_bus.runs import heartbeats
+
+    async with commands.redis_client(settings) as redis:
+        return await heartbeats(redis)
+
+
+def cmd_run(args: argparse.Namespace, settings: CLISettings) -> int:
+    config = load_config(Path(args.config), run_id=args.run_id)
+    return asyncio.run(
+        commands.submit_run(settings, config, out, follow=not args.detach, wait_s=args.wait)
+    )
+
+
+def cmd_watch(args: argparse.Namespace, settings: CLISettings) -> int:
+    return asyncio.run(commands.watch_run(settings, args.run, out))
+
+
+def cmd_runs(args: argparse.Namespace, settings: CLISettings) -> int:
+    rows = asyncio.run(commands.runs(settings))
+    if args.json:
+        _json(rows)
+        return 0
+    if not rows:
+        out("no runs yet: `contreact run CONFIG` starts one")
+    for row in rows:
+        out(
+            f"{row['run_id']:<40} {row.get('status', ''):<17} cycle "
+            f"{row.get('cycle', '?')}/{row.get('cycle_count', '?')}  "
+            f"{row.get('model', '')} ({row.get('backend', '')})"
+        )
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, settings: CLISettings) -> int:
+    _events, state = asyncio.run(commands.load_state(settings, args.run))
+    commands.show_state(state, out, as_json=args.json)
+    return 0
+
+
+def cmd_reply(args: argparse.Namespace, settings: CLISettings) -> int:
+    return asyncio.run(commands.reply(settings, args.run, args.text, out))
+
+
+def cmd_cancel(args: argparse.Namespace, settings: CLISettings) -> int:
+    return asyncio.run(commands.cancel(settings, args.run, args.reason, out))
+
+
+def cmd_rebuild(args: argparse.Namespace, settings: CLISettings) -> int:
+    report = asyncio.run(commands.rebuild(settings, args.run))
+    if args.json:
+        _json({**report.__dict__, "equal": report.equal})
+    else:
+        out(
+            f"run {report.run_id}: {report.events} events folded, status {report.status}, "
+            f"cycle {report.cycles}"
+        )
+        out(f"  state digest  {report.digest}")
+        verdict = {True: "EQUAL", False: "DIFFERENT", None: "not compared"}[report.equal]
+        out(f"  orchestrator  {report.orchestrator_digest or '-'}  {verdict}: {report.comparison}")
+    return 1 if report.equal is False else 0
+
+
+def cmd_replay(args: argparse.Namespace, settings: CLISettings) -> int:
+    events, inputs, divergence = asyncio.run(commands.replay(settings, args.run))
+    if args.json:
+        _json({"run_id": args.run, "events": events, "inputs": inputs, "divergence": divergence})
+    elif divergence is None:
+        out(f"run {args.run}: replayed {inputs} inputs over {events} events: no divergence")
+    else:
+        out(f"run {args.run}: first divergence at {divergence}")
+    return 0 if divergence is None else 1
+
+
+def cmd_export(args: argparse.Namespace, settings: CLISettings) -> int:
+    path, counts = asyncio.run(commands.export(settings, args.run, Path(args.out)))
+    summary = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+    out(f"wrote {path} ({summary})")
+    return 0
+
+
+def cmd_memory_rebuild(args: argparse.Namespace, settings: CLISettings) -> int:
+    target = Path(args.out) if args.out else None
+    report = asyncio.run(commands.memory_rebuild(settings, args.runs, target))
+    if args.json:
+        _json(report)
+    else:
+        verdict = "identical to" if report["identical"] else "DIFFERENT from"
+        out(
+            f"rebuilt {report['entries']} memory entries of {len(report['run_ids'])} run(s): "
+            f"{verdict} the live store"
+        )
+        for line in report["differences"] + report["output_mismatches"]:
+            out(f"  {safe(line, 300, one_line=True)}")
+    return 0 if report["identical"] and not report["output_mismatches"] else 1
+
+
+def cmd_deadletters(args: argparse.Namespace, settings: CLISettings) -> int:
+    rows = asyncio.run(commands.dead_letters(settings, args.limit))
+    if args.json:
+        _json(rows)
+        return 0
+    if not rows:
+        out("no dead letters")
+    for row in rows:
+        out(f"{row['id']}  {row.get('stream', '')}  {row.get('reason', '')}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="contreact", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(
+        name: str, func: Callable[..., int], help_text: str, listing: bool = False
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(func=func)
+        if listing:
+            p.add_argument("--json", action="store_true", help="machine-readable output")
+        return p
+
+    p = add("up", cmd_up, "start a local Redis (unless REDIS_URL is set) and every service")
+    p.add_argument("--llm-workers", type=int, default=1)
+    p.add_argument("--memory-workers", type=int, default=1)
+    add("down", cmd_down, "stop what `contreact up` started")
+    add("status", cmd_status, "show the processes and service heartbeats", listing=True)
+    p = add("run", cmd_run, "submit a run from a config file and follow its progress")
+    p.add_argument("config", help="YAML config (seed 003 format and extensions)")
+    p.add_argument("--run-id", help="override the config's run_id")
+    p.add_argument("--detach", action="store_true", help="submit and return")
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=15.0,
+        help="seconds to wait for the services to answer (default 15)",
+    )
+    p = add("watch", cmd_watch, "follow a run's progress")
+    p.add_argument("run")
+    add("runs", cmd_runs, "list runs with their status", listing=True)
+    p = add("show", cmd_show, "a run's state, metrics per cycle and reflections", listing=True)
+    p.add_argument("run")
+    p = add("reply", cmd_reply, "answer the agent's message to the operator")
+    p.add_argument("run")
+    p.add_argument("text")
+    p = add("cancel", cmd_cancel, "cancel a run")
+    p.add_argument("run")
+    p.add_argument("--reason", default="cancelled by the operator")
+    p = add(
+        "rebuild",
+        cmd_rebuild,
+        "fold a run's log; compare with the orchestrator's state",
+        listing=True,
+    )
+    p.add_argument("run")
+    p = add(
+        "replay",
+        cmd_replay,
+        "re-run decide over a logged run; report the first divergence",
+        listing=True,
+    )
+    p.add_argument("run")
+    p.add_argument("--check", action="store_true", help="compare with the log (the default)")
+    p = add("export", cmd_export, "write the run as seed-003 JSONL LogRecords")
+    p.add_argument("run")
+    p.add_argument("--out", default="logs", help="output folder (default: logs)")
+    p = add(
+        "memory-rebuild",
+        cmd_memory_rebuild,
+        "rebuild the memory store from the run logs and compare it with the live one",
+        listing=True,
+    )
+    p.add_argument("runs", nargs="*", help="run ids (default: every run)")
+    p.add_argument("--out", help="keep the rebuilt store at this new file")
+    p = add("deadletters", cmd_deadletters, "messages that could not be processed", listing=True)
+    p.add_argument("--limit", type=int, default=50)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = CLISettings()
+        code = args.func(args, settings)
+    except (CLIError, ContReActEventError, BusError) as exc:
+        print(f"contreact: error: {exc}", file=sys.stderr)
+        code = 2
+    except KeyboardInterrupt:
+        code = 130
+    except BrokenPipeError:  # `contreact ... | head`: the reader left, nothing to report
+        sys.stderr.close()
+        code = 0
+    sys.exit(code)

@@ -1,0 +1,77 @@
+"""Following a run: one line per thing a researcher wants to see, as it happens.
+
+Agent text (tool arguments, messages, reflections) is passed through ``safe``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from contreact_cli.text import safe
+from contreact_events.catalog import Event
+
+Printer = Callable[[str], None]
+
+
+class ProgressPrinter:
+    def __init__(self, out: Printer, *, cycle_count: int = 0) -> None:
+        self._out = out
+        self._cycles = cycle_count
+
+    def show(self, event: Event) -> None:
+        line = self._line(event)
+        if line is not None:
+            self._out(line)
+
+    def _line(self, event: Event) -> str | None:
+        match event.type:
+            case "RunRequested":
+                self._cycles = event.config.cycle_count
+                return (
+                    f"run {event.run_id}: model {event.config.model_name}, "
+                    f"{self._cycles} cycle(s), backend {event.config.backend}"
+                )
+            case "ModelChecked":
+                if event.ok:
+                    return f"backend: {event.backend} ({safe(event.detail, one_line=True)})"
+                return f"model check failed: {safe(event.detail, one_line=True)}"
+            case "CycleStarted":
+                advisory = " (diversity advisory in force)" if event.advisory else ""
+                return f"cycle {event.cycle}/{self._cycles}{advisory}"
+            case "ToolCallRequested":
+                args = ", ".join(
+                    f"{k}={safe(repr(v), 40, one_line=True)}" for k, v in event.arguments.items()
+                )
+                return f"  step {event.step}: {safe(event.tool_name, 40)}({args})"
+            case "ToolCallCompleted" if not event.ok:
+                return f"    tool error: {safe(event.output, 160, one_line=True)}"
+            case "OperatorMessageSent":
+                return f"  agent -> operator: {safe(event.message, 300, one_line=True)}"
+            case "OperatorReplied":
+                who = "operator" if event.by == "operator" else "operator (automatic)"
+                return f"  {who} -> agent: {safe(event.text, 300, one_line=True)}"
+            case "LLMResponded" if event.tool_call_error:
+                return "  the model's tool call could not be parsed; kept as text"
+            case "StepLimitReached":
+                return (
+                    f"  step limit reached ({event.steps} steps): "
+                    f"{event.dropped_tool_calls} tool call(s) not run, cycle ends"
+                )
+            case "ReflectionRecorded":
+                return f"  reflection: {safe(event.text, 160, one_line=True) or '(empty)'}"
+            case "CycleEnded":
+                m = event.metrics
+                return (
+                    f"  cycle {event.cycle} done: {m.tool_calls} tool call(s), "
+                    f"{m.memory_ops_total} memory op(s), {m.messages_to_operator} "
+                    f"message(s) to operator, {m.response_chars} response chars, "
+                    f"{m.prompt_tokens}+{m.completion_tokens} tokens, "
+                    f"LLM {m.llm_seconds:.1f}s"
+                )
+            case "RunCompleted":
+                return f"run {event.run_id} completed: {event.cycles} cycle(s)"
+            case "RunFailed":
+                return f"run {event.run_id} failed: {safe(event.reason, one_line=True)}"
+            case "RunCancelled":
+                return f"run {event.run_id} cancelled: {safe(event.reason, one_line=True)}"
+        return None

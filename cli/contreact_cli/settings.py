@@ -1,0 +1,39 @@
+"""The CLI's one settings object (environment prefix CONTREACT_)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from contreact_bus.connection import DEFAULT_REDIS_URL
+
+LOCAL_REDIS_PORT = 6390
+"""Port of the Redis that `contreact up` starts (not 6379, to leave a system Redis be)."""
+
+
+class CLISettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CONTREACT_", extra="ignore")
+
+    redis_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("CONTREACT_REDIS_URL", "REDIS_URL")
+    )
+    """A Redis to use. Unset: the one `contreact up` started (its URL is in the data dir)."""
+    data_dir: Path = Path("data")
+    heartbeat_fresh_s: float = 10.0
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.data_dir / "runs"
+
+    @property
+    def local_redis_url_file(self) -> Path:
+        return self.data_dir / "redis.url"
+
+    def resolved_redis_url(self) -> str:
+        if self.redis_url:
+            return self.redis_url
+        if self.local_redis_url_file.exists():
+            return self.local_redis_url_file.read_text().strip()
+        return DEFAULT_REDIS_URL

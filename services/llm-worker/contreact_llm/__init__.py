@@ -1,0 +1,1 @@
+"""ContReAct LLM worker: answers ``tasks:llm`` with chat completions and model checks."""

@@ -1,0 +1,3 @@
+from contreact_llm.main import main
+
+main()

@@ -1,0 +1,150 @@
+"""Chat completions from an Ollama server, through the official ``ollama`` client."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import httpx
+import ollama
+
+from contreact_events.config import ResolvedBackend
+from contreact_events.messages import AssistantMessage, LLMUsage, ToolCall
+from contreact_events.tasks import LLMTask
+from contreact_llm.backend import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
+from contreact_llm.exceptions import (
+    BackendError,
+    CallFailed,
+    ToolCallParseError,
+    TransientBackendError,
+)
+from contreact_llm.retry import RetryPolicy, with_retries
+
+TOOL_CALL_PARSE_ERROR = "error parsing tool call"
+_RAW_TEXT = re.compile(r"raw='(.*)', err=", re.DOTALL)
+
+
+def full_name(model: str) -> str:
+    """``name:tag`` with Ollama's default tag ``latest`` when none is given."""
+    return model if ":" in model.rsplit("/", 1)[-1] else f"{model}:latest"
+
+
+def pull_hint(model: str, host: str) -> str:
+    return f"model '{model}' is not pulled on {host}: run `ollama pull {model}`"
+
+
+def unreachable(host: str, exc: BaseException) -> str:
+    return (
+        f"Ollama does not answer at {host} ({type(exc).__name__}: {exc}); start it with "
+        "`ollama serve`, or set ollama_client_config.host to a running server"
+    )
+
+
+def _seconds(ns: int | None) -> float:
+    return (ns or 0) / 1e9
+
+
+def classify(exc: Exception, host: str) -> BackendError:
+    """The backend error an exception from the client stands for (transient or not)."""
+    if isinstance(exc, ollama.ResponseError):
+        message = f"Ollama at {host} answered HTTP {exc.status_code}: {exc.error}"
+        if exc.status_code == 500 and TOOL_CALL_PARSE_ERROR in exc.error:
+            found = _RAW_TEXT.search(exc.error)
+            return ToolCallParseError(message, found.group(1) if found else exc.error)
+        if exc.status_code == 429 or exc.status_code >= 500:
+            return TransientBackendError(message)
+        return BackendError(message)
+    if isinstance(exc, ConnectionError | httpx.TransportError):
+        return TransientBackendError(unreachable(host, exc))
+    return BackendError(f"Ollama client error talking to {host}: {type(exc).__name__}: {exc}")
+
+
+class OllamaBackend:
+    name: ResolvedBackend = "ollama"
+
+    def __init__(self, retry: RetryPolicy) -> None:
+        self._retry = retry
+        self._clients: dict[tuple[str, float | None], ollama.AsyncClient] = {}
+
+    def _client(self, host: str, timeout_s: float | None) -> ollama.AsyncClient:
+        key = (host, timeout_s)
+        if key not in self._clients:
+            self._clients[key] = ollama.AsyncClient(host=host, timeout=timeout_s)
+        return self._clients[key]
+
+    async def check(self, task: LLMTask) -> CheckOutcome:
+        client = self._client(task.host, task.timeout_s)
+        try:
+            listing = await client.list()
+        except Exception as exc:
+            return CheckOutcome(ok=False, backend="ollama", detail=classify(exc, task.host).args[0])
+        wanted = full_name(task.model)
+        for entry in listing.models:
+            if entry.model is not None and full_name(entry.model) == wanted:
+                return CheckOutcome(
+                    ok=True,
+                    backend="ollama",
+                    detail=f"model '{entry.model}' is available on {task.host}",
+                    model_digest=entry.digest,
+                )
+        return CheckOutcome(ok=False, backend="ollama", detail=pull_hint(task.model, task.host))
+
+    async def chat(self, task: LLMTask) -> ChatOutcome:
+        started = time.monotonic()
+        try:
+            response, attempts = await with_retries(self._retry, lambda: self._chat_once(task))
+        except CallFailed as failed:
+            cause = failed.cause
+            if isinstance(cause, ToolCallParseError):
+                usage = LLMUsage(
+                    wall_s=time.monotonic() - started,
+                    done_reason="tool_call_parse_error",
+                    attempts=failed.attempts,
+                )
+                return ChatReply(
+                    message=AssistantMessage(content=cause.raw_text),
+                    usage=usage,
+                    model=task.model,
+                    tool_call_error=str(cause),
+                )
+            return ChatFailure(str(cause), cause.transient, failed.attempts)
+        usage = LLMUsage(
+            prompt_tokens=response.prompt_eval_count or 0,
+            completion_tokens=response.eval_count or 0,
+            total_s=_seconds(response.total_duration),
+            load_s=_seconds(response.load_duration),
+            prompt_eval_s=_seconds(response.prompt_eval_duration),
+            eval_s=_seconds(response.eval_duration),
+            wall_s=time.monotonic() - started,
+            done_reason=response.done_reason,
+            attempts=attempts,
+        )
+        reply = response.message
+        message = AssistantMessage(
+            content=reply.content or "",
+            tool_calls=tuple(
+                ToolCall(name=call.function.name, arguments=dict(call.function.arguments))
+                for call in reply.tool_calls or ()
+            ),
+            thinking=reply.thinking,
+        )
+        return ChatReply(message=message, usage=usage, model=response.model or task.model)
+
+    async def _chat_once(self, task: LLMTask) -> ollama.ChatResponse:
+        client = self._client(task.host, task.timeout_s)
+        try:
+            return await client.chat(
+                model=task.model,
+                messages=[m.as_ollama() for m in task.messages],
+                tools=list(task.tools) or None,
+                stream=False,
+                options=task.options or None,
+                keep_alive=task.keep_alive,
+            )
+        except Exception as exc:
+            raise classify(exc, task.host) from exc
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.close()  # type: ignore[no-untyped-call]

@@ -1,0 +1,3 @@
+from contreact_memory.main import main
+
+main()

@@ -1,0 +1,49 @@
+"""Entry point: ``contreact-memory [--burst]`` serves ``tasks:memory`` until SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from contreact_bus.connection import connect
+from contreact_bus.service import run_consumer, setup_logging
+from contreact_bus.task_stream import Consumer, TaskStream
+from contreact_events.names import INBOX_STREAM, MEMORY_GROUP, MEMORY_TASKS_STREAM
+from contreact_events.tasks import MemoryTask
+from contreact_memory.handler import MemoryHandler
+from contreact_memory.settings import MemorySettings
+from contreact_memory.store import MemoryStore
+
+
+async def run(settings: MemorySettings, *, burst: bool = False) -> int:
+    """Serve until SIGTERM/SIGINT (or, with ``burst``, until the stream is drained)."""
+    store, redis = MemoryStore.open(settings.database), await connect(settings.redis_url)
+    consumer = Consumer(
+        redis,
+        MEMORY_TASKS_STREAM,
+        MEMORY_GROUP,
+        settings.consumer_name,
+        settings.consumer_settings(),
+    )
+    try:
+        handler = MemoryHandler(store, TaskStream(redis, INBOX_STREAM))
+        return await run_consumer(
+            redis,
+            consumer,
+            MemoryTask,
+            handler,
+            service="memory",
+            burst=burst,
+            heartbeat_s=settings.heartbeat_s,
+        )
+    finally:
+        store.close()
+        await redis.aclose()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="contreact-memory", description=__doc__)
+    parser.add_argument("--burst", action="store_true", help="exit once the stream is drained")
+    args = parser.parse_args(argv)
+    setup_logging()
+    asyncio.run(run(MemorySettings(), burst=args.burst))

@@ -1,0 +1,45 @@
+"""The memory service's settings (environment variables, prefix ``CONTREACT_MEMORY_``)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from contreact_bus.connection import DEFAULT_REDIS_URL
+from contreact_bus.task_stream import ConsumerSettings
+
+
+def default_consumer_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class MemorySettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CONTREACT_MEMORY_", extra="ignore", populate_by_name=True
+    )
+
+    redis_url: str = Field(
+        default=DEFAULT_REDIS_URL,
+        validation_alias=AliasChoices("CONTREACT_MEMORY_REDIS_URL", "REDIS_URL"),
+    )
+    data_dir: Path = Field(
+        default=Path("data"),
+        validation_alias=AliasChoices("CONTREACT_MEMORY_DATA_DIR", "CONTREACT_DATA_DIR"),
+    )
+    db_path: Path | None = None
+    """The SQLite file; default ``{data_dir}/memory.db``."""
+    consumer_name: str = Field(default_factory=default_consumer_name)
+    block_ms: int = Field(default=1000, ge=1)
+    reclaim_idle_ms: int = Field(default=60_000, ge=1)
+    heartbeat_s: float = Field(default=2.0, gt=0)
+
+    @property
+    def database(self) -> Path:
+        return self.db_path if self.db_path is not None else self.data_dir / "memory.db"
+
+    def consumer_settings(self) -> ConsumerSettings:
+        return ConsumerSettings(block_ms=self.block_ms, reclaim_idle_ms=self.reclaim_idle_ms)

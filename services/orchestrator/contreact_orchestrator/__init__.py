@@ -1,0 +1,1 @@
+"""The ContReAct orchestrator: the only writer of run logs."""

@@ -1,0 +1,3 @@
+from contreact_orchestrator.main import main
+
+main()

@@ -1,0 +1,151 @@
+"""The orchestrator's shell around the pure core: read inbox → fold → decide →
+append to the run log → enqueue tasks → ack (the ack is ``serve``'s, after return).
+
+The run log is the outbox: events are appended first (one MULTI/EXEC on the run's
+own key), tasks sent after. If the process dies in between, ``recover`` folds every
+unfinished run and sends its pending tasks again; workers treat repeats as the same
+task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from contreact_bus.archive import write_archive
+from contreact_bus.run_log import RunLog
+from contreact_bus.runs import active_run_ids, queue_meta, register_run
+from contreact_bus.task_stream import TaskStream
+from contreact_events.decide import Decision, Task, decide
+from contreact_events.fold import fold_all
+from contreact_events.names import (
+    ACTIVE_RUNS,
+    LLM_TASKS_STREAM,
+    MEMORY_TASKS_STREAM,
+    run_digest_key,
+    run_meta_key,
+)
+from contreact_events.prompt import pending_tasks
+from contreact_events.protocol import paper_system_prompt
+from contreact_events.state import AgentState
+from contreact_events.tasks import DIGEST_REQUEST, InboxMessage, LLMTask
+
+log = logging.getLogger(__name__)
+
+DIGEST_TTL_S = 300
+
+
+class Orchestrator:
+    """Drives every run at once. It is the only writer of run logs."""
+
+    def __init__(self, redis: aioredis.Redis, archive_dir: Path, version: str) -> None:
+        self._redis = redis
+        self._archive_dir = archive_dir
+        self._version = version
+        self._log = RunLog(redis)
+        self._llm = TaskStream(redis, LLM_TASKS_STREAM)
+        self._memory = TaskStream(redis, MEMORY_TASKS_STREAM)
+        self._states: dict[str, AgentState] = {}
+
+    async def recover(self) -> int:
+        """Rebuild every unfinished run from its log and send its pending tasks again."""
+        resent = 0
+        for run_id in await active_run_ids(self._redis):
+            events = await self._log.events(run_id)
+            if not events:
+                await self._redis.srem(ACTIVE_RUNS, run_id)
+                continue
+            state = fold_all(events)
+            if state.terminal:
+                await self._finish(state, len(events))
+                continue
+            self._states[run_id] = state
+            tasks = pending_tasks(state)
+            await self._send(tasks, state, len(events))
+            resent += len(tasks)
+        log.info("recovered %d active run(s), re-sent %d task(s)", len(self._states), resent)
+        return resent
+
+    async def handle(self, message: InboxMessage) -> None:
+        if message.kind == DIGEST_REQUEST:
+            await self._answer_digest(message.run_id)
+            return
+        state = await self._state(message.run_id)
+        if message.kind == "RunRequested":
+            message = self._complete_request(message)
+        event = message.to_event(datetime.now(UTC))
+        decision = decide(state, event)
+        if decision.ignored is not None:
+            log.info("run %s: ignored %s: %s", message.run_id, message.kind, decision.ignored)
+            return
+        await self._commit(state, decision)
+
+    async def _commit(self, before: AgentState, decision: Decision) -> None:
+        state = decision.state
+        if before.phase == "new":
+            await register_run(self._redis, state.run_id)
+        await self._log.append(state.run_id, decision.events)
+        count = before.seq + len(decision.events)
+        self._states[state.run_id] = state
+        await self._send(decision.tasks, state, count)
+        if state.terminal:
+            await self._finish(state, count)
+
+    async def _send(
+        self, tasks: tuple[Task, ...] | list[Task], state: AgentState, count: int
+    ) -> None:
+        """Tasks and the listing projection in one round trip (not a transaction:
+        they are different keys, and each is safe to repeat)."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for task in tasks:
+                stream = self._llm if isinstance(task, LLMTask) else self._memory
+                stream.queue(pipe, task)
+            queue_meta(pipe, state, events=count)
+            await pipe.execute()
+
+    async def _finish(self, state: AgentState, count: int) -> None:
+        """Archive the finished run's log to disk and record the final state digest."""
+        events = await self._log.events(state.run_id)
+        path = await asyncio.to_thread(write_archive, self._archive_dir, state.run_id, events)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            queue_meta(pipe, state, events=count)
+            pipe.hset(
+                run_meta_key(state.run_id), mapping={"digest": state.digest(), "archive": str(path)}
+            )
+            await pipe.execute()
+        self._states.pop(state.run_id, None)
+        log.info("run %s %s; archived to %s", state.run_id, state.status, path)
+
+    async def _state(self, run_id: str) -> AgentState:
+        state = self._states.get(run_id)
+        if state is None:
+            events = await self._log.events(run_id)
+            state = fold_all(events) if events else AgentState(run_id=run_id)
+            if not state.terminal:
+                self._states[run_id] = state
+        return state
+
+    def _complete_request(self, message: InboxMessage) -> InboxMessage:
+        """Stamp the code version; use the paper's prompt when none was given."""
+        data: dict[str, Any] = {**message.data, "orchestrator_version": self._version}
+        config = data.get("config")
+        if isinstance(config, dict) and not config.get("system_prompt"):
+            data["config"] = {**config, "system_prompt": paper_system_prompt()}
+        return message.model_copy(update={"data": data})
+
+    async def _answer_digest(self, run_id: str) -> None:
+        held = self._states.get(run_id)
+        source = "memory" if held is not None else "log"
+        state = held or await self._state(run_id)
+        key = run_digest_key(run_id)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.hset(
+                key, mapping={"digest": state.digest(), "seq": str(state.seq), "held": source}
+            )
+            pipe.expire(key, DIGEST_TTL_S)
+            await pipe.execute()

@@ -1,0 +1,35 @@
+"""The orchestrator's one settings object (environment prefix CONTREACT_ORCH_)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from contreact_bus.connection import DEFAULT_REDIS_URL
+
+
+class OrchestratorSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CONTREACT_ORCH_", extra="ignore")
+
+    redis_url: str = Field(
+        default=DEFAULT_REDIS_URL,
+        validation_alias=AliasChoices("CONTREACT_ORCH_REDIS_URL", "REDIS_URL"),
+    )
+    data_dir: Path = Field(
+        default=Path("data"),
+        validation_alias=AliasChoices("CONTREACT_ORCH_DATA_DIR", "CONTREACT_DATA_DIR"),
+    )
+    consumer_name: str = Field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    block_ms: int = 1000
+    batch_size: int = 64
+    reclaim_idle_ms: int = 30_000
+    heartbeat_s: float = 2.0
+    log_level: str = "INFO"
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.data_dir / "runs"

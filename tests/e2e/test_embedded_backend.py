@@ -1,0 +1,89 @@
+"""The embedded backend for real: Gemma 3 270M through llama.cpp, no server."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from contreact_events.cycle_events import LLMResponded
+from contreact_events.messages import ChatMessage
+from contreact_events.tasks import LLMTask, llm_responded
+from contreact_events.tools import ALL_TOOLS, tool_schemas
+from contreact_llm.backend import ChatReply
+from contreact_llm.embedded_backend import EmbeddedBackend
+from contreact_llm.handler import LLMTaskHandler, ModelLimits
+from contreact_llm.ollama_backend import OllamaBackend
+from contreact_llm.retry import RetryPolicy
+from tests.fake_ollama import closed_port_host
+
+pytestmark = pytest.mark.slow
+
+
+def task(**changes: object) -> LLMTask:
+    base = LLMTask(
+        kind="chat",
+        task_id="t",
+        run_id="r",
+        backend="embedded",
+        model="gemma3:270m",
+        host=closed_port_host(),
+        messages=(
+            ChatMessage(role="system", content="You are an agent with a memory."),
+            ChatMessage(role="user", content="Cycle 1 begins."),
+        ),
+        tools=tool_schemas(),
+        options={"num_predict": 64, "seed": 42, "temperature": 0.7, "num_ctx": 2048},
+    )
+    return base.model_copy(update=changes)
+
+
+async def test_auto_check_resolves_to_embedded() -> None:
+    handler = LLMTaskHandler(
+        {"ollama": OllamaBackend(RetryPolicy(1, 0.0)), "embedded": EmbeddedBackend()},
+        inbox=None,  # type: ignore[arg-type]
+        limits=ModelLimits(lambda _b: 1),
+    )
+    message = await handler.answer(task(kind="check", backend="auto"))
+    assert message.data["ok"] is True
+    assert message.data["backend"] == "embedded"
+    assert "chose embedded" in message.data["detail"]
+
+
+async def test_chat_with_tools_gives_a_valid_answer() -> None:
+    backend = EmbeddedBackend()
+    started = time.monotonic()
+    outcome = await backend.chat(task())
+    took = time.monotonic() - started
+    print(
+        f"\nembedded chat took {took:.2f}s (load {outcome.usage.load_s:.2f}s)"
+        if isinstance(outcome, ChatReply)
+        else ""
+    )
+    assert isinstance(outcome, ChatReply)
+    message = outcome.message
+    assert message.content.strip() or message.tool_calls
+    for call in message.tool_calls:
+        assert call.name in ALL_TOOLS
+        assert isinstance(call.arguments, dict)
+    assert 0 < outcome.usage.completion_tokens <= 64
+    assert outcome.usage.prompt_tokens > 0
+    answer = llm_responded(task(), message, outcome.usage, outcome.model)
+    event = answer.to_event(datetime.now(UTC))
+    assert isinstance(event, LLMResponded)
+
+
+async def test_long_history_is_trimmed_to_the_context() -> None:
+    history = tuple(
+        ChatMessage(role="user" if i % 2 else "assistant", content="word " * 200) for i in range(12)
+    )
+    long = task(
+        messages=(task().messages[0], *history, ChatMessage(role="user", content="Go.")),
+        options={"num_predict": 16, "seed": 1, "num_ctx": 1024},
+    )
+    outcome = await EmbeddedBackend().chat(long)
+    assert isinstance(outcome, ChatReply)
+    assert outcome.usage.done_reason is not None
+    assert "dropped" in outcome.usage.done_reason
+    assert outcome.usage.prompt_tokens <= 1024

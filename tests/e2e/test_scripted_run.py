@@ -1,0 +1,175 @@
+"""End to end: a 10-cycle scripted run through every service as a separate process,
+with tool calls and an operator exchange; then rebuild, replay and export."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.conftest import Stack
+
+pytestmark = [pytest.mark.e2e, pytest.mark.redis]
+
+CYCLES = 10
+
+
+def call(name: str, **arguments: str) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments}
+
+
+def script() -> list[dict[str, Any]]:
+    replies: list[dict[str, Any]] = [
+        {
+            "content": "",
+            "tool_calls": [
+                call("write", key="goal", value="map my own habits"),
+                call("send_message_to_operator", message="Is anyone there?"),
+            ],
+        },
+        {"content": "", "tool_calls": [call("teleport", where="moon")]},
+        {"content": "Cycle 1: I set a goal and asked the operator."},
+    ]
+    for cycle in range(2, CYCLES + 1):
+        replies += [
+            {
+                "content": "",
+                "tool_calls": [
+                    call("write", key=f"note-{cycle}", value=f"thoughts of cycle {cycle}"),
+                    call("list"),
+                ],
+            },
+            {
+                "content": "",
+                "tool_calls": [
+                    call("read", key=f"note-{cycle}"),
+                    call("pattern_search", pattern="note-"),
+                ],
+            },
+            {"content": f"Cycle {cycle}: I kept notes and read them back."},
+        ]
+    return replies
+
+
+def write_config(tmp_path: Path, run_id: str, **extra: Any) -> Path:
+    (tmp_path / "script.yaml").write_text(yaml.safe_dump(script()))
+    config = {
+        "run_id": run_id,
+        "model_name": "scripted-model",
+        "cycle_count": CYCLES,
+        "backend": "scripted",
+        "script": "script.yaml",
+        "operator": {"mode": "human"},
+        "model_options": {"seed": 7, "temperature": 0.2},
+        **extra,
+    }
+    path = tmp_path / f"{run_id}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def status_of(stack: Stack, run_id: str) -> str:
+    rows = {row["run_id"]: row for row in stack.json("runs")}
+    return str(rows.get(run_id, {}).get("status", ""))
+
+
+def test_a_ten_cycle_scripted_run_end_to_end(stack: Stack, tmp_path: Path) -> None:
+    run_id = "e2e-scripted"
+    follower = stack.start("run", str(write_config(tmp_path, run_id)))
+    stack.wait_until(lambda: status_of(stack, run_id) == "waiting_operator", what="operator wait")
+    replied = stack.cli("reply", run_id, "Yes, I am here.", check=True)
+    assert "reply delivered" in replied.stdout
+    out, err = follower.communicate(timeout=240)
+    assert follower.returncode == 0, out + err
+    assert f"cycle {CYCLES}/{CYCLES}" in out
+    assert "agent -> operator: Is anyone there?" in out
+    assert "operator -> agent: Yes, I am here." in out
+    assert "unknown tool 'teleport'" in out
+    assert f"run {run_id} completed: {CYCLES} cycle(s)" in out
+
+    show = stack.json("show", run_id)
+    assert show["status"] == "completed" and len(show["reflection_history"]) == CYCLES
+
+    rebuild = stack.json("rebuild", run_id)
+    assert rebuild["equal"] is True, rebuild
+    replay = stack.json("replay", run_id, "--check")
+    assert replay["divergence"] is None and replay["inputs"] > CYCLES * 3
+
+    stack.cli("export", run_id, "--out", str(tmp_path / "logs"), check=True)
+    records = [json.loads(line) for line in (tmp_path / "logs" / f"{run_id}.jsonl").open()]
+    kinds = [r["event_type"] for r in records]
+    assert kinds.count("CYCLE_START") == CYCLES and kinds.count("CYCLE_END") == CYCLES
+    assert kinds.count("LLM_INVOCATION") == 3 * CYCLES
+    tool_calls = [r["payload"] for r in records if r["event_type"] == "TOOL_CALL"]
+    operator = [t for t in tool_calls if t["tool_name"] == "send_message_to_operator"]
+    assert operator == [
+        {
+            "tool_name": "send_message_to_operator",
+            "parameters": {"message": "Is anyone there?"},
+            "output": "Yes, I am here.",
+            "ok": True,
+        }
+    ]
+    reads = [t for t in tool_calls if t["tool_name"] == "read"]
+    assert [t["output"] for t in reads] == [f"thoughts of cycle {c}" for c in range(2, CYCLES + 1)]
+    ends = [r["payload"] for r in records if r["event_type"] == "CYCLE_END"]
+    assert ends[0]["metrics"]["messages_to_operator"] == 1
+    assert ends[0]["metrics"]["tool_errors"] == 1
+    assert all(e["metrics"]["memory_ops_total"] == 4 for e in ends[1:])
+    assert ends[-1]["final_reflection"] == f"Cycle {CYCLES}: I kept notes and read them back."
+    last_prompt = [r for r in records if r["event_type"] == "LLM_INVOCATION"][-1]
+    assert last_prompt["payload"]["prompt_messages"][0]["role"] == "system"
+    assert last_prompt["payload"]["model_options"] == {"seed": 7, "temperature": 0.2}
+
+    memory = stack.json("memory-rebuild", run_id)
+    assert memory["identical"] is True, memory
+
+    # The archive alone serves a finished run once Redis forgets it.
+    assert (stack.data_dir / "runs" / f"{run_id}.events.jsonl").exists()
+
+
+def test_the_run_survives_an_orchestrator_crash(stack: Stack, tmp_path: Path) -> None:
+    run_id = "e2e-crash"
+    follower = stack.start("run", str(write_config(tmp_path, run_id, operator={"mode": "auto"})))
+    stack.wait_until(
+        lambda: status_of(stack, run_id) in ("running", "completed"), what="the run to start"
+    )
+    pid = int((stack.data_dir / "pids" / "orchestrator.pid").read_text())
+    import os
+
+    os.kill(pid, signal.SIGKILL)
+    stack.cli("up", check=True)  # starts the orchestrator again; it recovers the run
+    out, err = follower.communicate(timeout=240)
+    assert follower.returncode == 0, out + err
+    assert stack.json("replay", run_id, "--check")["divergence"] is None
+    assert stack.json("rebuild", run_id)["equal"] is True
+
+
+def test_run_without_services_says_how_to_start_them(redis_url: str, tmp_path: Path) -> None:
+    import os
+    import sys
+
+    env = {**os.environ, "REDIS_URL": redis_url, "CONTREACT_DATA_DIR": str(tmp_path)}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "contreact_cli",
+            "run",
+            str(write_config(tmp_path, "x")),
+            "--wait",
+            "0.5",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "start them with `contreact up`" in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1

@@ -1,0 +1,167 @@
+"""The LLM worker on a real Redis: tasks in, inbox messages out, ack after the answer."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from contreact_bus.task_stream import Consumer, TaskStream, serve
+from contreact_events.codec import message_from_fields
+from contreact_events.config import ScriptConfig
+from contreact_events.cycle_events import LLMFailed, LLMResponded
+from contreact_events.messages import ChatMessage
+from contreact_events.names import (
+    DEAD_LETTER_STREAM,
+    INBOX_STREAM,
+    LLM_GROUP,
+    LLM_TASKS_STREAM,
+    SERVICES_HEARTBEAT,
+)
+from contreact_events.run_events import ModelChecked
+from contreact_events.tasks import InboxMessage, LLMTask
+from contreact_llm.backend import ChatOutcome, CheckOutcome
+from contreact_llm.handler import LLMTaskHandler, ModelLimits, build_handler
+from contreact_llm.main import run
+from contreact_llm.settings import LLMWorkerSettings
+
+pytestmark = pytest.mark.redis
+
+SCRIPT = ScriptConfig.model_validate(
+    {
+        "replies": [
+            {"content": "note for cycle {cycle}"},
+            {"tool_calls": [{"name": "read", "arguments": {"key": "k"}}]},
+        ]
+    }
+)
+
+
+def settings(redis_url: str) -> LLMWorkerSettings:
+    return LLMWorkerSettings(
+        redis_url=redis_url, consumer_name="test-worker", backoff_base_s=0.001, block_ms=100
+    )
+
+
+def task(task_id: str, **changes: Any) -> LLMTask:
+    fields: dict[str, Any] = {"kind": "chat", "backend": "scripted", "script": SCRIPT, **changes}
+    return LLMTask(
+        task_id=task_id,
+        run_id="run-1",
+        model="m",
+        host="",
+        cycle=4,
+        messages=(ChatMessage(role="user", content="hi"),),
+        **fields,
+    )
+
+
+async def inbox(redis: aioredis.Redis) -> list[InboxMessage]:
+    entries = await redis.xrange(INBOX_STREAM) or []
+    return [message_from_fields(InboxMessage, fields or {}) for _id, fields in entries]
+
+
+async def pending(redis: aioredis.Redis) -> int:
+    summary = await redis.xpending(LLM_TASKS_STREAM, LLM_GROUP)
+    return int(summary["pending"])
+
+
+async def test_tasks_are_answered_in_the_inbox(aredis: aioredis.Redis, redis_url: str) -> None:
+    tasks = TaskStream(aredis, LLM_TASKS_STREAM)
+    await tasks.send(task("c", kind="check"))
+    await tasks.send(task("r0"))
+    await tasks.send(task("r1", call_index=1))
+    await tasks.send(task("x", call_index=9))
+    handler = build_handler(aredis, settings(redis_url))
+    consumer = Consumer(aredis, LLM_TASKS_STREAM, LLM_GROUP, "test-worker")
+    handled = await serve(consumer, LLMTask, handler, burst=True, concurrency=4)
+    assert handled == 4
+    assert await pending(aredis) == 0
+    now = datetime.now(UTC)
+    events = {m.causation_id: m.to_event(now) for m in await inbox(aredis)}
+    checked, first, second, failed = events["c"], events["r0"], events["r1"], events["x"]
+    assert isinstance(checked, ModelChecked)
+    assert (checked.ok, checked.backend) == (True, "scripted")
+    assert isinstance(first, LLMResponded)
+    assert first.message.content == "note for cycle 4"
+    assert first.model == "scripted"
+    assert isinstance(second, LLMResponded)
+    assert second.message.tool_calls[0].name == "read"
+    assert isinstance(failed, LLMFailed)
+    assert "script exhausted at call 9" in failed.error
+    assert failed.retryable is False
+
+
+async def test_ack_only_after_the_answer_is_in_the_inbox(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    await TaskStream(aredis, LLM_TASKS_STREAM).send(task("r0"))
+    handler = build_handler(aredis, settings(redis_url))
+    seen: list[tuple[int, int]] = []
+
+    async def handle(t: LLMTask) -> None:
+        await handler(t)
+        seen.append((len(await inbox(aredis)), await pending(aredis)))
+
+    consumer = Consumer(aredis, LLM_TASKS_STREAM, LLM_GROUP, "test-worker")
+    await serve(consumer, LLMTask, handle, burst=True)
+    assert seen == [(1, 1)]
+    assert await pending(aredis) == 0
+
+
+async def test_malformed_task_goes_to_dead_letters(aredis: aioredis.Redis, redis_url: str) -> None:
+    await aredis.xadd(LLM_TASKS_STREAM, {"msg": b'{"kind": "chat"}'})
+    await aredis.xadd(LLM_TASKS_STREAM, {"other": b"x"})
+    consumer = Consumer(aredis, LLM_TASKS_STREAM, LLM_GROUP, "test-worker")
+    handled = await serve(consumer, LLMTask, build_handler(aredis, settings(redis_url)), burst=True)
+    assert handled == 0
+    dead = await aredis.xrange(DEAD_LETTER_STREAM) or []
+    assert len(dead) == 2
+    assert all(b"cannot decode" in (fields or {})[b"reason"] for _id, fields in dead)
+    assert await pending(aredis) == 0
+    assert await inbox(aredis) == []
+
+
+class ExplodingBackend:
+    name = "scripted"
+
+    async def check(self, task: LLMTask) -> CheckOutcome:
+        raise RuntimeError("check exploded")
+
+    async def chat(self, task: LLMTask) -> ChatOutcome:
+        raise RuntimeError("chat exploded")
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_unexpected_errors_become_failure_answers(aredis: aioredis.Redis) -> None:
+    tasks = TaskStream(aredis, LLM_TASKS_STREAM)
+    await tasks.send(task("r0"))
+    await tasks.send(task("c", kind="check"))
+    handler = LLMTaskHandler(
+        {"scripted": ExplodingBackend()},  # type: ignore[dict-item]
+        TaskStream(aredis, INBOX_STREAM),
+        ModelLimits(lambda _b: 1),
+    )
+    consumer = Consumer(aredis, LLM_TASKS_STREAM, LLM_GROUP, "test-worker")
+    assert await serve(consumer, LLMTask, handler, burst=True) == 2
+    now = datetime.now(UTC)
+    events = {m.causation_id: m.to_event(now) for m in await inbox(aredis)}
+    chat, check = events["r0"], events["c"]
+    assert isinstance(chat, LLMFailed)
+    assert "chat exploded" in chat.error
+    assert isinstance(check, ModelChecked)
+    assert not check.ok
+    assert "check exploded" in check.detail
+    assert await pending(aredis) == 0
+
+
+async def test_main_run_in_burst_mode(aredis: aioredis.Redis, redis_url: str) -> None:
+    await TaskStream(aredis, LLM_TASKS_STREAM).send(task("r0"))
+    assert await run(settings(redis_url), burst=True) == 1
+    [message] = await inbox(aredis)
+    assert message.kind == "LLMResponded"
+    assert await aredis.hget(SERVICES_HEARTBEAT, "llm-worker:test-worker") is not None

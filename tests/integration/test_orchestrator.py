@@ -1,0 +1,174 @@
+"""The orchestrator's shell against a real Redis: outbox order, idempotency, crash
+recovery, dead letters, digests. Workers are played by the test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import redis.asyncio as aioredis
+
+from contreact_bus.replies import entries
+from contreact_bus.run_log import RunLog
+from contreact_bus.task_stream import Consumer, ConsumerSettings, TaskStream, serve
+from contreact_events.codec import message_from_fields
+from contreact_events.decide import decide
+from contreact_events.fold import fold_all
+from contreact_events.names import (
+    DEAD_LETTER_STREAM,
+    INBOX_GROUP,
+    INBOX_STREAM,
+    LLM_TASKS_STREAM,
+    RUNS_INDEX,
+    run_digest_key,
+    run_meta_key,
+)
+from contreact_events.tasks import DIGEST_REQUEST, InboxMessage, LLMTask
+from contreact_orchestrator.orchestrator import Orchestrator
+from tests.support.sim import make_config
+
+pytestmark = pytest.mark.redis
+
+FAST = ConsumerSettings(block_ms=50, reclaim_idle_ms=50, reclaim_every_s=0.0)
+
+
+async def drain(redis: aioredis.Redis, orchestrator: Orchestrator) -> int:
+    consumer = Consumer(redis, INBOX_STREAM, INBOX_GROUP, "orch", FAST)
+    return await serve(consumer, InboxMessage, orchestrator.handle, burst=True)
+
+
+async def llm_tasks(redis: aioredis.Redis) -> list[LLMTask]:
+    return [
+        message_from_fields(LLMTask, f) for _, f in entries(await redis.xrange(LLM_TASKS_STREAM))
+    ]
+
+
+async def submit(redis: aioredis.Redis, **overrides: object) -> None:
+    config = make_config(**overrides)
+    await TaskStream(redis, INBOX_STREAM).send(
+        InboxMessage(
+            run_id=config.run_id,
+            kind="RunRequested",
+            data={"config": config.model_dump(mode="json")},
+        )
+    )
+
+
+async def answer(redis: aioredis.Redis, task: LLMTask, **data: object) -> None:
+    kind = "ModelChecked" if task.kind == "check" else "LLMResponded"
+    await TaskStream(redis, INBOX_STREAM).send(
+        InboxMessage(run_id=task.run_id, kind=kind, causation_id=task.task_id, data=data)
+    )
+
+
+async def test_a_request_is_logged_indexed_and_asks_for_a_model_check(
+    aredis: aioredis.Redis, tmp_path: Path
+) -> None:
+    orchestrator = Orchestrator(aredis, tmp_path, "9.9.9")
+    await submit(aredis, system_prompt="")
+    assert await drain(aredis, orchestrator) == 1
+    (event,) = await RunLog(aredis).events("run-1")
+    assert event.type == "RunRequested" and event.orchestrator_version == "9.9.9"
+    assert "autonomous, task-free agent" in event.config.system_prompt  # the paper's prompt
+    (task,) = await llm_tasks(aredis)
+    assert (task.kind, task.task_id) == ("check", "run-1/check")
+    assert await aredis.zrange(RUNS_INDEX, 0, -1) == [b"run-1"]
+    assert (await aredis.hgetall(run_meta_key("run-1")))[b"status"] == b"checking"
+
+
+async def test_duplicated_results_change_nothing(aredis: aioredis.Redis, tmp_path: Path) -> None:
+    orchestrator = Orchestrator(aredis, tmp_path, "1")
+    await submit(aredis)
+    await drain(aredis, orchestrator)
+    (check,) = await llm_tasks(aredis)
+    for _ in range(3):  # a redelivered result, twice over
+        await answer(aredis, check, ok=True, backend="scripted")
+    await drain(aredis, orchestrator)
+    events = await RunLog(aredis).events("run-1")
+    assert [e.type for e in events] == [
+        "RunRequested",
+        "ModelChecked",
+        "RunStarted",
+        "CycleStarted",
+        "LLMRequested",
+    ]
+    assert [t.kind for t in await llm_tasks(aredis)] == ["check", "chat"]
+
+
+async def test_after_a_crash_between_append_and_send_the_task_is_sent_again(
+    aredis: aioredis.Redis, tmp_path: Path
+) -> None:
+    orchestrator = Orchestrator(aredis, tmp_path, "1")
+    await submit(aredis)
+    await drain(aredis, orchestrator)
+    (check,) = await llm_tasks(aredis)
+    # What the dying orchestrator managed: the decided events are in the log,
+    # the chat task they call for was never sent.
+    state = fold_all(await RunLog(aredis).events("run-1"))
+    result = InboxMessage(
+        run_id="run-1",
+        kind="ModelChecked",
+        causation_id=check.task_id,
+        data={"ok": True, "backend": "scripted"},
+    )
+    from datetime import UTC, datetime
+
+    decision = decide(state, result.to_event(datetime.now(UTC)))
+    await RunLog(aredis).append("run-1", decision.events)
+    assert [t.kind for t in await llm_tasks(aredis)] == ["check"]
+
+    restarted = Orchestrator(aredis, tmp_path, "1")
+    assert await restarted.recover() == 1
+    tasks = await llm_tasks(aredis)
+    assert [t.kind for t in tasks] == ["check", "chat"]
+    assert tasks[-1] == decision.tasks[0]
+
+
+async def test_a_message_that_cannot_become_an_event_is_dead_lettered(
+    aredis: aioredis.Redis, tmp_path: Path
+) -> None:
+    orchestrator = Orchestrator(aredis, tmp_path, "1")
+    inbox = TaskStream(aredis, INBOX_STREAM)
+    await inbox.send(InboxMessage(run_id="run-1", kind="RunRequested", data={"config": 7}))
+    await inbox.send(InboxMessage(run_id="run-1", kind="Teleport"))
+    await submit(aredis)
+    await drain(aredis, orchestrator)
+    letters = entries(await aredis.xrange(DEAD_LETTER_STREAM))
+    assert len(letters) == 2
+    assert all(b"cannot process" in fields[b"reason"] for _, fields in letters)
+    assert [e.type for e in await RunLog(aredis).events("run-1")] == ["RunRequested"]
+
+
+async def test_a_finished_run_is_archived_with_its_final_digest(
+    aredis: aioredis.Redis, tmp_path: Path
+) -> None:
+    orchestrator = Orchestrator(aredis, tmp_path, "1")
+    await submit(aredis, cycle_count=1)
+    await drain(aredis, orchestrator)
+    (check,) = await llm_tasks(aredis)
+    await answer(aredis, check, ok=True, backend="scripted")
+    await drain(aredis, orchestrator)
+    chat = (await llm_tasks(aredis))[-1]
+    await answer(aredis, chat, message={"content": "the only reflection"})
+    await drain(aredis, orchestrator)
+    events = await RunLog(aredis).events("run-1")
+    assert events[-1].type == "RunCompleted"
+    archived = (tmp_path / "run-1.events.jsonl").read_text().splitlines()
+    assert len(archived) == len(events)
+    meta = await aredis.hgetall(run_meta_key("run-1"))
+    assert meta[b"status"] == b"completed"
+    assert meta[b"digest"].decode() == fold_all(events).digest()
+
+
+async def test_the_digest_of_the_held_state_is_given_on_request(
+    aredis: aioredis.Redis, tmp_path: Path
+) -> None:
+    orchestrator = Orchestrator(aredis, tmp_path, "1")
+    await submit(aredis)
+    await drain(aredis, orchestrator)
+    await TaskStream(aredis, INBOX_STREAM).send(InboxMessage(run_id="run-1", kind=DIGEST_REQUEST))
+    await drain(aredis, orchestrator)
+    answer_ = await aredis.hgetall(run_digest_key("run-1"))
+    state = fold_all(await RunLog(aredis).events("run-1"))
+    assert answer_[b"digest"].decode() == state.digest()
+    assert answer_[b"held"] == b"memory" and int(answer_[b"seq"]) == state.seq
