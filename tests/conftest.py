@@ -8,22 +8,13 @@ free port, in a temporary directory, stopped at the end.
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 import redis
 import redis.asyncio as aioredis
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from contreact_bus.local_redis import running_redis_server
 
 
 def _docker_answers() -> bool:
@@ -34,21 +25,6 @@ def _docker_answers() -> bool:
         return True
     except Exception:
         return False
-
-
-def _wait_for(url: str, timeout: float = 10.0) -> None:
-    client = redis.Redis.from_url(url)
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            client.ping()
-            return
-        except redis.ConnectionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-        finally:
-            client.close()
 
 
 @pytest.fixture(scope="session")
@@ -65,35 +41,8 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             port = container.get_exposed_port(6379)
             yield f"redis://{host}:{port}/0"
         return
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.fail("no redis-server on PATH: run `make test` (it installs one) or set REDIS_URL")
-    port = free_port()
-    workdir: Path = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    try:
-        _wait_for(url)
+    with running_redis_server(tmp_path_factory.mktemp("redis")) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.fixture

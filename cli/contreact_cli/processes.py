@@ -4,7 +4,6 @@ service as its own process, with pid files in ``DATA/pids`` and logs in ``DATA/l
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -12,10 +11,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import redis
-
+from contreact_bus.exceptions import RedisUnavailable
+from contreact_bus.local_redis import answers, redis_server_argv, wait_until_answers
 from contreact_cli.exceptions import CLIError
-from contreact_cli.settings import LOCAL_REDIS_PORT, CLISettings
+from contreact_cli.settings import CLISettings
 
 SERVICE_MODULES = {
     "orchestrator": "contreact_orchestrator",
@@ -124,65 +123,30 @@ def _start_local_redis(settings: CLISettings) -> tuple[str, str]:
     pid_file = pid_dir(settings) / f"{REDIS_PROCESS}.pid"
     if url_file.exists() and pid_file.exists():
         url = url_file.read_text().strip()
-        if _redis_answers(url):
+        if answers(url):
             return url, f"redis: already running at {url}"
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise CLIError(
-            "redis-server is not installed: install it (Debian/Ubuntu: "
-            "`sudo apt-get install redis-server`; macOS: `brew install redis`) "
-            "or set REDIS_URL to a running Redis"
-        )
-    port = int(os.environ.get("CONTREACT_LOCAL_REDIS_PORT", LOCAL_REDIS_PORT))
+    port = settings.local_redis_port
     url = f"redis://127.0.0.1:{port}/0"
-    if _redis_answers(url):
+    if answers(url):
         raise CLIError(
             f"a Redis that `contreact up` did not start already answers at {url}: "
             "set REDIS_URL to use it, or CONTREACT_LOCAL_REDIS_PORT to pick another port"
         )
     redis_dir = (settings.data_dir / "redis").resolve()
     redis_dir.mkdir(parents=True, exist_ok=True)
-    argv = [
-        binary,
-        "--port",
-        str(port),
-        "--bind",
-        "127.0.0.1",
-        "--dir",
-        str(redis_dir),
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "everysec",
-        "--save",
-        "",
-    ]
+    argv = redis_server_argv(port, redis_dir, appendonly=True)
     _start(settings, REDIS_PROCESS, argv, dict(os.environ))
-    deadline = time.monotonic() + 10
-    while not _redis_answers(url):
-        if time.monotonic() > deadline:
-            raise CLIError(
-                f"redis-server did not answer at {url} within 10 s: see "
-                f"{log_dir(settings) / 'redis.log'}"
-            )
-        time.sleep(0.05)
+    try:
+        wait_until_answers(url)
+    except RedisUnavailable as exc:
+        raise CLIError(f"{exc}: see {log_dir(settings) / 'redis.log'}") from None
     url_file.write_text(url)
     return url, f"redis: started at {url} (append-only file in {redis_dir})"
 
 
 def _check_redis(url: str) -> None:
-    if not _redis_answers(url):
+    if not answers(url):
         raise CLIError(f"REDIS_URL is set to {url}, but no Redis answers there")
-
-
-def _redis_answers(url: str) -> bool:
-    client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
-    try:
-        return bool(client.ping())
-    except (redis.ConnectionError, redis.TimeoutError, OSError):
-        return False
-    finally:
-        client.close()
 
 
 def _alive(pid: int) -> bool:

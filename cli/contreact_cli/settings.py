@@ -9,9 +9,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
 
-LOCAL_REDIS_PORT = 6390
-"""Port of the Redis that `contreact up` starts (not 6379, to leave a system Redis be)."""
-
 
 class CLISettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CONTREACT_", extra="ignore")
@@ -21,6 +18,8 @@ class CLISettings(BaseSettings):
     )
     """A Redis to use. Unset: the one `contreact up` started (its URL is in the data dir)."""
     data_dir: Path = Path("data")
+    local_redis_port: int = 6390
+    """Port of the Redis that `contreact up` starts (not 6379: a system Redis may be there)."""
     heartbeat_fresh_s: float = 10.0
 
     @property

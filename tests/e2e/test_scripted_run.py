@@ -173,3 +173,32 @@ def test_run_without_services_says_how_to_start_them(redis_url: str, tmp_path: P
     assert proc.returncode == 2
     assert "start them with `contreact up`" in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_a_short_run_on_the_embedded_model(stack: Stack, tmp_path: Path) -> None:
+    """The real Gemma 3 270M through every service: weak answers, real everything."""
+    from tests.fake_ollama import closed_port_host
+
+    path = tmp_path / "embedded.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "run_id": "e2e-embedded",
+                "model_name": "gemma3:270m",
+                "cycle_count": 2,
+                "backend": "auto",
+                "max_steps_per_cycle": 2,
+                "ollama_client_config": {"host": closed_port_host()},
+                "model_options": {"seed": 1, "num_predict": 32, "num_ctx": 2048},
+            }
+        )
+    )
+    proc = stack.cli("run", str(path), timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "backend: embedded (auto: chose embedded" in proc.stdout
+    show = stack.json("show", "e2e-embedded")
+    assert show["backend"] == "embedded" and len(show["cycle_metrics"]) == 2
+    assert all(m["completion_tokens"] > 0 for m in show["cycle_metrics"])
+    assert stack.json("replay", "e2e-embedded", "--check")["divergence"] is None
+    assert stack.json("rebuild", "e2e-embedded")["equal"] is True

@@ -83,22 +83,17 @@ def test_older_versions_are_upcast_by_chained_functions() -> None:
         data.setdefault("complete", True)
         return data
 
-    cls = EVENT_CLASSES["ReflectionRecorded"]
-    original = cls.SCHEMA_VERSION
-    cls.SCHEMA_VERSION = 3
-    try:
-        stored = {"type": "ReflectionRecorded", "schema_version": 1, "reflection": "hi"}
-        chain = {("ReflectionRecorded", 1): v1_to_v2, ("ReflectionRecorded", 2): v2_to_v3}
-        assert upcast(stored, chain) == {
-            "type": "ReflectionRecorded",
-            "schema_version": 3,
-            "text": "hi",
-            "complete": True,
-        }
-        with pytest.raises(UnknownEventType, match="no upcaster"):
-            upcast(stored, {})
-    finally:
-        cls.SCHEMA_VERSION = original
+    stored = {"type": "ReflectionRecorded", "schema_version": 1, "reflection": "hi"}
+    chain = {("ReflectionRecorded", 1): v1_to_v2, ("ReflectionRecorded", 2): v2_to_v3}
+    versions = {"ReflectionRecorded": 3}
+    assert upcast(stored, chain, versions) == {
+        "type": "ReflectionRecorded",
+        "schema_version": 3,
+        "text": "hi",
+        "complete": True,
+    }
+    with pytest.raises(UnknownEventType, match="no upcaster"):
+        upcast(stored, {}, versions)
 
 
 def test_corrupt_and_unknown_events_are_named_errors(log) -> None:

@@ -32,29 +32,27 @@ async def load_events(redis: aioredis.Redis | None, archive_dir: Path, run_id: s
     )
 
 
-def meta_fields(state: AgentState, *, events: int) -> dict[str, str]:
-    """The listing projection of a state (strings, for a Redis hash)."""
+def meta_fields(state: AgentState) -> dict[str, str]:
+    """The listing projection of a state (strings, for a Redis hash). It changes a few
+    times per cycle, not every step, so the orchestrator writes it only on change."""
     config = state.config
     waiting = state.waiting_for
     return {
         "run_id": state.run_id,
         "status": state.status,
-        "phase": state.phase,
         "cycle": str(state.cycle_number),
         "cycle_count": str(config.cycle_count if config else 0),
         "model": config.model_name if config else "",
         "backend": state.backend or (config.backend if config else ""),
         "experiment": (config.experiment or "") if config else "",
-        "events": str(events),
         "waiting_task": waiting.task_id if waiting else "",
         "failure_reason": state.failure_reason or "",
-        "updated": f"{time.time():.3f}",
     }
 
 
-def queue_meta(pipe: Any, state: AgentState, *, events: int) -> None:
-    """Add the meta update of ``state`` to a pipeline; index and active set too."""
-    pipe.hset(run_meta_key(state.run_id), mapping=meta_fields(state, events=events))
+def queue_meta(pipe: Any, state: AgentState, fields: dict[str, str]) -> None:
+    """Add a meta update to a pipeline (and, for an ended run, leave the active set)."""
+    pipe.hset(run_meta_key(state.run_id), mapping=fields)
     if state.terminal:
         pipe.srem(ACTIVE_RUNS, state.run_id)
 

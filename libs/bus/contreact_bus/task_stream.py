@@ -84,6 +84,7 @@ class Consumer:
         self.settings = settings
         self._next_reclaim = 0.0
         self._own_pending_checked = False
+        self._acks: list[bytes] = []
 
     async def ensure_group(self) -> None:
         try:
@@ -106,13 +107,19 @@ class Consumer:
         return await self._read_group(">", block=block)
 
     async def _read_group(self, start: str, *, block: bool) -> list[Delivery]:
-        reply = await self._redis.xreadgroup(
-            self.group,
-            self.name,
-            {self.stream: start},
-            count=self.settings.batch_size,
-            block=self.settings.block_ms if block else None,
-        )
+        """XREADGROUP, with the acks waiting to be sent ahead of it in one round trip."""
+        acks, self._acks = self._acks, []
+        async with self._redis.pipeline(transaction=False) as pipe:
+            if acks:
+                pipe.xack(self.stream, self.group, *acks)
+            pipe.xreadgroup(
+                self.group,
+                self.name,
+                {self.stream: start},
+                count=self.settings.batch_size,
+                block=self.settings.block_ms if block else None,
+            )
+            reply = (await pipe.execute())[-1]
         out = []
         for entry_id, fields in stream_entries(reply):
             if fields is None:  # trimmed while pending
@@ -158,6 +165,15 @@ class Consumer:
     async def ack(self, *entry_ids: bytes) -> None:
         if entry_ids:
             await self._redis.xack(self.stream, self.group, *entry_ids)
+
+    def ack_later(self, entry_id: bytes) -> None:
+        """Ack with the next read, in the same round trip (the result is written
+        already; a crash before then only means one more harmless redelivery)."""
+        self._acks.append(entry_id)
+
+    async def flush_acks(self) -> None:
+        acks, self._acks = self._acks, []
+        await self.ack(*acks)
 
     async def dead_letter(self, delivery: Delivery, reason: str) -> None:
         """Move an entry aside with the reason; it never blocks the group again."""
@@ -212,7 +228,7 @@ async def serve(
                 delivery.entry_id.decode(),
             )
         else:
-            await consumer.ack(delivery.entry_id)
+            consumer.ack_later(delivery.entry_id)
             handled += 1
         finally:
             slots.release()
@@ -240,6 +256,7 @@ async def serve(
             await asyncio.gather(*running)
     if running:
         await asyncio.gather(*running)
+    await consumer.flush_acks()
     return handled
 
 

@@ -85,26 +85,33 @@ TERMINAL_TYPES = frozenset({"RunCompleted", "RunFailed", "RunCancelled"})
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 UPCASTERS: dict[tuple[str, int], Upcaster] = {}
 """(event type, stored version) -> function returning the data at version + 1.
-Register one here whenever an event's SCHEMA_VERSION is raised."""
+Register one here whenever an event's ``schema_version`` literal is raised."""
 
 
-def current_version(event_type: str) -> int:
-    cls = EVENT_CLASSES.get(event_type)
-    if cls is None:
-        known = ", ".join(sorted(EVENT_CLASSES))
+SCHEMA_VERSIONS: dict[str, int] = {
+    name: int(cls.model_fields["schema_version"].default) for name, cls in EVENT_CLASSES.items()
+}
+"""The current shape version of every event type."""
+
+
+def current_version(event_type: str, versions: Mapping[str, int] = SCHEMA_VERSIONS) -> int:
+    if event_type not in versions:
+        known = ", ".join(sorted(versions))
         raise UnknownEventType(f"unknown event type {event_type!r} (known: {known})")
-    return cls.SCHEMA_VERSION
+    return versions[event_type]
 
 
 def upcast(
-    data: dict[str, Any], upcasters: Mapping[tuple[str, int], Upcaster] = UPCASTERS
+    data: dict[str, Any],
+    upcasters: Mapping[tuple[str, int], Upcaster] = UPCASTERS,
+    versions: Mapping[str, int] = SCHEMA_VERSIONS,
 ) -> dict[str, Any]:
     """Bring a stored event's data to the current version of its type.
 
     A version newer than this code knows is refused: reading it would drop fields.
     """
     event_type = str(data.get("type"))
-    target = current_version(event_type)
+    target = current_version(event_type, versions)
     version = int(data.get("schema_version", 1))
     if version > target:
         raise NewerSchemaVersion(

@@ -59,7 +59,7 @@ def decide(state: AgentState, event: Event, *, max_derived: int = 10_000) -> Dec
     reason = rejection(state, event)
     if reason is not None:
         return Decision(state=state, ignored=reason)
-    before = {task.task_id for task in pending_tasks(state)}
+    waited_on = state.pending_task_id
     events: list[Event] = [event]
     state = fold(state, event)
     stamp = _Stamper(event)
@@ -69,7 +69,8 @@ def decide(state: AgentState, event: Event, *, max_derived: int = 10_000) -> Dec
             events.append(new)
         if len(events) > max_derived:  # a bug, never a legitimate run
             raise RuntimeError(f"decide derived more than {max_derived} events")
-    tasks = tuple(t for t in pending_tasks(state) if t.task_id not in before)
+    # A run waits on one task at a time: a new pending id is a new task to send.
+    tasks = tuple(pending_tasks(state)) if state.pending_task_id != waited_on else ()
     return Decision(state=state, events=tuple(events), tasks=tasks)
 
 

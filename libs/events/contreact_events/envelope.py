@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import ClassVar
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 
 class EventBase(BaseModel):
@@ -13,13 +13,15 @@ class EventBase(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    SCHEMA_VERSION: ClassVar[int] = 1
-
     event_id: str
     """Unique id: an input event takes its inbox message id, a decided event
     ``{input_id}.{n}``, so replaying ``decide`` reproduces ids exactly."""
     run_id: str
-    schema_version: int = Field(default=1, ge=1)
+    schema_version: Literal[1] = 1
+    """The shape version of this event type. A type whose shape changes overrides
+    this with ``Literal[N] = N`` and registers an upcaster from N-1 in the catalog;
+    events exist in memory at their current version only (the codec upcasts older
+    stored ones and refuses newer ones)."""
     ts: datetime
     """UTC time the orchestrator received the input this event belongs to."""
     causation_id: str | None = None

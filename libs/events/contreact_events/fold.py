@@ -11,6 +11,7 @@ from functools import singledispatch
 from typing import Any
 
 from contreact_events.catalog import Event
+from contreact_events.codec import bulk
 from contreact_events.cycle_events import (
     CycleEnded,
     CycleMetrics,
@@ -32,7 +33,7 @@ from contreact_events.run_events import (
     RunRequested,
     RunStarted,
 )
-from contreact_events.state import AgentState, Phase, QueuedToolCall
+from contreact_events.state import AgentState, Phase, QueuedToolCall, evolve
 from contreact_events.tool_events import (
     OperatorMessageSent,
     OperatorReplied,
@@ -49,15 +50,16 @@ def fold(state: AgentState, event: Event) -> AgentState:
     changes = _apply(event, state)
     changes["seq"] = state.seq + 1
     changes["last_event_id"] = event.event_id
-    return state.model_copy(update=changes)
+    return evolve(state, changes)
 
 
 def fold_all(events: Iterable[Event], state: AgentState | None = None) -> AgentState:
     """Fold a whole log. With no state, start from the first event's run."""
-    for event in events:
-        if state is None:
-            state = AgentState(run_id=event.run_id)
-        state = fold(state, event)
+    with bulk():
+        for event in events:
+            if state is None:
+                state = AgentState(run_id=event.run_id)
+            state = fold(state, event)
     if state is None:
         raise InvalidTransition("cannot rebuild a run from an empty log")
     return state
@@ -152,14 +154,15 @@ def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "awaiting_llm")
     message = event.message
     m = state.metrics
-    metrics = m.model_copy(
-        update={
+    metrics = evolve(
+        m,
+        {
             "llm_calls": m.llm_calls + 1,
             "response_chars": m.response_chars + len(message.content),
             "prompt_tokens": m.prompt_tokens + event.usage.prompt_tokens,
             "completion_tokens": m.completion_tokens + event.usage.completion_tokens,
             "llm_seconds": m.llm_seconds + event.usage.wall_s,
-        }
+        },
     )
     reply = ChatMessage(
         role="assistant",
@@ -214,7 +217,7 @@ def _(event: ToolCallRequested, state: AgentState) -> dict[str, Any]:
     return {
         "phase": "tools",
         "tool_queue": (*state.tool_queue, call),
-        "metrics": m.model_copy(update=update),
+        "metrics": evolve(m, update),
         "pending_task_id": pending,
     }
 
@@ -224,7 +227,7 @@ def _(event: OperatorMessageSent, state: AgentState) -> dict[str, Any]:
     head = _head(state, event, event.task_id)
     waiting = state.config is not None and state.config.operator.mode == "human"
     return {
-        "tool_queue": (head.model_copy(update={"message_sent": True}), *state.tool_queue[1:]),
+        "tool_queue": (evolve(head, {"message_sent": True}), *state.tool_queue[1:]),
         "status": "waiting_operator" if waiting else state.status,
     }
 
@@ -235,7 +238,7 @@ def _(event: OperatorReplied, state: AgentState) -> dict[str, Any]:
     if not head.message_sent or head.reply is not None:
         raise InvalidTransition(f"operator reply {event.event_id} without a message waiting")
     return {
-        "tool_queue": (head.model_copy(update={"reply": event.text}), *state.tool_queue[1:]),
+        "tool_queue": (evolve(head, {"reply": event.text}), *state.tool_queue[1:]),
         "status": "running",
     }
 
@@ -246,7 +249,7 @@ def _(event: ToolCallCompleted, state: AgentState) -> dict[str, Any]:
     rest = state.tool_queue[1:]
     result = ChatMessage(role="tool", content=event.output, tool_name=event.tool_name)
     m = state.metrics
-    metrics = m if event.ok else m.model_copy(update={"tool_errors": m.tool_errors + 1})
+    metrics = m if event.ok else evolve(m, {"tool_errors": m.tool_errors + 1})
     pending = None
     if rest and rest[0].problem is None and rest[0].tool_name in MEMORY_TOOLS:
         pending = rest[0].task_id
@@ -274,7 +277,7 @@ def _(event: StepLimitReached, state: AgentState) -> dict[str, Any]:
 @_apply.register
 def _(event: ReflectionRecorded, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "responded")
-    metrics = state.metrics.model_copy(update={"reflection_chars": len(event.text)})
+    metrics = evolve(state.metrics, {"reflection_chars": len(event.text)})
     return {"reflection_history": (*state.reflection_history, event.text), "metrics": metrics}
 
 

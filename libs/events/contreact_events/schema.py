@@ -13,14 +13,14 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from contreact_events.catalog import EVENT_ADAPTER, EVENT_CLASSES
+from contreact_events.catalog import EVENT_ADAPTER, SCHEMA_VERSIONS
 from contreact_events.tasks import InboxMessage, LLMTask, MemoryTask
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schema"
 
 
 def schemas() -> dict[str, dict[str, Any]]:
-    versions = {name: cls.SCHEMA_VERSION for name, cls in sorted(EVENT_CLASSES.items())}
+    versions = dict(sorted(SCHEMA_VERSIONS.items()))
     events = EVENT_ADAPTER.json_schema(mode="validation")
     events["title"] = "ContReAct run-log event"
     events["x-schema-versions"] = versions

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict
@@ -108,3 +108,22 @@ class AgentState(BaseModel):
         """SHA-256 of the state's canonical JSON: equal digests, equal states."""
         canonical = orjson.dumps(self.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
         return hashlib.sha256(canonical).hexdigest()
+
+
+FrozenModel = TypeVar("FrozenModel", bound=BaseModel)
+
+
+def evolve(model: FrozenModel, changes: dict[str, Any]) -> FrozenModel:
+    """``model.model_copy(update=changes)`` without its generic copying: the fold's
+    hot path (about half the fold's time went to model_copy). No validation, as
+    with model_copy; the values come from validated events."""
+    new = object.__new__(type(model))
+    fields = model.__dict__.copy()
+    fields.update(changes)
+    object.__setattr__(new, "__dict__", fields)
+    object.__setattr__(
+        new, "__pydantic_fields_set__", model.__pydantic_fields_set__ | changes.keys()
+    )
+    object.__setattr__(new, "__pydantic_extra__", None)
+    object.__setattr__(new, "__pydantic_private__", None)
+    return new

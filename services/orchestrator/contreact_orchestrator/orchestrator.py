@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,9 @@ import redis.asyncio as aioredis
 
 from contreact_bus.archive import write_archive
 from contreact_bus.run_log import RunLog
-from contreact_bus.runs import active_run_ids, queue_meta, register_run
+from contreact_bus.runs import active_run_ids, meta_fields, queue_meta, register_run
 from contreact_bus.task_stream import TaskStream
+from contreact_events.catalog import Event
 from contreact_events.decide import Decision, Task, decide
 from contreact_events.fold import fold_all
 from contreact_events.names import (
@@ -28,7 +30,6 @@ from contreact_events.names import (
     LLM_TASKS_STREAM,
     MEMORY_TASKS_STREAM,
     run_digest_key,
-    run_meta_key,
 )
 from contreact_events.prompt import pending_tasks
 from contreact_events.protocol import paper_system_prompt
@@ -51,6 +52,8 @@ class Orchestrator:
         self._llm = TaskStream(redis, LLM_TASKS_STREAM)
         self._memory = TaskStream(redis, MEMORY_TASKS_STREAM)
         self._states: dict[str, AgentState] = {}
+        self._meta: dict[str, dict[str, str]] = {}
+        """The meta hash last written per run: written again only when it changes."""
 
     async def recover(self) -> int:
         """Rebuild every unfinished run from its log and send its pending tasks again."""
@@ -62,11 +65,11 @@ class Orchestrator:
                 continue
             state = fold_all(events)
             if state.terminal:
-                await self._finish(state, len(events))
+                await self._finish(state)
                 continue
             self._states[run_id] = state
             tasks = pending_tasks(state)
-            await self._send(tasks, state, len(events))
+            await self._write(state, (), tasks)
             resent += len(tasks)
         log.info("recovered %d active run(s), re-sent %d task(s)", len(self._states), resent)
         return resent
@@ -89,36 +92,43 @@ class Orchestrator:
         state = decision.state
         if before.phase == "new":
             await register_run(self._redis, state.run_id)
-        await self._log.append(state.run_id, decision.events)
-        count = before.seq + len(decision.events)
+        await self._write(state, decision.events, decision.tasks)
         self._states[state.run_id] = state
-        await self._send(decision.tasks, state, count)
         if state.terminal:
-            await self._finish(state, count)
+            await self._finish(state)
 
-    async def _send(
-        self, tasks: tuple[Task, ...] | list[Task], state: AgentState, count: int
+    async def _write(
+        self, state: AgentState, events: Sequence[Event], tasks: Sequence[Task]
     ) -> None:
-        """Tasks and the listing projection in one round trip (not a transaction:
-        they are different keys, and each is safe to repeat)."""
+        """One round trip: the events appended atomically first (the log is the
+        outbox), then the tasks they call for, then the listing projection if it
+        changed. Redis runs them in that order; a failure raises after the fact and
+        the held state is not advanced, so the input is retried."""
+        meta = meta_fields(state)
+        meta_changed = meta != self._meta.get(state.run_id)
+        if not events and not tasks and not meta_changed:
+            return
         async with self._redis.pipeline(transaction=False) as pipe:
+            if events:
+                self._log.queue_append(pipe, state.run_id, events)
             for task in tasks:
                 stream = self._llm if isinstance(task, LLMTask) else self._memory
                 stream.queue(pipe, task)
-            queue_meta(pipe, state, events=count)
+            if meta_changed:
+                queue_meta(pipe, state, meta)
             await pipe.execute()
+        self._meta[state.run_id] = meta
 
-    async def _finish(self, state: AgentState, count: int) -> None:
+    async def _finish(self, state: AgentState) -> None:
         """Archive the finished run's log to disk and record the final state digest."""
         events = await self._log.events(state.run_id)
         path = await asyncio.to_thread(write_archive, self._archive_dir, state.run_id, events)
+        meta = {**meta_fields(state), "digest": state.digest(), "archive": str(path)}
         async with self._redis.pipeline(transaction=False) as pipe:
-            queue_meta(pipe, state, events=count)
-            pipe.hset(
-                run_meta_key(state.run_id), mapping={"digest": state.digest(), "archive": str(path)}
-            )
+            queue_meta(pipe, state, meta)
             await pipe.execute()
         self._states.pop(state.run_id, None)
+        self._meta.pop(state.run_id, None)
         log.info("run %s %s; archived to %s", state.run_id, state.status, path)
 
     async def _state(self, run_id: str) -> AgentState:

@@ -1,0 +1,150 @@
+"""Shared helpers of the benchmarks: a private Redis, the services as processes,
+timing, and printing of figures, ratios and verdicts."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from contreact_bus.exceptions import RedisUnavailable
+from contreact_bus.local_redis import running_redis_server
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVICE_MODULES = {
+    "orchestrator": "contreact_orchestrator",
+    "llm-worker": "contreact_llm",
+    "memory": "contreact_memory",
+}
+
+
+def ensure_tests_importable() -> None:
+    """``tests.support.sim`` lives in the repo root, not in an installed package."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[str]:
+    """A private redis-server on a free 127.0.0.1 port, in a temporary directory,
+    keeping nothing; stopped at the end. Yields its URL."""
+    with tempfile.TemporaryDirectory(prefix="bench-redis-") as workdir:
+        try:
+            with running_redis_server(Path(workdir)) as url:
+                yield url
+        except RedisUnavailable as exc:
+            raise SystemExit(f"bench: {exc}") from None
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> None:
+    """SIGTERM the process we started, SIGKILL it if it does not exit in time."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
+
+
+@contextlib.contextmanager
+def services(
+    redis_url: str,
+    data_dir: Path,
+    *,
+    profile_dir: Path | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
+    """The orchestrator, one LLM worker and one memory service as subprocesses
+    (``python -m MODULE``), logs in ``data_dir/logs``; ready once every one has a
+    heartbeat; each stopped by its pid at the end. With ``profile_dir`` each runs
+    under cProfile and writes ``{name}.prof`` there when stopped."""
+    from contreact_events.names import SERVICES_HEARTBEAT
+
+    logs = data_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "REDIS_URL": redis_url,
+        "CONTREACT_DATA_DIR": str(data_dir),
+        "PYTHONUNBUFFERED": "1",
+        **(extra_env or {}),
+    }
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    try:
+        for name, module in SERVICE_MODULES.items():
+            argv = [sys.executable]
+            if profile_dir is not None:
+                argv += ["-m", "cProfile", "-o", str(profile_dir / f"{name}.prof")]
+            argv += ["-m", module]
+            with (logs / f"{name}.log").open("ab") as log_file:
+                procs[name] = subprocess.Popen(
+                    argv,
+                    env=env,
+                    cwd=ROOT,
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )
+        client = redis.Redis.from_url(redis_url)
+        deadline = time.monotonic() + 60
+        try:
+            while True:
+                beats = {k.decode().split(":", 1)[0] for k in client.hkeys(SERVICES_HEARTBEAT)}
+                if all(name in beats for name in SERVICE_MODULES):
+                    break
+                dead = [n for n, p in procs.items() if p.poll() is not None]
+                if dead or time.monotonic() > deadline:
+                    tail = "\n".join((logs / f"{n}.log").read_text()[-2000:] for n in procs)
+                    raise RuntimeError(f"services did not start (dead: {dead})\n{tail}")
+                time.sleep(0.1)
+        finally:
+            client.close()
+        yield procs
+    finally:
+        for proc in procs.values():
+            stop_process(proc)
+
+
+def median_time(fn: Callable[[], Any], repeats: int) -> float:
+    """Median wall time of ``repeats`` calls of ``fn`` (seconds)."""
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def header(title: str) -> None:
+    print(f"== {title}")
+    print(
+        f"   {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.python_implementation()} "
+        f"{platform.python_version()}, {os.cpu_count()} cpu(s), {platform.machine()}"
+    )
+
+
+def row(label: str, value: float, unit: str, note: str = "") -> None:
+    print(f"   {label:<46} {value:>12,.3f} {unit:<8} {note}".rstrip())
+
+
+def ratio(label: str, numerator: float, denominator: float, note: str = "") -> float:
+    value = numerator / denominator if denominator else float("inf")
+    print(f"   {label:<46} {value:>12,.2f} x        {note}".rstrip())
+    return value
+
+
+def verdict(name: str, passed: bool, detail: str) -> None:
+    print(f"{'PASS' if passed else 'FAIL'}: {name}: {detail}")

@@ -1,0 +1,470 @@
+"""Bus overhead: what one ReAct step costs through the services (orchestrator, LLM
+worker and memory service as separate processes, over a private Redis), against the
+same step's pure decide+fold in one process, and against a raw Redis round trip
+measured in the same run.
+
+Definitions:
+
+- round trip (RTT): median of sequential ``PING``s with a redis-py asyncio client
+  in this process (also shown: XADD of a small entry).
+- LLM step: one LLM call answered by the scripted backend at once (latency 0) with a
+  reflection, so each cycle is one step; the next starts at once. One worker round
+  trip: orchestrator decides and appends, sends the task, the LLM worker answers into
+  the inbox, the orchestrator takes the answer.
+- tool step: one LLM call whose answer calls ``list`` (a memory tool), plus that tool
+  call: two worker round trips (LLM worker, then memory service).
+- time of a step through the services: the time between the orchestrator's receipt
+  of successive inputs, read from the input events' ``ts`` (stamped by the
+  orchestrator when it takes a message from its inbox); medians, warm-up dropped.
+- pure time of a step: ``tests/support/sim.py`` driving decide+fold in this
+  process for the same script (total / steps, median of several runs).
+- overhead = step time through the services - pure time of a step.
+
+Target: an LLM step's overhead is at most 6 raw round trips (about four are on its
+critical path: append to the run log, send the task, the worker's result, and the
+deliveries of the two blocking reads); a tool step, two worker round trips, at most
+12. ``--profile`` runs the services under cProfile and prints where their time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import pstats
+import statistics
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from bench._support import (
+    ensure_tests_importable,
+    header,
+    ratio,
+    redis_server,
+    row,
+    services,
+    verdict,
+)
+from contreact_bus.run_log import RunLog
+from contreact_bus.task_stream import TaskStream
+from contreact_events.catalog import Event
+from contreact_events.config import RunConfig, parse_run_config
+from contreact_events.names import INBOX_STREAM, run_meta_key
+from contreact_events.protocol import paper_system_prompt
+from contreact_events.tasks import InboxMessage
+
+LLM_STEPS = 200
+TOOL_STEPS = 150
+WARMUP = 10
+PINGS = 2000
+SIM_REPEATS = 5
+TARGET_RTT_LLM = 6.0
+TARGET_RTT_TOOL = 12.0
+
+LIST_CALL = {"content": "", "tool_calls": [{"name": "list", "arguments": {}}]}
+
+
+def llm_only_config() -> RunConfig:
+    return parse_run_config(
+        {
+            "run_id": "bench-llm-steps",
+            "model_name": "scripted",
+            "backend": "scripted",
+            "cycle_count": LLM_STEPS,
+            "operator": {"mode": "auto"},
+            "script": {"replies": [{"content": "Reflection of cycle {cycle}."}], "repeat": True},
+        }
+    )
+
+
+def tool_config() -> RunConfig:
+    # One cycle of TOOL_STEPS LLM calls, each calling `list`; the step limit ends it.
+    return parse_run_config(
+        {
+            "run_id": "bench-tool-steps",
+            "model_name": "scripted",
+            "backend": "scripted",
+            "cycle_count": 1,
+            "max_steps_per_cycle": TOOL_STEPS,
+            "operator": {"mode": "auto"},
+            "script": {"replies": [LIST_CALL], "repeat": True},
+        }
+    )
+
+
+# --- the pure baseline ------------------------------------------------------------
+
+
+def pure_step_s(config: RunConfig) -> tuple[float, int]:
+    """Median seconds of decide+fold per LLM call for ``config``'s script, in process."""
+    ensure_tests_importable()
+    from tests.support.sim import Sim, say
+
+    assert config.script is not None
+    replies: list[Any] = [
+        say(r.content, *((c.name, dict(c.arguments)) for c in r.tool_calls))
+        for r in config.script.replies
+    ]
+    # The orchestrator fills in the paper's prompt; so does the baseline.
+    config = config.model_copy(update={"system_prompt": paper_system_prompt()})
+    samples = []
+    calls = 0
+    for _ in range(SIM_REPEATS):
+        sim = Sim(config)
+        sim.start()
+        t0 = time.perf_counter()
+        state = sim.drive(replies)
+        samples.append(time.perf_counter() - t0)
+        assert state.status == "completed", state.status
+        calls = state.llm_calls
+    return statistics.median(samples) / calls, calls
+
+
+# --- through the services -----------------------------------------------------------
+
+
+async def raw_rtt(client: aioredis.Redis) -> tuple[list[float], list[float]]:
+    pings, xadds = [], []
+    for _ in range(PINGS):
+        t = time.perf_counter()
+        await client.ping()
+        pings.append(time.perf_counter() - t)
+    for _ in range(PINGS // 4):
+        t = time.perf_counter()
+        await client.xadd("bench:scratch", {"msg": b"x" * 100}, maxlen=100, approximate=True)
+        xadds.append(time.perf_counter() - t)
+    await client.delete("bench:scratch")
+    return pings, xadds
+
+
+async def run_through_services(
+    client: aioredis.Redis, config: RunConfig, timeout_s: float = 120
+) -> list[Event]:
+    """Submit the run to the orchestrator's inbox, wait for its end (polling the
+    listing hash, so this process adds little load), return its log."""
+    request = InboxMessage(
+        run_id=config.run_id, kind="RunRequested", data={"config": config.model_dump(mode="json")}
+    )
+    await TaskStream(client, INBOX_STREAM).send(request)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = await client.hget(run_meta_key(config.run_id), "status")
+        if status in (b"completed", b"failed", b"cancelled"):
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"run {config.run_id} did not end in {timeout_s} s ({status!r})")
+        await asyncio.sleep(0.2)
+    events = await RunLog(client).events(config.run_id)
+    if status != b"completed":
+        raise RuntimeError(f"run {config.run_id} ended {status!r}: {events[-1]}")
+    return events
+
+
+def _gaps(times: list[datetime]) -> list[float]:
+    return [(b - a).total_seconds() for a, b in itertools.pairwise(times)]
+
+
+def llm_step_gaps(events: list[Event]) -> list[float]:
+    """Seconds between the receipts of successive LLM answers (one LLM step each)."""
+    return _gaps([e.ts for e in events if e.type == "LLMResponded"])[WARMUP:]
+
+
+def tool_step_gaps(events: list[Event]) -> tuple[list[float], list[float], list[float]]:
+    """Per tool step: whole step, LLM answer -> tool result, tool result -> next answer."""
+    inputs = [e for e in events if e.type in ("LLMResponded", "ToolCallCompleted")]
+    whole, memory_leg, llm_leg = [], [], []
+    for a, b, c in zip(inputs, inputs[1:], inputs[2:], strict=False):
+        if a.type == "LLMResponded" and b.type == "ToolCallCompleted" and c.type == "LLMResponded":
+            whole.append((c.ts - a.ts).total_seconds())
+            memory_leg.append((b.ts - a.ts).total_seconds())
+            llm_leg.append((c.ts - b.ts).total_seconds())
+    return whole[WARMUP:], memory_leg[WARMUP:], llm_leg[WARMUP:]
+
+
+async def measure(url: str, data_dir: Path, profile_dir: Path | None) -> dict[str, Any]:
+    with services(url, data_dir, profile_dir=profile_dir):
+        client = aioredis.Redis.from_url(url)
+        try:
+            pings, xadds = await raw_rtt(client)
+            t = time.perf_counter()
+            llm_events = await run_through_services(client, llm_only_config())
+            llm_wall = time.perf_counter() - t
+            t = time.perf_counter()
+            tool_events = await run_through_services(client, tool_config())
+            tool_wall = time.perf_counter() - t
+            pings2, xadds2 = await raw_rtt(client)
+        finally:
+            await client.aclose()
+    client = aioredis.Redis.from_url(url)
+    try:
+        await client.flushdb()
+        llm_phases = await breakdown(client, llm_only_config(), data_dir / "inproc-llm")
+        await client.flushdb()
+        tool_phases = await breakdown(client, tool_config(), data_dir / "inproc-tool")
+    finally:
+        await client.aclose()
+    return {
+        "llm_phases": llm_phases,
+        "tool_phases": tool_phases,
+        "pings": pings + pings2,
+        "xadds": xadds + xadds2,
+        "llm_events": llm_events,
+        "tool_events": tool_events,
+        "llm_wall": llm_wall,
+        "tool_wall": tool_wall,
+    }
+
+
+PROFILE_FOCUS = (
+    r"contreact_|redis/asyncio/client.py:\d+\((execute|_execute|immediate)"
+    r"|pydantic_core|to_thread|orjson"
+)
+
+
+# --- the same critical path, in one process, phase by phase --------------------------
+
+
+class _Phases:
+    def __init__(self) -> None:
+        self.samples: dict[str, list[float]] = {}
+        self.task_bytes: list[int] = []
+
+    def add(self, name: str, seconds: float) -> None:
+        self.samples.setdefault(name, []).append(seconds)
+
+    def timed(self, name: str, fn: Any) -> Any:
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                self.add(name, time.perf_counter() - t)
+
+        return wrapper
+
+
+async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Phases:
+    """Play a run through the services' own classes in this process, one phase at a
+    time: the orchestrator's ``handle`` (its run-log append and task send timed
+    apart), the worker's decode of the task, its answer and its XADD to the inbox, the
+    orchestrator's decode of the result. Entries are fetched with XREVRANGE where the
+    services block on XREADGROUP. What this lacks against the services is only the
+    processes: blocking-read wake-ups, context switches, the acks."""
+    from contreact_bus.task_stream import TaskStream as Stream
+    from contreact_events.codec import message_from_fields
+    from contreact_events.names import LLM_TASKS_STREAM, MEMORY_TASKS_STREAM
+    from contreact_events.tasks import LLMTask, MemoryTask, tool_completed
+    from contreact_llm.handler import LLMTaskHandler, ModelLimits
+    from contreact_llm.retry import RetryPolicy
+    from contreact_llm.scripted_backend import ScriptedBackend
+    from contreact_memory.store import MemoryStore
+    from contreact_orchestrator.orchestrator import Orchestrator
+
+    phases = _Phases()
+    orchestrator = Orchestrator(client, tmp / "runs", "bench")
+    write = phases.timed(
+        "orchestrator: append events, send task (+meta), one pipeline", orchestrator._write
+    )
+    orchestrator._write = write  # type: ignore[method-assign]
+    llm = LLMTaskHandler(
+        {"scripted": ScriptedBackend(RetryPolicy())},
+        Stream(client, INBOX_STREAM),
+        ModelLimits(lambda _backend: 64),
+    )
+    store = MemoryStore.open(tmp / "memory.db")
+    inbox = Stream(client, INBOX_STREAM)
+
+    async def newest(stream: str, what: str) -> dict[bytes, bytes]:
+        t = time.perf_counter()
+        entries = await client.xrevrange(stream, count=1)
+        phases.add(what, time.perf_counter() - t)
+        fields: dict[bytes, bytes] = entries[0][1]  # type: ignore[assignment]
+        return fields
+
+    message = InboxMessage(
+        run_id=config.run_id, kind="RunRequested", data={"config": config.model_dump(mode="json")}
+    )
+    try:
+        for _ in range(10 * (LLM_STEPS + 2 * TOOL_STEPS)):
+            t = time.perf_counter()
+            await orchestrator.handle(message)
+            phases.add("orchestrator: handle (all of it)", time.perf_counter() - t)
+            state = orchestrator._states.get(config.run_id)
+            if state is None or state.terminal:
+                break
+            if state.phase in ("checking", "awaiting_llm"):
+                fields = await newest(LLM_TASKS_STREAM, "fetch task (XREVRANGE)")
+                phases.task_bytes.append(sum(len(k) + len(v) for k, v in fields.items()))
+                t = time.perf_counter()
+                task = message_from_fields(LLMTask, fields)
+                phases.add("worker: decode LLM task", time.perf_counter() - t)
+                t = time.perf_counter()
+                answer = await llm.answer(task)
+                phases.add("worker: scripted answer", time.perf_counter() - t)
+            else:
+                fields = await newest(MEMORY_TASKS_STREAM, "fetch task (XREVRANGE)")
+                t = time.perf_counter()
+                mtask = message_from_fields(MemoryTask, fields)
+                phases.add("worker: decode memory task", time.perf_counter() - t)
+                t = time.perf_counter()
+                outcome = await asyncio.to_thread(store.apply, mtask)
+                phases.add("worker: memory apply (SQLite, to_thread)", time.perf_counter() - t)
+                answer = tool_completed(mtask, outcome.output, ok=outcome.ok)
+            t = time.perf_counter()
+            await inbox.send(answer)
+            phases.add("worker: send result (XADD inbox)", time.perf_counter() - t)
+            fields = await newest(INBOX_STREAM, "fetch result (XREVRANGE)")
+            t = time.perf_counter()
+            message = message_from_fields(InboxMessage, fields)
+            phases.add("orchestrator: decode inbox message", time.perf_counter() - t)
+    finally:
+        store.close()
+    return phases
+
+
+def print_breakdown(title: str, phases: _Phases, steps: int, rtt: float, measured: float) -> float:
+    """Per step: each phase's median time times how often it ran per step (the
+    orchestrator's handle of the final input, which archives the run, and the
+    warm-up are thereby left out)."""
+    sizes = phases.task_bytes
+    print(
+        f"   {title}: in one process, per step (ms; raw RTTs in brackets); LLM task "
+        f"{sizes[1] / 1e3:.1f} kB at the first call, {statistics.median(sizes) / 1e3:.1f} kB "
+        f"median, {sizes[-1] / 1e3:.1f} kB at the last"
+    )
+    handle = phases.samples["orchestrator: handle (all of it)"]
+    write = phases.samples["orchestrator: append events, send task (+meta), one pipeline"]
+    rest = [h - w for h, w in zip(handle, write, strict=True)]
+    shown = {k: v for k, v in phases.samples.items() if k != "orchestrator: handle (all of it)"}
+    shown["orchestrator: rest of handle (decide, fold...)"] = rest
+    total = 0.0
+    for name, samples in shown.items():
+        per_step = statistics.median(samples) * len(samples) / steps
+        total += per_step
+        print(f"     {name:<46} {per_step * 1e3:>7.3f} ms  [{per_step / rtt:5.1f}]")
+    print(f"     {'sum: the step in one process':<46} {total * 1e3:>7.3f} ms  [{total / rtt:5.1f}]")
+    print(
+        f"     {'the step through the services (above)':<46} {measured * 1e3:>7.3f} ms  "
+        f"[{measured / rtt:5.1f}]"
+    )
+    print(
+        f"     {'left to the processes (wake-ups, switches)':<46} "
+        f"{(measured - total) * 1e3:>7.3f} ms  [{(measured - total) / rtt:5.1f}]"
+    )
+    return total
+
+
+def print_profiles(profile_dir: Path, top: int = 14) -> None:
+    for name in ("orchestrator", "llm-worker", "memory"):
+        path = profile_dir / f"{name}.prof"
+        if not path.exists():
+            print(f"   (no profile for {name})")
+            continue
+        print(f"\n--- {name}: top {top} by own time (cProfile, whole process life)")
+        stats = pstats.Stats(str(path))
+        stats.sort_stats("tottime").print_stats(top)
+        print(f"--- {name}: the step's own functions, by cumulative time")
+        stats.sort_stats("cumulative").print_stats(PROFILE_FOCUS, top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.bus_overhead")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="run the services under cProfile and print their hot spots "
+        "(timings are then inflated: use for where, not how much)",
+    )
+    args = parser.parse_args()
+    header("bus overhead: one ReAct step through the services")
+
+    llm_pure, llm_calls = pure_step_s(llm_only_config())
+    tool_pure, tool_calls = pure_step_s(tool_config())
+
+    with tempfile.TemporaryDirectory(prefix="bench-bus-") as tmp:
+        profile_dir = Path(tmp) / "prof" if args.profile else None
+        if profile_dir is not None:
+            profile_dir.mkdir()
+        with redis_server() as url:
+            m = asyncio.run(measure(url, Path(tmp) / "data", profile_dir))
+        if profile_dir is not None:
+            print_profiles(profile_dir)
+            print()
+
+    rtt = statistics.median(m["pings"])
+    xadd = statistics.median(m["xadds"])
+    llm = llm_step_gaps(m["llm_events"])
+    tool, memory_leg, llm_leg = tool_step_gaps(m["tool_events"])
+    llm_step = statistics.median(llm)
+    tool_step = statistics.median(tool)
+
+    print(
+        f"   LLM steps: {LLM_STEPS} cycles of one LLM call each ({llm_calls} in the pure run); "
+        f"tool steps: one cycle of {TOOL_STEPS} LLM calls, each calling `list`"
+    )
+    print(f"   medians; the first {WARMUP} steps dropped; times in milliseconds")
+    row(
+        "raw RTT: PING (asyncio client, this process)",
+        rtt * 1e3,
+        "ms",
+        f"p90 {statistics.quantiles(m['pings'], n=10)[-1] * 1e3:.3f}",
+    )
+    row("raw XADD of 100 bytes", xadd * 1e3, "ms")
+    print("   LLM step (one LLM call, one worker round trip)")
+    row(
+        "  through the services",
+        llm_step * 1e3,
+        "ms",
+        f"mean {statistics.fmean(llm) * 1e3:.3f}; first 20 {statistics.median(llm[:20]) * 1e3:.3f}"
+        f", last 20 {statistics.median(llm[-20:]) * 1e3:.3f}",
+    )
+    row(
+        "  whole run wall time / steps",
+        m["llm_wall"] / LLM_STEPS * 1e3,
+        "ms",
+        "(submit to completion seen, 0.2 s polling)",
+    )
+    row("  pure decide+fold (Sim, in process)", llm_pure * 1e3, "ms")
+    llm_over = llm_step - llm_pure
+    row("  overhead", llm_over * 1e3, "ms")
+    ratio("  step through services / pure step", llm_step, llm_pure)
+    llm_rtts = ratio("  overhead / raw RTT", llm_over, rtt, f"(target <= {TARGET_RTT_LLM:g})")
+    print("   tool step (LLM call + `list` memory call, two worker round trips)")
+    row("  through the services", tool_step * 1e3, "ms", f"mean {statistics.fmean(tool) * 1e3:.3f}")
+    row("    LLM answer -> tool result (memory leg)", statistics.median(memory_leg) * 1e3, "ms")
+    row("    tool result -> next LLM answer (LLM leg)", statistics.median(llm_leg) * 1e3, "ms")
+    row("  pure decide+fold (Sim, in process)", tool_pure * 1e3, "ms", f"({tool_calls} LLM calls)")
+    tool_over = tool_step - tool_pure
+    row("  overhead", tool_over * 1e3, "ms")
+    ratio("  step through services / pure step", tool_step, tool_pure)
+    tool_rtts = ratio(
+        "  overhead / raw RTT",
+        tool_over,
+        rtt,
+        f"(target <= {TARGET_RTT_TOOL:g}, i.e. 6 per round trip)",
+    )
+    print_breakdown("LLM step", m["llm_phases"], LLM_STEPS, rtt, llm_step)
+    print_breakdown("tool step", m["tool_phases"], TOOL_STEPS, rtt, tool_step)
+    if args.profile:
+        print("   (profiled: the services ran under cProfile, so these times are inflated)")
+    verdict(
+        "bus overhead, LLM step",
+        llm_rtts <= TARGET_RTT_LLM,
+        f"overhead {llm_over * 1e3:.2f} ms = {llm_rtts:.1f} raw RTTs of {rtt * 1e6:.0f} us "
+        f"(target <= {TARGET_RTT_LLM:g})",
+    )
+    verdict(
+        "bus overhead, tool step",
+        tool_rtts <= TARGET_RTT_TOOL,
+        f"overhead {tool_over * 1e3:.2f} ms = {tool_rtts:.1f} raw RTTs "
+        f"(target <= {TARGET_RTT_TOOL:g}: two worker round trips)",
+    )
+
+
+if __name__ == "__main__":
+    main()
