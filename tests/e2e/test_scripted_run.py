@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 import yaml
 
 from tests.e2e.conftest import Stack
@@ -131,6 +132,16 @@ def test_a_ten_cycle_scripted_run_end_to_end(stack: Stack, tmp_path: Path) -> No
 
     # The archive alone serves a finished run once Redis forgets it.
     assert (stack.data_dir / "runs" / f"{run_id}.events.jsonl").exists()
+    forget = redis.Redis.from_url(stack.env["REDIS_URL"])
+    assert forget.delete(f"run:{{{run_id}}}") == 1
+    forget.close()
+    assert stack.json("replay", run_id, "--check")["divergence"] is None
+    assert stack.json("rebuild", run_id)["equal"] is True  # the final digest is kept
+    again = tmp_path / "again"
+    stack.cli("export", run_id, "--out", str(again), check=True)
+    assert (again / f"{run_id}.jsonl").read_text() == (
+        tmp_path / "logs" / f"{run_id}.jsonl"
+    ).read_text()
 
 
 def test_the_run_survives_an_orchestrator_crash(stack: Stack, tmp_path: Path) -> None:
