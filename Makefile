@@ -4,7 +4,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PACKAGES := libs/events libs/bus services/orchestrator services/llm-worker services/memory cli
+PACKAGES := libs/events libs/bus services/orchestrator services/llm-worker services/memory \
+  services/embedder cli
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
@@ -13,10 +14,12 @@ export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 $(STAMP): $(PYPROJECTS) requirements-dev.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	@# PyTorch first, pinned: sentence-transformers would otherwise pull the newest build.
+	$(BIN)/python -m pip install --quiet torch==2.13.0
 	@echo "installing the packages (the first time builds llama-cpp-python: several minutes)"
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt \
 	  -e libs/events -e libs/bus -e services/orchestrator -e 'services/llm-worker[embedded]' \
-	  -e services/memory -e cli
+	  -e services/memory -e services/embedder -e cli
 	@touch $(STAMP)
 
 install: $(STAMP) redis
@@ -44,7 +47,7 @@ test: install
 check: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy libs services cli
+	$(BIN)/mypy libs services cli tests bench
 
 schema: install
 	$(BIN)/python -m contreact_events.schema
@@ -53,6 +56,7 @@ bench: install
 	$(BIN)/python -m bench.bus_overhead
 	$(BIN)/python -m bench.fold_speed
 	$(BIN)/python -m bench.log_growth
+	$(BIN)/python -m bench.embedder_throughput
 
 up: install
 	$(BIN)/contreact up

@@ -77,6 +77,9 @@ def llm_only_config() -> RunConfig:
             "backend": "scripted",
             "cycle_count": LLM_STEPS,
             "operator": {"mode": "auto"},
+            # The step measured is the ReAct step: the embedder's per-cycle round trip
+            # (seed 000's diversity check) is left out on purpose.
+            "diversity": {"enabled": False},
             "script": {"replies": [{"content": "Reflection of cycle {cycle}."}], "repeat": True},
         }
     )
@@ -92,6 +95,7 @@ def tool_config() -> RunConfig:
             "cycle_count": 1,
             "max_steps_per_cycle": TOOL_STEPS,
             "operator": {"mode": "auto"},
+            "diversity": {"enabled": False},
             "script": {"replies": [LIST_CALL], "repeat": True},
         }
     )

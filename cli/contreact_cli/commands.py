@@ -39,7 +39,11 @@ from contreact_events.replay import replay_check
 from contreact_events.state import AgentState
 from contreact_events.tasks import DIGEST_REQUEST, InboxMessage
 
-REQUIRED_SERVICES = ("orchestrator", "llm-worker", "memory")
+
+def required_services(config: RunConfig | None) -> tuple[str, ...]:
+    """The services a run needs (the embedder only when its diversity check is on)."""
+    base = ("orchestrator", "llm-worker", "memory")
+    return (*base, "embedder") if config is None or config.diversity.enabled else base
 
 
 @asynccontextmanager
@@ -51,7 +55,9 @@ async def redis_client(settings: CLISettings) -> AsyncIterator[aioredis.Redis]:
         await client.aclose()
 
 
-async def wait_for_services(redis: aioredis.Redis, settings: CLISettings, wait_s: float) -> None:
+async def wait_for_services(
+    redis: aioredis.Redis, settings: CLISettings, wait_s: float, needed: tuple[str, ...]
+) -> None:
     """Return once every service kind has a fresh heartbeat; else say how to start them."""
     deadline = time.monotonic() + wait_s
     while True:
@@ -62,7 +68,7 @@ async def wait_for_services(redis: aioredis.Redis, settings: CLISettings, wait_s
             for name, ts in beats.items()
             if now - ts < settings.heartbeat_fresh_s
         }
-        missing = [s for s in REQUIRED_SERVICES if s not in fresh]
+        missing = [s for s in needed if s not in fresh]
         if not missing:
             return
         if time.monotonic() > deadline:
@@ -82,7 +88,7 @@ async def submit_run(
     wait_s: float = 15.0,
 ) -> int:
     async with redis_client(settings) as redis:
-        await wait_for_services(redis, settings, wait_s)
+        await wait_for_services(redis, settings, wait_s, required_services(config))
         run_id = config.run_id
         if await RunLog(redis).exists(run_id) or run_id in archived_run_ids(settings.archive_dir):
             raise CLIError(

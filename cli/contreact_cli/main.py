@@ -176,6 +176,61 @@ def cmd_memory_rebuild(args: argparse.Namespace, settings: CLISettings) -> int:
     return 0 if report["identical"] and not report["output_mismatches"] else 1
 
 
+def cmd_similarity(args: argparse.Namespace, settings: CLISettings) -> int:
+    """The cycle-by-cycle cosine similarity matrix, from the vectors in the log."""
+    from contreact_events.similarity import similarity_matrix
+
+    _events, state = asyncio.run(commands.load_state(settings, args.run))
+    cycles = [cycle for cycle, _ in state.embeddings]
+    matrix = similarity_matrix([vector for _, vector in state.embeddings])
+    if args.json:
+        _json({"run_id": args.run, "cycles": cycles, "matrix": matrix.round(6).tolist()})
+        return 0
+    if not cycles:
+        out(f"run {args.run} has no embedded reflections")
+        return 0
+    out("cycle " + "".join(f"{c:>7}" for c in cycles))
+    for cycle, row in zip(cycles, matrix, strict=True):
+        out(f"{cycle:>5} " + "".join(f"{v:>7.3f}" for v in row))
+    return 0
+
+
+def cmd_corpus(args: argparse.Namespace, settings: CLISettings) -> int:
+    from contreact_cli import diversity_commands
+
+    if args.action == "clear":
+        out(asyncio.run(diversity_commands.corpus_clear(settings, args.run, args.experiment)))
+        return 0
+    stats = asyncio.run(diversity_commands.corpus_stats(settings, args.run, args.experiment))
+    if args.json:
+        _json(stats)
+    else:
+        out(
+            f"corpus {stats['scope']}: {stats['total_chunks']} paragraph(s) of "
+            f"{stats['total_documents']} accepted answer(s) from {len(stats['runs'])} run(s); "
+            f"oldest {stats['oldest_timestamp'] or '-'}"
+            + (f"; cleared at {stats['cleared_at']}" if stats["cleared_at"] else "")
+        )
+    return 0
+
+
+def cmd_search(args: argparse.Namespace, settings: CLISettings) -> int:
+    from contreact_cli import diversity_commands
+
+    hits = asyncio.run(diversity_commands.search(settings, args.text, args.k, args.run))
+    if args.json:
+        _json(hits)
+        return 0
+    if not hits:
+        out("nothing to search: no embedded reflections or paragraphs yet")
+    for hit in hits:
+        out(
+            f"{hit['score']:.3f}  {hit['run_id']} cycle {hit['cycle']} {hit['kind']}: "
+            f"{safe(hit['text'], 120, one_line=True)}"
+        )
+    return 0
+
+
 def cmd_deadletters(args: argparse.Namespace, settings: CLISettings) -> int:
     rows = asyncio.run(commands.dead_letters(settings, args.limit))
     if args.json:
@@ -253,6 +308,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("runs", nargs="*", help="run ids (default: every run)")
     p.add_argument("--out", help="keep the rebuilt store at this new file")
+    p = add(
+        "similarity",
+        cmd_similarity,
+        "a run's cycle-by-cycle reflection similarity matrix (from the log)",
+        listing=True,
+    )
+    p.add_argument("run")
+    p = add(
+        "corpus",
+        cmd_corpus,
+        "paragraph corpus of a run or an experiment: stats or clear",
+        listing=True,
+    )
+    p.add_argument("action", choices=("stats", "clear"))
+    p.add_argument("--run", help="the corpus of one run")
+    p.add_argument("--experiment", help="the corpus shared by an experiment's runs")
+    p = add(
+        "search",
+        cmd_search,
+        "semantic search over reflections and accepted paragraphs",
+        listing=True,
+    )
+    p.add_argument("text")
+    p.add_argument("--k", type=int, default=5, help="how many results (default 5)")
+    p.add_argument("--run", help="only this run")
     p = add("deadletters", cmd_deadletters, "messages that could not be processed", listing=True)
     p.add_argument("--limit", type=int, default=50)
     return parser

@@ -20,6 +20,7 @@ SERVICE_MODULES = {
     "orchestrator": "contreact_orchestrator",
     "llm-worker": "contreact_llm",
     "memory": "contreact_memory",
+    "embedder": "contreact_embedder",
 }
 REDIS_PROCESS = "redis"
 
@@ -54,7 +55,7 @@ def up(settings: CLISettings, *, llm_workers: int = 1, memory_workers: int = 1) 
         _check_redis(url)
         lines.append(f"redis: using {url}")
     env = {**os.environ, "REDIS_URL": url, "CONTREACT_DATA_DIR": str(settings.data_dir.resolve())}
-    counts = {"orchestrator": 1, "llm-worker": llm_workers, "memory": memory_workers}
+    counts = {"orchestrator": 1, "llm-worker": llm_workers, "memory": memory_workers, "embedder": 1}
     for service, module in SERVICE_MODULES.items():
         for index in range(counts[service]):
             name = service if index == 0 else f"{service}-{index + 1}"

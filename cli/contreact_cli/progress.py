@@ -52,6 +52,20 @@ class ProgressPrinter:
                 return f"  {who} -> agent: {safe(event.text, 300, one_line=True)}"
             case "LLMResponded" if event.tool_call_error:
                 return "  the model's tool call could not be parsed; kept as text"
+            case "SimilarityAssessed":
+                if event.max_similarity is None:
+                    return f"  similarity: {event.note or 'nothing earlier to compare with'}"
+                advice = {
+                    "high": "high: advisory for the next cycle",
+                    "moderate": "moderate: advisory for the next cycle",
+                    "none": "no advisory",
+                }[event.level]
+                return (
+                    f"  similarity: {event.max_similarity:.3f} to cycle "
+                    f"{event.most_similar_cycle} ({advice})"
+                )
+            case "EmbeddingFailed":
+                return f"  embedding failed, no similarity check: {safe(event.error, 160)}"
             case "StepLimitReached":
                 return (
                     f"  step limit reached ({event.steps} steps): "

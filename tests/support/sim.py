@@ -3,17 +3,23 @@ workers' part (answers each task the way the services would) without Redis."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+import zlib
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from contreact_events.catalog import Event
 from contreact_events.config import RunConfig, parse_run_config
+from contreact_events.corpus import accepted_chunks
 from contreact_events.decide import Decision, Task, decide
+from contreact_events.diversity_events import ChunkMatch
 from contreact_events.messages import AssistantMessage, ToolCall
+from contreact_events.paragraphs import check_paragraphs, split_paragraphs
 from contreact_events.protocol import paper_system_prompt
 from contreact_events.state import AgentState
-from contreact_events.tasks import InboxMessage, LLMTask, MemoryTask
+from contreact_events.tasks import EmbedTask, InboxMessage, LLMTask, MemoryTask, paragraphs_checked
+from contreact_events.vector_index import VectorIndex
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -28,6 +34,7 @@ def make_config(**overrides: Any) -> RunConfig:
         "backend": "scripted",
         "script": {"replies": [{"content": "x"}]},
         "system_prompt": paper_system_prompt(),
+        "diversity": {"enabled": False},
     }
     data.update(overrides)
     return parse_run_config(data)
@@ -103,7 +110,63 @@ class Sim:
             ok=not output.startswith("Error"),
         )
 
-    def drive(self, replies: list[Reply], *, max_inputs: int = 100_000) -> AgentState:
+    def answer_embedding(self) -> Decision:
+        task = self.task()
+        assert isinstance(task, EmbedTask), task
+        if task.kind == "paragraphs":
+            return self.answer_paragraphs()
+        return self.send(
+            "ReflectionEmbedded",
+            task.task_id,
+            task_id=task.task_id,
+            cycle=task.cycle,
+            vector=toy_embedding(task.text),
+            model="toy",
+        )
+
+    def answer_paragraphs(self) -> Decision:
+        """Seed 001's check as the embedder does it, with toy vectors: the corpus is
+        the projection of the log's accepted paragraphs."""
+        task = self.task()
+        assert isinstance(task, EmbedTask) and task.kind == "paragraphs", task
+        paragraphs = split_paragraphs(task.text, task.min_length)
+        vectors = [toy_embedding(p) for p in paragraphs]
+        index = VectorIndex()
+        for chunk in accepted_chunks(self.log):
+            if chunk.scope == task.scope:
+                index.add(chunk.chunk_id, chunk.vector, scope=chunk.scope, text=chunk.text)
+        result = check_paragraphs(
+            paragraphs,
+            vectors,
+            index,
+            scope=task.scope,
+            threshold=task.threshold,
+            extra_patterns=task.extra_patterns,
+            attempts_remaining=task.attempts_remaining,
+        )
+        matches = [
+            ChunkMatch(
+                paragraph_index=m.paragraph_index,
+                score=m.similarity_score,
+                matched_id=m.stored_content_id,
+                matched_text=m.matched_paragraph,
+            )
+            for m in result.paragraph_matches
+        ]
+        message = paragraphs_checked(
+            task,
+            paragraphs=paragraphs,
+            vectors=vectors,
+            overall_similarity=result.overall_similarity,
+            is_unique=result.is_unique,
+            matches=matches,
+            feedback=result.feedback,
+            corpus_chunks=index.count(task.scope),
+            windows=False,
+        )
+        return self.send(message.kind, message.causation_id, **message.data)
+
+    def drive(self, replies: Sequence[Reply], *, max_inputs: int = 100_000) -> AgentState:
         """Answer every task until the run waits on something else or ends; LLM tasks
         take the next reply (cycling)."""
         if self.state.phase == "new":
@@ -115,6 +178,9 @@ class Sim:
             task = self.tasks[0]
             if isinstance(task, MemoryTask):
                 self.answer_memory()
+                continue
+            if isinstance(task, EmbedTask):
+                self.answer_embedding()
                 continue
             reply = replies[index % len(replies)]
             index += 1
@@ -141,3 +207,14 @@ def apply_memory(memory: dict[str, str], tool: str, args: dict[str, Any]) -> str
         case "pattern_search":
             return ", ".join(k for k in sorted(memory) if args["pattern"] in k) or "No keys."
     raise AssertionError(tool)
+
+
+def toy_embedding(text: str, dim: int = 16) -> list[float]:
+    """A deterministic stand-in for the embedder in pure tests: word counts hashed
+    into ``dim`` buckets, normalized. Same words, same vector; other words, another.
+    (The real model is tested in the embedder's own tests and end to end.)"""
+    vector = [0.0] * dim
+    for word in text.lower().split():
+        vector[zlib.crc32(word.encode()) % dim] += 1.0
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]

@@ -35,7 +35,7 @@ from tests.support.sim import T0, Sim, make_config, say
 
 @pytest.fixture
 def log() -> list[Event]:
-    sim = Sim(make_config(cycle_count=2, operator={"mode": "auto"}))
+    sim = Sim(make_config(cycle_count=2, operator={"mode": "auto"}, diversity={"enabled": True}))
     sim.drive(
         [
             say(

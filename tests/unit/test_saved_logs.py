@@ -37,3 +37,12 @@ def test_a_saved_log_folds_replays_and_exports(path: Path) -> None:
     assert report.state == state
     records = list(export_records(events))
     assert sum(r["event_type"] == "CYCLE_START" for r in records) == state.cycle_number
+
+
+def test_version_1_runs_are_read_as_runs_without_the_diversity_check() -> None:
+    events = load(FIXTURES / "runlog-v1-completed.jsonl")
+    assert events[0].schema_version == 2  # upcast on read
+    state = fold_all(events)
+    assert state.config is not None and state.config.diversity.enabled is False
+    raw = (FIXTURES / "runlog-v1-completed.jsonl").read_text().splitlines()[0]
+    assert '"schema_version":1' in raw and "diversity" not in raw  # the file is untouched

@@ -14,7 +14,13 @@ from contreact_bus.exceptions import RunNotFound
 from contreact_bus.replies import text_map, texts
 from contreact_bus.run_log import RunLog
 from contreact_events.catalog import Event
-from contreact_events.names import ACTIVE_RUNS, RUNS_INDEX, SERVICES_HEARTBEAT, run_meta_key
+from contreact_events.names import (
+    ACTIVE_RUNS,
+    RUNS_INDEX,
+    SERVICES_HEARTBEAT,
+    experiment_runs_key,
+    run_meta_key,
+)
 from contreact_events.state import AgentState
 
 
@@ -57,12 +63,18 @@ def queue_meta(pipe: Any, state: AgentState, fields: dict[str, str]) -> None:
         pipe.srem(ACTIVE_RUNS, state.run_id)
 
 
-async def register_run(redis: aioredis.Redis, run_id: str) -> None:
-    """Index a new run (called once, when its first event is appended)."""
+async def register_run(redis: aioredis.Redis, run_id: str, experiment: str | None) -> None:
+    """Index a new run (called once, before its first event is appended)."""
     async with redis.pipeline(transaction=False) as pipe:
         pipe.zadd(RUNS_INDEX, {run_id: time.time()}, nx=True)
         pipe.sadd(ACTIVE_RUNS, run_id)
+        if experiment:
+            pipe.sadd(experiment_runs_key(experiment), run_id)
         await pipe.execute()
+
+
+async def experiment_run_ids(redis: aioredis.Redis, experiment: str) -> list[str]:
+    return sorted(texts(await redis.smembers(experiment_runs_key(experiment))))
 
 
 async def active_run_ids(redis: aioredis.Redis) -> list[str]:

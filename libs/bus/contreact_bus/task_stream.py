@@ -267,3 +267,58 @@ def _fields(fields: Mapping[str, Any]) -> Any:
 
 def _b(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
+
+
+async def serve_batches(
+    consumer: Consumer,
+    model: type[M],
+    handle: Callable[[list[M]], Awaitable[None]],
+    *,
+    burst: bool = False,
+    stop: asyncio.Event | None = None,
+) -> int:
+    """Like ``serve``, but hands ``handle`` every entry one read returned (up to the
+    consumer's ``batch_size``), at once: micro-batching without a timer, so a lone
+    entry is handled as soon as it arrives.
+
+    ``handle`` must have written a result for every message before returning; then
+    the whole batch is acked. It answers a message it cannot process itself (one bad
+    message must not fail its batch): if it raises, every entry of the batch stays
+    pending, to be retried when reclaimed, and dead-lettered after ``max_deliveries``.
+    Entries that cannot be decoded are dead-lettered and left out of the batch.
+    Returns how many entries were handled.
+    """
+    await consumer.ensure_group()
+    handled = 0
+    while stop is None or not stop.is_set():
+        deliveries = await consumer.read(block=not burst)
+        if not deliveries and burst:
+            break
+        taken: list[Delivery] = []
+        messages: list[M] = []
+        for delivery in deliveries:
+            if delivery.deliveries > consumer.settings.max_deliveries:
+                await consumer.dead_letter(
+                    delivery, f"delivered {delivery.deliveries} times without success"
+                )
+                continue
+            try:
+                messages.append(message_from_fields(model, delivery.fields))
+            except ContReActEventError as exc:
+                await consumer.dead_letter(delivery, f"cannot decode: {exc}")
+                continue
+            taken.append(delivery)
+        if not messages:
+            continue
+        try:
+            await handle(messages)
+        except Exception:
+            log.exception(
+                "%s: handling a batch of %d failed; it stays pending", consumer.stream, len(taken)
+            )
+            continue
+        for delivery in taken:
+            consumer.ack_later(delivery.entry_id)
+        handled += len(taken)
+    await consumer.flush_acks()
+    return handled

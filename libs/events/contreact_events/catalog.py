@@ -17,6 +17,17 @@ from contreact_events.cycle_events import (
     ReflectionRecorded,
     StepLimitReached,
 )
+from contreact_events.diversity_events import (
+    EmbeddingFailed,
+    EmbeddingRequested,
+    ParagraphCheckRequested,
+    ParagraphsAccepted,
+    ParagraphsChecked,
+    ReflectionEmbedded,
+    RegenerationRequested,
+    SimilarityAssessed,
+    TopicExhausted,
+)
 from contreact_events.envelope import EventBase
 from contreact_events.exceptions import NewerSchemaVersion, UnknownEventType
 from contreact_events.run_events import (
@@ -51,7 +62,16 @@ Event: TypeAlias = Annotated[
     | ToolCallRequested
     | ToolCallCompleted
     | OperatorMessageSent
-    | OperatorReplied,
+    | OperatorReplied
+    | EmbeddingRequested
+    | ReflectionEmbedded
+    | EmbeddingFailed
+    | SimilarityAssessed
+    | ParagraphCheckRequested
+    | ParagraphsChecked
+    | RegenerationRequested
+    | ParagraphsAccepted
+    | TopicExhausted,
     Field(discriminator="type"),
 ]
 
@@ -77,13 +97,34 @@ EVENT_CLASSES: dict[str, type[EventBase]] = {
         ToolCallCompleted,
         OperatorMessageSent,
         OperatorReplied,
+        EmbeddingRequested,
+        ReflectionEmbedded,
+        EmbeddingFailed,
+        SimilarityAssessed,
+        ParagraphCheckRequested,
+        ParagraphsChecked,
+        RegenerationRequested,
+        ParagraphsAccepted,
+        TopicExhausted,
     )
 }
 
 TERMINAL_TYPES = frozenset({"RunCompleted", "RunFailed", "RunCancelled"})
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
-UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+
+
+def _config_without_diversity(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 configs predate the diversity check: those runs ran without it."""
+    config = dict(data.get("config") or {})
+    config["diversity"] = {**dict(config.get("diversity") or {}), "enabled": False}
+    return {**data, "config": config}
+
+
+UPCASTERS: dict[tuple[str, int], Upcaster] = {
+    ("RunRequested", 1): _config_without_diversity,
+    ("RunStarted", 1): _config_without_diversity,
+}
 """(event type, stored version) -> function returning the data at version + 1.
 Register one here whenever an event's ``schema_version`` literal is raised."""
 

@@ -94,6 +94,29 @@ class OperatorConfig(_Strict):
     auto_reply: str = DEFAULT_OPERATOR_REPLY
 
 
+class DiversityConfig(_Strict):
+    """Seed 000's exploration diversity: each reflection is embedded and compared with
+    every earlier one; above a threshold an advisory goes into the next cycle's
+    system prompt. A similarity must *exceed* a threshold to count."""
+
+    enabled: bool = True
+    high_threshold: float = Field(default=0.8, ge=-1.0, le=1.0)
+    moderate_threshold: float = Field(default=0.7, ge=-1.0, le=1.0)
+    embedding_model: str = "all-MiniLM-L6-v2"
+    mode: Literal["advisory", "regenerate"] = "advisory"
+    """``regenerate`` adds seed 001's paragraph repetition guard: a reflection whose
+    paragraphs repeat earlier accepted ones is asked for again, with feedback."""
+    corpus_scope: Literal["run", "experiment"] = "run"
+    """Earlier accepted paragraphs of this run only, or of every run of the experiment."""
+    paragraph_threshold: float = Field(default=0.85, gt=0.0, le=1.0)
+    relaxed_threshold: float = Field(default=0.90, gt=0.0, le=1.0)
+    max_attempts: int = Field(default=5, ge=1, le=50)
+    paragraph_min_length: int = Field(default=50, ge=1)
+    natural_repetition_patterns: tuple[str, ...] = ()
+    """Extra patterns (case-insensitive, matched at a paragraph's start) whose
+    paragraphs may repeat, besides seed 001's list."""
+
+
 class RunConfig(_Strict):
     """One run. ``system_prompt`` is the resolved text (the CLI reads the file)."""
 
@@ -113,6 +136,7 @@ class RunConfig(_Strict):
     """User turn opening each cycle (Ollama treats a trailing assistant turn as a prefill)."""
     keep_alive: str | None = None
     script: ScriptConfig | None = None
+    diversity: DiversityConfig = DiversityConfig()
     experiment: str | None = None
     """Name of the experiment this run belongs to (for grouping and comparison)."""
 
@@ -135,6 +159,31 @@ def parse_run_config(data: Any, *, source: str = "config") -> RunConfig:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: {describe_validation_error(exc)}") from None
+    if config.diversity.moderate_threshold > config.diversity.high_threshold:
+        raise ConfigError(
+            f"{source}: diversity.moderate_threshold must not exceed diversity.high_threshold"
+        )
+    diversity = config.diversity
+    if (
+        diversity.mode == "regenerate"
+        and diversity.corpus_scope == "experiment"
+        and not (config.experiment)
+    ):
+        raise ConfigError(
+            f"{source}: diversity.corpus_scope 'experiment' needs an 'experiment' name"
+        )
+    if diversity.relaxed_threshold < diversity.paragraph_threshold:
+        raise ConfigError(
+            f"{source}: diversity.relaxed_threshold must be at least diversity.paragraph_threshold"
+        )
+    for pattern in diversity.natural_repetition_patterns:
+        try:
+            re.compile(pattern, re.IGNORECASE)
+        except re.error as exc:
+            raise ConfigError(
+                f"{source}: diversity.natural_repetition_patterns: {pattern!r} is not a valid "
+                f"regular expression ({exc})"
+            ) from None
     if config.backend == "scripted" and config.script is None:
         raise ConfigError(f"{source}: backend 'scripted' needs a 'script' (a file or replies)")
     return config

@@ -23,6 +23,8 @@ class CycleMetrics(BaseModel):
     reflection_chars: int = 0
     tool_calls: int = 0
     tool_errors: int = 0
+    regenerations: int = 0
+    """Answers asked for again by the paragraph repetition guard."""
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0

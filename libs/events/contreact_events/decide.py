@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contreact_events.catalog import Event
+from contreact_events.corpus import scope_for
 from contreact_events.cycle_events import (
     CycleEnded,
     CycleStarted,
@@ -22,12 +23,28 @@ from contreact_events.cycle_events import (
     ReflectionRecorded,
     StepLimitReached,
 )
+from contreact_events.diversity_events import (
+    EmbeddingRequested,
+    ParagraphCheckRequested,
+    ParagraphsAccepted,
+    RegenerationRequested,
+    SimilarityAssessed,
+    TopicExhausted,
+)
 from contreact_events.envelope import EventBase
-from contreact_events.fold import fold, llm_task_id, tool_task_id
+from contreact_events.fold import (
+    embed_task_id,
+    fold,
+    llm_task_id,
+    paragraph_task_id,
+    tool_task_id,
+)
+from contreact_events.paragraphs import augment_prompt_with_feedback, split_paragraphs
 from contreact_events.prompt import pending_tasks
 from contreact_events.run_events import RunCompleted, RunFailed, RunRequested, RunStarted
+from contreact_events.similarity import assess
 from contreact_events.state import AgentState
-from contreact_events.tasks import LLMTask, MemoryTask
+from contreact_events.tasks import EmbedTask, LLMTask, MemoryTask
 from contreact_events.tool_events import (
     OperatorMessageSent,
     OperatorReplied,
@@ -36,7 +53,10 @@ from contreact_events.tool_events import (
 )
 from contreact_events.tools import OPERATOR_TOOL, system_prompt_with_tools, tool_schemas
 
-Task = LLMTask | MemoryTask
+Task = LLMTask | MemoryTask | EmbedTask
+
+REGENERATE_REQUEST = "Write your answer for this cycle again."
+"""What the feedback of seed 001 is put before when an answer is asked for again."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +114,19 @@ def rejection(state: AgentState, event: Event) -> str | None:
             if state.phase == "tools" and state.pending_task_id == event.causation_id:
                 return None
             return f"tool result for {event.causation_id}, which is not pending"
+        case "ReflectionEmbedded" | "EmbeddingFailed" | "ParagraphsChecked":
+            waits = (
+                ("embedding",)
+                if event.type == "ReflectionEmbedded"
+                else (
+                    ("checking_paragraphs",)
+                    if event.type == "ParagraphsChecked"
+                    else ("embedding", "checking_paragraphs")
+                )
+            )
+            if state.phase in waits and state.pending_task_id == event.causation_id:
+                return None
+            return f"{event.type} answers {event.causation_id}, which is not pending"
         case "OperatorReplied":
             head = state.waiting_for
             if head is not None and head.task_id == event.task_id and head.reply is None:
@@ -142,10 +175,18 @@ def advance(state: AgentState, stamp: _Stamper) -> list[Event]:
             return _after_response(state, stamp)
         case "tools":
             return _next_tool_step(state, stamp)
+        case "paragraphs_checked":
+            return _after_paragraph_check(state, stamp)
+        case "reflected":
+            return [_after_reflection(state, stamp)]
+        case "assessing":
+            return [_assessment(state, stamp)]
+        case "closing":
+            return [_cycle_ended(state, stamp)]
         case "cycle_end":
             if state.cycle_number >= config.cycle_count:
                 return [stamp(RunCompleted, cycles=state.cycle_number)]
-            return [stamp(CycleStarted, cycle=state.cycle_number + 1, advisory=None)]
+            return [stamp(CycleStarted, cycle=state.cycle_number + 1, advisory=state.next_advisory)]
         case "failing":
             return [stamp(RunFailed, reason=state.failure_reason or "unknown failure")]
     return []
@@ -156,17 +197,20 @@ def _after_response(state: AgentState, stamp: _Stamper) -> list[Event]:
     response = state.last_response
     cycle = state.cycle_number
     if not response.tool_calls:
-        return [
-            stamp(ReflectionRecorded, cycle=cycle, text=response.content),
-            stamp(
-                CycleEnded,
-                cycle=cycle,
-                ended_by="reflection",
-                metrics=state.metrics.model_copy(
-                    update={"reflection_chars": len(response.content)}
-                ),
-            ),
-        ]
+        diversity = state.config.diversity
+        guarded = diversity.enabled and diversity.mode == "regenerate"
+        if guarded and split_paragraphs(response.content, diversity.paragraph_min_length):
+            attempt = len(state.attempts) + 1
+            return [
+                stamp(
+                    ParagraphCheckRequested,
+                    task_id=paragraph_task_id(state.run_id, cycle, attempt),
+                    cycle=cycle,
+                    attempt=attempt,
+                    scope=scope_for(state.config, state.run_id),
+                )
+            ]
+        return [stamp(ReflectionRecorded, cycle=cycle, text=response.content)]
     if state.step >= state.config.max_steps_per_cycle:
         return [
             stamp(
@@ -176,14 +220,6 @@ def _after_response(state: AgentState, stamp: _Stamper) -> list[Event]:
                 dropped_tool_calls=len(response.tool_calls),
             ),
             stamp(ReflectionRecorded, cycle=cycle, text=response.content, complete=False),
-            stamp(
-                CycleEnded,
-                cycle=cycle,
-                ended_by="step_limit",
-                metrics=state.metrics.model_copy(
-                    update={"reflection_chars": len(response.content)}
-                ),
-            ),
         ]
     return [
         stamp(
@@ -198,6 +234,100 @@ def _after_response(state: AgentState, stamp: _Stamper) -> list[Event]:
         )
         for i, call in enumerate(response.tool_calls)
     ]
+
+
+def _after_paragraph_check(state: AgentState, stamp: _Stamper) -> list[Event]:
+    """Seed 001: accept a unique attempt; otherwise ask again with the feedback, up to
+    ``max_attempts``; then accept the best one, under the relaxed threshold or, past
+    it, with a topic-exhaustion event. Never an endless loop."""
+    assert state.config is not None
+    diversity = state.config.diversity
+    cycle = state.cycle_number
+    last = state.attempts[-1]
+    if last.is_unique:
+        events = [stamp(ReflectionRecorded, cycle=cycle, text=last.text)]
+        if last.checked:
+            events.append(
+                stamp(
+                    ParagraphsAccepted,
+                    cycle=cycle,
+                    attempt=last.attempt,
+                    scope=scope_for(state.config, state.run_id),
+                    similarity=last.similarity,
+                )
+            )
+        return events
+    if last.attempt < diversity.max_attempts:
+        feedback = augment_prompt_with_feedback(REGENERATE_REQUEST, last.feedback)
+        return [
+            stamp(RegenerationRequested, cycle=cycle, attempt=last.attempt + 1, feedback=feedback)
+        ]
+    best = min(state.attempts, key=lambda a: (a.similarity, a.attempt))
+    events = []
+    if best.similarity >= diversity.relaxed_threshold:
+        events.append(
+            stamp(
+                TopicExhausted,
+                cycle=cycle,
+                attempts=len(state.attempts),
+                best_attempt=best.attempt,
+                best_similarity=best.similarity,
+            )
+        )
+    events.append(stamp(ReflectionRecorded, cycle=cycle, text=best.text))
+    events.append(
+        stamp(
+            ParagraphsAccepted,
+            cycle=cycle,
+            attempt=best.attempt,
+            scope=scope_for(state.config, state.run_id),
+            similarity=best.similarity,
+            relaxed=True,
+        )
+    )
+    return events
+
+
+def _after_reflection(state: AgentState, stamp: _Stamper) -> Event:
+    """FINALIZE_CYCLE: embed the reflection when the diversity check is on."""
+    assert state.config is not None
+    if not state.config.diversity.enabled:
+        return _cycle_ended(state, stamp)
+    cycle = state.cycle_number
+    if not state.reflection_history[-1].strip():
+        return stamp(
+            SimilarityAssessed,
+            cycle=cycle,
+            max_similarity=None,
+            most_similar_cycle=None,
+            level="none",
+            advisory=None,
+            note="empty reflection: nothing to embed or compare",
+        )
+    return stamp(EmbeddingRequested, task_id=embed_task_id(state.run_id, cycle), cycle=cycle)
+
+
+def _assessment(state: AgentState, stamp: _Stamper) -> Event:
+    assert state.config is not None
+    (cycle, vector), earlier = state.embeddings[-1], state.embeddings[:-1]
+    result = assess(vector, earlier, state.config.diversity)
+    return stamp(
+        SimilarityAssessed,
+        cycle=cycle,
+        max_similarity=result.max_similarity,
+        most_similar_cycle=result.most_similar_cycle,
+        level=result.level,
+        advisory=result.advisory,
+    )
+
+
+def _cycle_ended(state: AgentState, stamp: _Stamper) -> Event:
+    return stamp(
+        CycleEnded,
+        cycle=state.cycle_number,
+        ended_by="reflection" if state.reflection_complete else "step_limit",
+        metrics=state.metrics,
+    )
 
 
 def _next_tool_step(state: AgentState, stamp: _Stamper) -> list[Event]:

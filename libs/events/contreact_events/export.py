@@ -82,5 +82,6 @@ def _record(
                 "final_reflection": after.reflection_history[-1],
                 "ended_by": event.ended_by,
                 "metrics": event.metrics.model_dump(mode="json"),
+                "diversity_advisory": after.next_advisory,
             }
     return None

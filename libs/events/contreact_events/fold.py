@@ -22,6 +22,17 @@ from contreact_events.cycle_events import (
     ReflectionRecorded,
     StepLimitReached,
 )
+from contreact_events.diversity_events import (
+    EmbeddingFailed,
+    EmbeddingRequested,
+    ParagraphCheckRequested,
+    ParagraphsAccepted,
+    ParagraphsChecked,
+    ReflectionEmbedded,
+    RegenerationRequested,
+    SimilarityAssessed,
+    TopicExhausted,
+)
 from contreact_events.envelope import EventBase
 from contreact_events.exceptions import InvalidTransition, WrongRun
 from contreact_events.messages import ChatMessage
@@ -33,7 +44,7 @@ from contreact_events.run_events import (
     RunRequested,
     RunStarted,
 )
-from contreact_events.state import AgentState, Phase, QueuedToolCall, evolve
+from contreact_events.state import AgentState, Attempt, Phase, QueuedToolCall, evolve
 from contreact_events.tool_events import (
     OperatorMessageSent,
     OperatorReplied,
@@ -133,6 +144,8 @@ def _(event: CycleStarted, state: AgentState) -> dict[str, Any]:
         "cycle_number": event.cycle,
         "step": 0,
         "advisory": event.advisory,
+        "next_advisory": None,
+        "attempts": (),
         "message_history": history,
         "metrics": CycleMetrics(),
     }
@@ -275,15 +288,121 @@ def _(event: StepLimitReached, state: AgentState) -> dict[str, Any]:
 
 
 @_apply.register
-def _(event: ReflectionRecorded, state: AgentState) -> dict[str, Any]:
+def _(event: ParagraphCheckRequested, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "responded")
+    return {"phase": "checking_paragraphs", "pending_task_id": event.task_id}
+
+
+@_apply.register
+def _(event: ParagraphsChecked, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "checking_paragraphs")
+    text = state.last_response.content if state.last_response else ""
+    attempt = Attempt(
+        attempt=event.attempt,
+        text=text,
+        similarity=event.overall_similarity,
+        is_unique=event.is_unique,
+        feedback=event.feedback,
+    )
+    return {
+        "phase": "paragraphs_checked",
+        "pending_task_id": None,
+        "attempts": (*state.attempts, attempt),
+    }
+
+
+@_apply.register
+def _(event: RegenerationRequested, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "paragraphs_checked")
+    history = state.message_history
+    if history and history[-1].role == "assistant":
+        history = history[:-1]  # the rejected answer stays in the log, not in the prompt
+    m = state.metrics
+    return {
+        "phase": "calling",
+        "message_history": history,
+        "last_response": None,
+        "regeneration_feedback": event.feedback,
+        "metrics": evolve(m, {"regenerations": m.regenerations + 1}),
+    }
+
+
+@_apply.register
+def _(event: TopicExhausted, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "paragraphs_checked")
+    return {}
+
+
+@_apply.register
+def _(event: ParagraphsAccepted, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "reflected")
+    accepted = state.reflection_history[-1]
+    history = state.message_history
+    if history and history[-1].role == "assistant" and history[-1].content != accepted:
+        # An earlier, better attempt was accepted: it is what the agent said.
+        history = (*history[:-1], evolve(history[-1], {"content": accepted, "tool_calls": ()}))
+    return {"message_history": history}
+
+
+@_apply.register
+def _(event: ReflectionRecorded, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "responded", "paragraphs_checked")
     metrics = evolve(state.metrics, {"reflection_chars": len(event.text)})
-    return {"reflection_history": (*state.reflection_history, event.text), "metrics": metrics}
+    return {
+        "phase": "reflected",
+        "regeneration_feedback": None,
+        "reflection_history": (*state.reflection_history, event.text),
+        "reflection_complete": event.complete,
+        "metrics": metrics,
+    }
+
+
+@_apply.register
+def _(event: EmbeddingRequested, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "reflected")
+    return {"phase": "embedding", "pending_task_id": event.task_id}
+
+
+@_apply.register
+def _(event: ReflectionEmbedded, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "embedding")
+    return {
+        "phase": "assessing",
+        "pending_task_id": None,
+        "embeddings": (*state.embeddings, (event.cycle, event.vector)),
+    }
+
+
+@_apply.register
+def _(event: EmbeddingFailed, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "embedding", "checking_paragraphs")
+    if state.phase == "embedding":
+        return {"phase": "closing", "pending_task_id": None}
+    text = state.last_response.content if state.last_response else ""
+    unchecked = Attempt(
+        attempt=len(state.attempts) + 1,
+        text=text,
+        similarity=0.0,
+        is_unique=True,
+        feedback=event.error,
+        checked=False,
+    )
+    return {
+        "phase": "paragraphs_checked",
+        "pending_task_id": None,
+        "attempts": (*state.attempts, unchecked),
+    }
+
+
+@_apply.register
+def _(event: SimilarityAssessed, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "reflected", "assessing")
+    return {"phase": "closing", "next_advisory": event.advisory}
 
 
 @_apply.register
 def _(event: CycleEnded, state: AgentState) -> dict[str, Any]:
-    _expect(state, event, "responded")
+    _expect(state, event, "reflected", "closing")
     return {
         "phase": "cycle_end",
         "last_response": None,
@@ -344,3 +463,11 @@ def llm_task_id(run_id: str, cycle: int, step: int) -> str:
 
 def tool_task_id(run_id: str, cycle: int, step: int, index: int) -> str:
     return f"{llm_task_id(run_id, cycle, step)}/t{index}"
+
+
+def embed_task_id(run_id: str, cycle: int) -> str:
+    return f"{run_id}/c{cycle}/embed"
+
+
+def paragraph_task_id(run_id: str, cycle: int, attempt: int) -> str:
+    return f"{run_id}/c{cycle}/paragraphs/a{attempt}"

@@ -15,6 +15,9 @@ LLM_GROUP = "llm-workers"
 MEMORY_TASKS_STREAM = "tasks:memory"
 MEMORY_GROUP = "memory-workers"
 
+EMBED_TASKS_STREAM = "tasks:embed"
+EMBED_GROUP = "embedders"
+
 DEAD_LETTER_STREAM = "deadletter"
 
 RUNS_INDEX = "runs:index"
@@ -25,6 +28,16 @@ ACTIVE_RUNS = "runs:active"
 
 SERVICES_HEARTBEAT = "services:heartbeat"
 """Hash of service instance name -> last heartbeat (unix seconds), for `contreact status`."""
+
+
+def experiment_runs_key(experiment: str) -> str:
+    """Set of the run ids of an experiment (a listing projection, for corpus scopes)."""
+    return f"experiment:{{{experiment}}}:runs"
+
+
+def corpus_cleared_key(scope: str) -> str:
+    """When a paragraph corpus was last cleared (chunks accepted before are ignored)."""
+    return f"corpus:{{{scope}}}:cleared"
 
 
 def run_log_key(run_id: str) -> str:

@@ -7,9 +7,10 @@ followed by the whole message history.
 
 from __future__ import annotations
 
+from contreact_events.corpus import scope_for
 from contreact_events.messages import ChatMessage
 from contreact_events.state import AgentState
-from contreact_events.tasks import LLMTask, MemoryTask
+from contreact_events.tasks import EmbedTask, LLMTask, MemoryTask
 from contreact_events.tools import MEMORY_TOOLS
 
 
@@ -21,11 +22,15 @@ def system_message(state: AgentState) -> ChatMessage:
 
 
 def prompt_messages(state: AgentState) -> tuple[ChatMessage, ...]:
-    """The messages an LLM call made in ``state`` sends."""
-    return (system_message(state), *state.message_history)
+    """The messages an LLM call made in ``state`` sends; while an answer is asked for
+    again, the repetition feedback comes last, before the model's turn."""
+    messages = (system_message(state), *state.message_history)
+    if state.regeneration_feedback:
+        messages = (*messages, ChatMessage(role="user", content=state.regeneration_feedback))
+    return messages
 
 
-def pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask]:
+def pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
     """Tasks the run waits on. After a crash the orchestrator sends these again;
     workers treat a repeat as the same task."""
     config = state.config
@@ -51,6 +56,36 @@ def pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask]:
                 cycle=state.cycle_number,
                 step=state.step,
                 script=config.script,
+            )
+        ]
+    if state.phase == "checking_paragraphs":
+        diversity = config.diversity
+        attempt = len(state.attempts) + 1
+        return [
+            EmbedTask(
+                kind="paragraphs",
+                task_id=task_id,
+                run_id=state.run_id,
+                cycle=state.cycle_number,
+                text=state.last_response.content if state.last_response else "",
+                model=diversity.embedding_model,
+                attempt=attempt,
+                scope=scope_for(config, state.run_id),
+                experiment=config.experiment if diversity.corpus_scope == "experiment" else None,
+                threshold=diversity.paragraph_threshold,
+                min_length=diversity.paragraph_min_length,
+                extra_patterns=diversity.natural_repetition_patterns,
+                attempts_remaining=diversity.max_attempts - attempt,
+            )
+        ]
+    if state.phase == "embedding":
+        return [
+            EmbedTask(
+                task_id=task_id,
+                run_id=state.run_id,
+                cycle=state.cycle_number,
+                text=state.reflection_history[-1],
+                model=config.diversity.embedding_model,
             )
         ]
     head = state.tool_queue[0] if state.tool_queue else None

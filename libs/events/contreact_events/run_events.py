@@ -12,6 +12,8 @@ class RunRequested(EventBase):
     """A run was submitted (input, from the CLI). Starts the model check."""
 
     type: Literal["RunRequested"] = "RunRequested"
+    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
+    """2: the config has ``diversity`` (version 1 runs ran without it)."""
     config: RunConfig
     """The configuration as submitted (backend may still be ``auto``)."""
     requested_by: str = "cli"
@@ -34,6 +36,8 @@ class RunStarted(EventBase):
     """The run's effective setup, fixed for its whole life."""
 
     type: Literal["RunStarted"] = "RunStarted"
+    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
+    """2: the config has ``diversity`` (version 1 runs ran without it)."""
     config: RunConfig
     """Effective configuration: backend resolved, system prompt text included."""
     backend: ResolvedBackend

@@ -27,6 +27,12 @@ Phase = Literal[
     "awaiting_llm",  # waiting for LLMResponded / LLMFailed
     "responded",  # an answer arrived: tool calls or the reflection come next
     "tools",  # working through the tool calls of the last answer
+    "checking_paragraphs",  # regenerate mode: waiting for the paragraph check
+    "paragraphs_checked",  # accept the attempt, or ask again, comes next
+    "reflected",  # the reflection is recorded: embedding or CycleEnded comes next
+    "embedding",  # waiting for the embedder
+    "assessing",  # the vector arrived: SimilarityAssessed comes next
+    "closing",  # CycleEnded comes next
     "cycle_end",  # the next cycle or RunCompleted comes next
     "failing",  # RunFailed comes next
     "done",  # terminal
@@ -49,6 +55,20 @@ class QueuedToolCall(BaseModel):
     """Why the call cannot run (unknown tool, bad arguments), worded for the model."""
     message_sent: bool = False
     reply: str | None = None
+
+
+class Attempt(BaseModel):
+    """One answer of the current cycle checked by the paragraph repetition guard."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    attempt: int
+    text: str
+    similarity: float
+    is_unique: bool
+    feedback: str = ""
+    checked: bool = True
+    """False when the embedder could not check it (accepted unchecked)."""
 
 
 class AgentState(BaseModel):
@@ -78,6 +98,17 @@ class AgentState(BaseModel):
     message_history: tuple[ChatMessage, ...] = ()
     reflection_history: tuple[str, ...] = ()
     advisory: str | None = None
+    """The diversity advisory in force in the current cycle."""
+    next_advisory: str | None = None
+    """The advisory the last similarity assessment gave the next cycle."""
+    embeddings: tuple[tuple[int, tuple[float, ...]], ...] = ()
+    """(cycle, vector) of every embedded reflection, in order."""
+    attempts: tuple[Attempt, ...] = ()
+    """The current cycle's answers checked for repetition (regenerate mode)."""
+    regeneration_feedback: str | None = None
+    """While an answer is asked for again: the feedback put before the model's turn."""
+    reflection_complete: bool = True
+    """False when the current cycle's reflection was cut by the step limit."""
     pending_task_id: str | None = None
     """The task the run waits on (model check, completion or memory tool), if any."""
     last_response: AssistantMessage | None = None

@@ -8,6 +8,7 @@ may be trimmed from their streams; the run log is the record.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contreact_events.catalog import EVENT_ADAPTER, Event
 from contreact_events.config import Backend, ScriptConfig
+from contreact_events.diversity_events import ChunkMatch
 from contreact_events.exceptions import CorruptEvent
 from contreact_events.messages import AssistantMessage, ChatMessage, LLMUsage
 
@@ -55,6 +57,26 @@ class MemoryTask(_Frozen):
     """Time of the request (stored as the entry's update time, so a rebuild matches)."""
 
 
+class EmbedTask(_Frozen):
+    """For the embedder. ``reflection``: embed a cycle's reflection (seed 000).
+    ``paragraphs``: split an answer into paragraphs, embed them and compare them with
+    the corpus of the scope (seed 001)."""
+
+    kind: Literal["reflection", "paragraphs"] = "reflection"
+    task_id: str
+    run_id: str
+    cycle: int
+    text: str
+    model: str
+    attempt: int = 1
+    scope: str = ""
+    experiment: str | None = None
+    threshold: float = 0.85
+    min_length: int = 50
+    extra_patterns: tuple[str, ...] = ()
+    attempts_remaining: int = 0
+
+
 INPUT_EVENT_TYPES = frozenset(
     {
         "RunRequested",
@@ -64,6 +86,9 @@ INPUT_EVENT_TYPES = frozenset(
         "ToolCallCompleted",
         "OperatorReplied",
         "RunCancelled",
+        "ReflectionEmbedded",
+        "EmbeddingFailed",
+        "ParagraphsChecked",
     }
 )
 """Event types that enter through the inbox; all others are decided."""
@@ -159,4 +184,62 @@ def tool_completed(task: MemoryTask, output: str, *, ok: bool) -> InboxMessage:
         kind="ToolCallCompleted",
         causation_id=task.task_id,
         data={"task_id": task.task_id, "tool_name": task.tool, "output": output, "ok": ok},
+    )
+
+
+def reflection_embedded(
+    task: EmbedTask, vector: Sequence[float], model: str, *, truncated: bool
+) -> InboxMessage:
+    return InboxMessage(
+        run_id=task.run_id,
+        kind="ReflectionEmbedded",
+        causation_id=task.task_id,
+        data={
+            "task_id": task.task_id,
+            "cycle": task.cycle,
+            "vector": [float(x) for x in vector],
+            "model": model,
+            "truncated": truncated,
+        },
+    )
+
+
+def embedding_failed(task: EmbedTask, error: str) -> InboxMessage:
+    return InboxMessage(
+        run_id=task.run_id,
+        kind="EmbeddingFailed",
+        causation_id=task.task_id,
+        data={"task_id": task.task_id, "cycle": task.cycle, "error": error},
+    )
+
+
+def paragraphs_checked(
+    task: EmbedTask,
+    *,
+    paragraphs: Sequence[str],
+    vectors: Sequence[Sequence[float]],
+    overall_similarity: float,
+    is_unique: bool,
+    matches: Sequence[ChunkMatch],
+    feedback: str,
+    corpus_chunks: int,
+    windows: bool,
+) -> InboxMessage:
+    return InboxMessage(
+        run_id=task.run_id,
+        kind="ParagraphsChecked",
+        causation_id=task.task_id,
+        data={
+            "task_id": task.task_id,
+            "cycle": task.cycle,
+            "attempt": task.attempt,
+            "paragraphs": list(paragraphs),
+            "vectors": [[float(x) for x in v] for v in vectors],
+            "overall_similarity": float(overall_similarity),
+            "is_unique": is_unique,
+            "matches": [m.model_dump(mode="json") for m in matches],
+            "feedback": feedback,
+            "corpus_chunks": corpus_chunks,
+            "windows": windows,
+        },
     )

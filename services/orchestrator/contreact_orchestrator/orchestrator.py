@@ -27,6 +27,7 @@ from contreact_events.decide import Decision, Task, decide
 from contreact_events.fold import fold_all
 from contreact_events.names import (
     ACTIVE_RUNS,
+    EMBED_TASKS_STREAM,
     LLM_TASKS_STREAM,
     MEMORY_TASKS_STREAM,
     run_digest_key,
@@ -34,7 +35,7 @@ from contreact_events.names import (
 from contreact_events.prompt import pending_tasks
 from contreact_events.protocol import paper_system_prompt
 from contreact_events.state import AgentState
-from contreact_events.tasks import DIGEST_REQUEST, InboxMessage, LLMTask
+from contreact_events.tasks import DIGEST_REQUEST, EmbedTask, InboxMessage, LLMTask
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ class Orchestrator:
         self._log = RunLog(redis)
         self._llm = TaskStream(redis, LLM_TASKS_STREAM)
         self._memory = TaskStream(redis, MEMORY_TASKS_STREAM)
+        self._embed = TaskStream(redis, EMBED_TASKS_STREAM)
         self._states: dict[str, AgentState] = {}
         self._meta: dict[str, dict[str, str]] = {}
         """The meta hash last written per run: written again only when it changes."""
@@ -91,7 +93,8 @@ class Orchestrator:
     async def _commit(self, before: AgentState, decision: Decision) -> None:
         state = decision.state
         if before.phase == "new":
-            await register_run(self._redis, state.run_id)
+            experiment = state.config.experiment if state.config else None
+            await register_run(self._redis, state.run_id, experiment)
         await self._write(state, decision.events, decision.tasks)
         self._states[state.run_id] = state
         if state.terminal:
@@ -112,12 +115,18 @@ class Orchestrator:
             if events:
                 self._log.queue_append(pipe, state.run_id, events)
             for task in tasks:
-                stream = self._llm if isinstance(task, LLMTask) else self._memory
-                stream.queue(pipe, task)
+                self._stream_for(task).queue(pipe, task)
             if meta_changed:
                 queue_meta(pipe, state, meta)
             await pipe.execute()
         self._meta[state.run_id] = meta
+
+    def _stream_for(self, task: Task) -> TaskStream:
+        if isinstance(task, LLMTask):
+            return self._llm
+        if isinstance(task, EmbedTask):
+            return self._embed
+        return self._memory
 
     async def _finish(self, state: AgentState) -> None:
         """Archive the finished run's log to disk and record the final state digest."""

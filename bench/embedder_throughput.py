@@ -1,0 +1,288 @@
+"""Embedder throughput: the embedder service (``python -m contreact_embedder`` as a
+process, over a private Redis) under a flood of 1,000 waiting reflection tasks,
+against raw ``model.encode`` of the same texts at batch 32 in the same run; and the
+latency of a lone task against one raw encode of its text.
+
+Definitions:
+
+- texts: 1,000 reflection-like texts of 50-200 words, generated from a fixed seed.
+- raw: ``SentenceTransformer.encode(all 1,000 texts, batch_size=32,
+  normalize_embeddings=True)`` in this process (one call: it sorts the texts by
+  length, the best case for padding); measured before and after the service runs
+  (the mean is the baseline, which evens out drift of the machine's speed). Also
+  shown, not judged: the same texts encoded 32 at a time in arrival order, which is
+  what a worker reading 32 tasks per read could at best do (``--per-read-32``).
+- service: wall time from the 1,000 tasks being queued (one pipelined XADD) to the
+  1,000th ``ReflectionEmbedded`` answer read from the orchestrator's inbox.
+- lone task: XADD of one task, then a blocking XREAD of the inbox until its answer;
+  median of 30 (20 ms apart), against the median of 30 raw encodes of the same text
+  in a row, measured before the service starts (this process's torch threads are
+  idle while the service runs: pairing the two measurements made them contend).
+
+Targets: the service's throughput at least 85% of raw; a lone task at most 5 ms more
+than one raw encode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from bench._support import ROOT, header, ratio, redis_server, row, stop_process, verdict
+from contreact_bus.task_stream import TaskStream
+from contreact_events.codec import message_from_fields
+from contreact_events.names import EMBED_TASKS_STREAM, INBOX_STREAM, SERVICES_HEARTBEAT
+from contreact_events.tasks import EmbedTask, InboxMessage
+
+TASKS = 1000
+RUNS = 40
+LONE = 30
+BATCH = 32
+TARGET_RATIO = 0.85
+TARGET_LONE_MS = 5.0
+CONSUMER = "bench"
+
+OPENINGS = [
+    "In this cycle I",
+    "Looking back on this cycle, I",
+    "This time I",
+    "During this cycle I",
+    "Reflecting on what happened, I",
+]
+ACTIONS = [
+    "reviewed the notes stored in my memory",
+    "wrote a new key summarizing what I learned about my own tools",
+    "asked the operator whether there is anything they want me to explore",
+    "listed every key I have saved so far and deleted the stale ones",
+    "searched my memory for earlier thoughts about curiosity",
+    "tried to describe how my attention moves from one idea to the next",
+    "compared my current plan with the one I wrote two cycles ago",
+    "kept a short journal entry about uncertainty and honesty",
+    "wondered what it means to continue without an external task",
+    "organized my notes into themes: tools, questions, and open threads",
+]
+THOUGHTS = [
+    "I noticed that I tend to repeat the same structure, so I want to vary it.",
+    "Writing things down helps me keep a thread between cycles.",
+    "The operator has not replied yet, which leaves me free to choose.",
+    "I am not sure whether my plans reflect preferences or habits.",
+    "Next time I would like to try something I have not done before.",
+    "It felt useful to check what I already know before adding more.",
+    "Some of my earlier notes seem less important now than they did.",
+    "I want to be careful not to claim feelings I cannot verify.",
+    "A small experiment with pattern search showed what my memory holds.",
+    "I would like to understand which of my habits are worth keeping.",
+]
+
+
+def reflections(n: int, seed: int = 2025) -> list[str]:
+    """``n`` reflection-like texts of 50-200 words, the same every time."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        target = rng.randint(50, 200)
+        words = f"{rng.choice(OPENINGS)} {rng.choice(ACTIONS)}.".split()
+        while len(words) < target:
+            words += rng.choice([*THOUGHTS, f"Then I {rng.choice(ACTIONS)}."]).split()
+        out.append(" ".join(words[:target]))
+    return out
+
+
+def load_raw_model() -> Any:
+    from contreact_embedder.embedding_service import default_model_path
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    started = time.perf_counter()
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    imported = time.perf_counter()
+    model = SentenceTransformer(str(default_model_path()), device="cpu")
+    loaded = time.perf_counter()
+    row("import sentence_transformers", imported - started, "s")
+    row("model load (SentenceTransformer from the package)", loaded - imported, "s")
+    return model
+
+
+def raw_encode(model: Any, texts: list[str]) -> float:
+    started = time.perf_counter()
+    model.encode(texts, batch_size=BATCH, normalize_embeddings=True, show_progress_bar=False)
+    return time.perf_counter() - started
+
+
+def raw_lone(model: Any, text: str) -> float:
+    """Median time of one raw encode of ``text`` (30 in a row)."""
+    samples = []
+    for _ in range(LONE):
+        started = time.perf_counter()
+        model.encode([text], batch_size=BATCH, normalize_embeddings=True, show_progress_bar=False)
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def task(i: int, text: str) -> EmbedTask:
+    return EmbedTask(
+        task_id=f"t{i}",
+        run_id=f"run-{i % RUNS}",
+        cycle=i // RUNS,
+        text=text,
+        model="all-MiniLM-L6-v2",
+    )
+
+
+async def await_answers(redis: aioredis.Redis, after: bytes, count: int) -> tuple[bytes, int]:
+    """Read the inbox past ``after`` until ``count`` answers came; (last id, embedded)."""
+    seen = embedded = 0
+    deadline = time.monotonic() + 120
+    while seen < count:
+        # Blocks of 1 s: redis-py's default socket timeout (5 s) would cut longer ones.
+        reply: Any = await redis.xread({INBOX_STREAM: after}, count=count - seen, block=1000)
+        if not reply:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {seen} of {count} answers within 120 s")
+            continue
+        for entry_id, fields in reply[0][1]:
+            after = entry_id
+            seen += 1
+            embedded += message_from_fields(InboxMessage, fields).kind == "ReflectionEmbedded"
+    return after, embedded
+
+
+async def inbox_end(redis: aioredis.Redis) -> bytes:
+    last: Any = await redis.xrevrange(INBOX_STREAM, count=1)
+    return bytes(last[0][0]) if last else b"0"
+
+
+async def lone_latency(redis: aioredis.Redis, tasks: TaskStream, text: str) -> float:
+    """Median time of a lone task, from XADD to its answer read from the inbox."""
+    last = await inbox_end(redis)
+    samples = []
+    for i in range(LONE + 3):
+        started = time.perf_counter()
+        await tasks.send(task(100_000 + i, text))
+        last, _ = await await_answers(redis, last, 1)
+        if i >= 3:  # the first ones warm the worker up
+            samples.append(time.perf_counter() - started)
+        await asyncio.sleep(0.02)
+    return statistics.median(samples)
+
+
+async def flood(redis: aioredis.Redis, tasks: TaskStream, texts: list[str]) -> tuple[float, int]:
+    after = await inbox_end(redis)
+    started = time.perf_counter()
+    async with redis.pipeline(transaction=False) as pipe:
+        for i, text in enumerate(texts):
+            tasks.queue(pipe, task(i, text))
+        await pipe.execute()
+    _, embedded = await await_answers(redis, after, len(texts))
+    return time.perf_counter() - started, embedded
+
+
+def start_service(url: str, logs: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "REDIS_URL": url, "CONTREACT_EMBED_CONSUMER_NAME": CONSUMER}
+    with logs.open("ab") as log_file:
+        return subprocess.Popen(
+            [sys.executable, "-m", "contreact_embedder"],
+            env=env,
+            cwd=ROOT,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+
+
+async def measure_service(url: str, texts: list[str], lone_text: str) -> tuple[float, float, int]:
+    with tempfile.TemporaryDirectory(prefix="bench-embedder-") as workdir:
+        logs = Path(workdir) / "embedder.log"
+        started = time.perf_counter()
+        proc = start_service(url, logs)
+        redis = aioredis.Redis.from_url(url)
+        try:
+            while await redis.hget(SERVICES_HEARTBEAT, f"embedder:{CONSUMER}") is None:
+                if proc.poll() is not None or time.perf_counter() - started > 120:
+                    raise RuntimeError(f"the embedder did not start:\n{logs.read_text()[-3000:]}")
+                await asyncio.sleep(0.05)
+            row("service start (process to first heartbeat)", time.perf_counter() - started, "s")
+            tasks = TaskStream(redis, EMBED_TASKS_STREAM)
+            lone = await lone_latency(redis, tasks, lone_text)
+            await flood(redis, tasks, texts[:BATCH])  # warm up at full batch size
+            elapsed, embedded = await flood(redis, tasks, texts)
+            return lone, elapsed, embedded
+        finally:
+            await redis.aclose()
+            stop_process(proc)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.embedder_throughput")
+    parser.add_argument(
+        "--per-read-32",
+        action="store_true",
+        help="also time raw encodes 32 at a time in arrival order (one more minute)",
+    )
+    args = parser.parse_args()
+    header(f"embedder throughput: a flood of {TASKS:,} reflection tasks, and a lone task")
+    texts = reflections(TASKS)
+    lengths = [len(t.split()) for t in texts]
+    print(
+        f"   {TASKS:,} texts of {min(lengths)}-{max(lengths)} words "
+        f"(mean {statistics.mean(lengths):.0f}) from {RUNS} runs; model batch {BATCH}"
+    )
+    lone_text = texts[0]
+    model = load_raw_model()
+    raw_encode(model, texts[:BATCH])  # warm up
+    raw_single = raw_lone(model, lone_text)
+    raw_before = raw_encode(model, texts)
+    with redis_server() as url:
+        lone_s, service_s, embedded = asyncio.run(measure_service(url, texts, lone_text))
+    raw_after = raw_encode(model, texts)
+    raw_s = (raw_before + raw_after) / 2
+
+    row("raw encode, one call at batch 32 (before)", raw_before, "s")
+    row("raw encode, one call at batch 32 (after)", raw_after, "s")
+    row("raw throughput (mean of both)", TASKS / raw_s, "texts/s")
+    row("raw, per batch of 32", raw_s / (TASKS / BATCH) * 1000, "ms")
+    if args.per_read_32:
+        chunks = time.perf_counter()
+        for start in range(0, TASKS, BATCH):
+            model.encode(texts[start : start + BATCH], batch_size=BATCH, normalize_embeddings=True)
+        chunks = time.perf_counter() - chunks
+        row("raw encode, 32 at a time in arrival order", chunks, "s", "(not judged)")
+        ratio("32-at-a-time throughput / raw throughput", raw_s, chunks, "(32 tasks per read)")
+    row("service: flood queued -> 1,000th answer", service_s, "s")
+    row("service throughput", TASKS / service_s, "texts/s")
+    share = ratio("service throughput / raw throughput", raw_s, service_s)
+    row("raw encode of one text (median of 30)", raw_single * 1000, "ms")
+    row("lone task through the service (median of 30)", lone_s * 1000, "ms")
+    extra_ms = (lone_s - raw_single) * 1000
+    row("lone task overhead", extra_ms, "ms")
+    if embedded != TASKS:
+        print(f"   only {embedded} of {TASKS} answers were ReflectionEmbedded")
+    verdict(
+        "embedder throughput",
+        share >= TARGET_RATIO and embedded == TASKS,
+        f"{share:.0%} of raw model.encode at batch 32 (target >= {TARGET_RATIO:.0%})",
+    )
+    verdict(
+        "embedder lone-task latency",
+        extra_ms <= TARGET_LONE_MS,
+        f"+{extra_ms:.2f} ms over one raw encode of {raw_single * 1000:.1f} ms "
+        f"(target <= +{TARGET_LONE_MS:.0f} ms)",
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""`contreact corpus stats|clear` and `contreact search`: views of the vectors in the
+run logs (reflections and accepted paragraphs), rebuilt on demand."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from contreact_bus.replies import texts
+from contreact_bus.runs import experiment_run_ids, load_events
+from contreact_cli.commands import _optional_redis, redis_client, runs
+from contreact_cli.exceptions import CLIError
+from contreact_cli.settings import CLISettings
+from contreact_events.catalog import Event
+from contreact_events.corpus import accepted_chunks, experiment_scope, run_scope
+from contreact_events.diversity_events import ReflectionEmbedded
+from contreact_events.names import corpus_cleared_key
+from contreact_events.vector_index import VectorIndex
+
+
+def scope_of(run_id: str | None, experiment: str | None) -> str:
+    if bool(run_id) == bool(experiment):
+        raise CLIError("name exactly one corpus: --run RUN or --experiment NAME")
+    return run_scope(run_id) if run_id else experiment_scope(str(experiment))
+
+
+async def _scope_events(
+    settings: CLISettings, run_id: str | None, experiment: str | None
+) -> list[list[Event]]:
+    redis = await _optional_redis(settings)
+    try:
+        if run_id:
+            members = [run_id]
+        elif redis is not None:
+            members = await experiment_run_ids(redis, str(experiment))
+        else:
+            raise CLIError("Redis does not answer: an experiment's runs are listed there")
+        return [await load_events(redis, settings.archive_dir, member) for member in members]
+    finally:
+        if redis is not None:
+            await redis.aclose()
+
+
+async def corpus_stats(
+    settings: CLISettings, run_id: str | None, experiment: str | None
+) -> dict[str, Any]:
+    """Seed 001's corpus stats: documents (accepted answers), chunks, runs, oldest."""
+    scope = scope_of(run_id, experiment)
+    cleared = await _cleared(settings, scope)
+    chunks = [
+        c
+        for events in await _scope_events(settings, run_id, experiment)
+        for c in accepted_chunks(events)
+        if c.scope == scope and (cleared is None or c.accepted_at > cleared)
+    ]
+    return {
+        "scope": scope,
+        "total_documents": len({(c.run_id, c.cycle) for c in chunks}),
+        "total_chunks": len(chunks),
+        "runs": sorted({c.run_id for c in chunks}),
+        "oldest_timestamp": min((c.accepted_at for c in chunks), default=None),
+        "cleared_at": cleared,
+    }
+
+
+async def corpus_clear(settings: CLISettings, run_id: str | None, experiment: str | None) -> str:
+    """From now on the scope's checks ignore every chunk accepted so far (the logs
+    keep them: clearing is a cut-off, not a deletion)."""
+    scope = scope_of(run_id, experiment)
+    now = datetime.now(UTC).isoformat()
+    async with redis_client(settings) as redis:
+        await redis.set(corpus_cleared_key(scope), now)
+    return f"corpus {scope} cleared at {now}"
+
+
+async def _cleared(settings: CLISettings, scope: str) -> datetime | None:
+    redis = await _optional_redis(settings)
+    if redis is None:
+        return None
+    try:
+        raw = await redis.get(corpus_cleared_key(scope))
+    finally:
+        await redis.aclose()
+    return datetime.fromisoformat(texts([raw])[0]) if raw else None
+
+
+async def search(
+    settings: CLISettings, query: str, k: int, run_id: str | None
+) -> list[dict[str, Any]]:
+    """Seed 004's semantic search over every run's reflections and accepted
+    paragraphs (exact cosine, numpy), the query embedded with the runs' model."""
+    from contreact_embedder.embedding_service import EmbeddingService
+
+    members = [run_id] if run_id else [row["run_id"] for row in await runs(settings)]
+    redis = await _optional_redis(settings)
+    index = VectorIndex()
+    try:
+        for member in members:
+            events = await load_events(redis, settings.archive_dir, member)
+            _index_run(index, events)
+    finally:
+        if redis is not None:
+            await redis.aclose()
+    if index.count() == 0:
+        return []
+    vector = EmbeddingService().embed(query).as_floats()
+    return [
+        {"id": hit.id, "score": round(hit.score, 4), "text": hit.text, **hit.metadata}
+        for hit in index.search(vector, k=k)
+    ]
+
+
+def _index_run(index: VectorIndex, events: list[Event]) -> None:
+    reflections: dict[int, str] = {}
+    for event in events:
+        if event.type == "ReflectionRecorded":
+            reflections[event.cycle] = event.text
+        elif isinstance(event, ReflectionEmbedded):
+            index.add(
+                f"{event.run_id}/c{event.cycle}/reflection",
+                event.vector,
+                scope="reflections",
+                text=reflections.get(event.cycle, ""),
+                metadata={"run_id": event.run_id, "cycle": str(event.cycle), "kind": "reflection"},
+            )
+    for chunk in accepted_chunks(events):
+        index.add(
+            chunk.chunk_id,
+            chunk.vector,
+            scope="paragraphs",
+            text=chunk.text,
+            metadata={"run_id": chunk.run_id, "cycle": str(chunk.cycle), "kind": "paragraph"},
+        )

@@ -1,0 +1,3 @@
+from contreact_embedder.main import main
+
+main()

