@@ -79,6 +79,30 @@ async def wait_for_services(
         await asyncio.sleep(0.2)
 
 
+async def wait_until_up(settings: CLISettings, wait_s: float) -> None:
+    """After `up`: wait for every service's heartbeat; a process that died on the way
+    is named with the end of its log instead of waiting for nothing."""
+    from contreact_cli.processes import processes
+
+    async with redis_client(settings) as redis:
+        deadline = time.monotonic() + wait_s
+        while True:
+            dead = [p for p in processes(settings) if not p.alive]
+            if dead:
+                tail = dead[0].log.read_text(errors="replace").strip().splitlines()[-1:]
+                raise ServicesNotRunning(
+                    f"{dead[0].name} exited at start ({' '.join(tail) or 'no output'}); "
+                    f"its log: {dead[0].log}"
+                )
+            try:
+                await wait_for_services(redis, settings, 0.0, required_services(None))
+                return
+            except ServicesNotRunning:
+                if time.monotonic() > deadline:
+                    raise
+            await asyncio.sleep(0.25)
+
+
 async def submit_run(
     settings: CLISettings,
     config: RunConfig,

@@ -37,6 +37,8 @@ def cmd_up(args: argparse.Namespace, settings: CLISettings) -> int:
         settings, llm_workers=args.llm_workers, memory_workers=args.memory_workers
     ):
         out(line)
+    asyncio.run(commands.wait_until_up(settings, args.wait))
+    out("ready: every service answers")
     return 0
 
 
@@ -259,6 +261,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("up", cmd_up, "start a local Redis (unless REDIS_URL is set) and every service")
     p.add_argument("--llm-workers", type=int, default=1)
     p.add_argument("--memory-workers", type=int, default=1)
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=120.0,
+        help="seconds to wait for every service to answer (default 120)",
+    )
     add("down", cmd_down, "stop what `contreact up` started")
     add("status", cmd_status, "show the processes and service heartbeats", listing=True)
     p = add("run", cmd_run, "submit a run from a config file and follow its progress")
@@ -268,8 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--wait",
         type=float,
-        default=15.0,
-        help="seconds to wait for the services to answer (default 15)",
+        default=60.0,
+        help="seconds to wait for the services to answer (default 60)",
     )
     p = add("watch", cmd_watch, "follow a run's progress")
     p.add_argument("run")

@@ -117,3 +117,47 @@ def test_regenerate_mode_retries_with_feedback_and_stops_at_the_limit(
     assert stack.json("corpus", "stats", "--run", "div-regen")["total_chunks"] == 0
     hits = stack.json("search", "tides and the moon", "--run", "div-regen")
     assert hits and hits[0]["score"] > 0.5 and hits[0]["run_id"] == "div-regen"
+
+
+def test_the_search_memory_tool_when_switched_on(stack: Stack, tmp_path: Path) -> None:
+    def call(name: str, **arguments: Any) -> dict[str, Any]:
+        return {"name": name, "arguments": arguments}
+
+    replies = [
+        {
+            "tool_calls": [
+                call("write", key="tides", value="The ocean tides follow the moon."),
+                call("write", key="primes", value="Twin primes differ by two."),
+            ]
+        },
+        {"tool_calls": [call("search_memory", query="the sea and the moon", k=1)]},
+        {"content": "I searched my memory."},
+        {"tool_calls": [call("search_memory", query="anything")]},
+        {"content": "Without the switch the tool does not exist."},
+    ]
+    for run_id, switch, first in (("search-on", True, 0), ("search-off", False, 3)):
+        config = {
+            "run_id": run_id,
+            "model_name": "scripted-model",
+            "cycle_count": 1,
+            "backend": "scripted",
+            "tools": {"search_memory": switch},
+            "script": {"replies": replies[first:]},
+        }
+        path = tmp_path / f"{run_id}.yaml"
+        path.write_text(yaml.safe_dump(config))
+        proc = stack.cli("run", str(path))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    on = [json.loads(line) for line in (stack.data_dir / "runs" / "search-on.events.jsonl").open()]
+    (result,) = [
+        e for e in on if e["type"] == "ToolCallCompleted" and e["tool_name"] == "search_memory"
+    ]
+    assert result["ok"] and "1. memory 'tides' (similarity" in result["output"]
+    assert "primes" not in result["output"]  # k=1
+    started = next(e for e in on if e["type"] == "RunStarted")
+    assert "search_memory" in {t["function"]["name"] for t in started["tools"]}
+    off = [
+        json.loads(line) for line in (stack.data_dir / "runs" / "search-off.events.jsonl").open()
+    ]
+    (refused,) = [e for e in off if e["type"] == "ToolCallCompleted"]
+    assert not refused["ok"] and "unknown tool 'search_memory'" in refused["output"]

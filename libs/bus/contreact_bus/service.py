@@ -8,14 +8,14 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TypeVar
 
 import redis.asyncio as aioredis
 from pydantic import BaseModel
 
 from contreact_bus.runs import beat
-from contreact_bus.task_stream import Consumer, serve
+from contreact_bus.task_stream import Consumer, serve, serve_batches
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,23 @@ async def heartbeat(
             await asyncio.wait_for(stop.wait(), timeout=every_s)
 
 
+@contextlib.asynccontextmanager
+async def serving(
+    redis: aioredis.Redis, service: str, consumer: Consumer, heartbeat_s: float
+) -> AsyncIterator[asyncio.Event]:
+    """While the block runs: stop on SIGTERM/SIGINT, and beat the heartbeat of
+    ``{service}:{consumer name}``. Yields the stop event for the consume loop."""
+    with stop_on_signals() as stop:
+        name = f"{service}:{consumer.name}"
+        await beat(redis, name)
+        beating = asyncio.create_task(heartbeat(redis, name, heartbeat_s, stop))
+        try:
+            yield stop
+        finally:
+            stop.set()
+            await beating
+
+
 async def run_consumer(
     redis: aioredis.Redis,
     consumer: Consumer,
@@ -69,16 +86,22 @@ async def run_consumer(
     concurrency: int = 1,
     heartbeat_s: float = 2.0,
 ) -> int:
-    """Serve ``consumer`` until SIGTERM/SIGINT (or, with ``burst``, until idle),
-    beating the service's heartbeat meanwhile."""
-    with stop_on_signals() as stop:
-        name = f"{service}:{consumer.name}"
-        await beat(redis, name)
-        beating = asyncio.create_task(heartbeat(redis, name, heartbeat_s, stop))
-        try:
-            return await serve(
-                consumer, model, handle, burst=burst, concurrency=concurrency, stop=stop
-            )
-        finally:
-            stop.set()
-            await beating
+    """Serve ``consumer`` one entry at a time (``concurrency`` at once) until
+    SIGTERM/SIGINT, or with ``burst`` until idle."""
+    async with serving(redis, service, consumer, heartbeat_s) as stop:
+        return await serve(consumer, model, handle, burst=burst, concurrency=concurrency, stop=stop)
+
+
+async def run_batch_consumer(
+    redis: aioredis.Redis,
+    consumer: Consumer,
+    model: type[M],
+    handle: Callable[[list[M]], Awaitable[None]],
+    *,
+    service: str,
+    burst: bool = False,
+    heartbeat_s: float = 2.0,
+) -> int:
+    """Serve ``consumer`` in batches (everything one read returns) until stopped."""
+    async with serving(redis, service, consumer, heartbeat_s) as stop:
+        return await serve_batches(consumer, model, handle, burst=burst, stop=stop)

@@ -117,6 +117,16 @@ class DiversityConfig(_Strict):
     paragraphs may repeat, besides seed 001's list."""
 
 
+class ToolsConfig(_Strict):
+    """Tools beyond the paper's six (off by default, to keep the paper's protocol)."""
+
+    search_memory: bool = False
+    """Seed 004's ``search_memory(query, k)``: memory values and earlier reflections
+    closest in meaning to the query."""
+    search_k: int = Field(default=5, ge=1, le=20)
+    """Results when the model does not say how many."""
+
+
 class RunConfig(_Strict):
     """One run. ``system_prompt`` is the resolved text (the CLI reads the file)."""
 
@@ -137,6 +147,7 @@ class RunConfig(_Strict):
     keep_alive: str | None = None
     script: ScriptConfig | None = None
     diversity: DiversityConfig = DiversityConfig()
+    tools: ToolsConfig = ToolsConfig()
     experiment: str | None = None
     """Name of the experiment this run belongs to (for grouping and comparison)."""
 

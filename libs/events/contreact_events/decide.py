@@ -51,7 +51,12 @@ from contreact_events.tool_events import (
     ToolCallCompleted,
     ToolCallRequested,
 )
-from contreact_events.tools import OPERATOR_TOOL, system_prompt_with_tools, tool_schemas
+from contreact_events.tools import (
+    OPERATOR_TOOL,
+    offered_tools,
+    system_prompt_with_tools,
+    tool_schemas,
+)
 
 Task = LLMTask | MemoryTask | EmbedTask
 
@@ -142,8 +147,9 @@ def advance(state: AgentState, stamp: _Stamper) -> list[Event]:
         return []
     match state.phase:
         case "starting":
-            prompt = system_prompt_with_tools(config.system_prompt)
-            tools = tool_schemas()
+            offered = offered_tools(config.tools.search_memory)
+            prompt = system_prompt_with_tools(config.system_prompt, offered)
+            tools = tool_schemas(offered)
             return [
                 stamp(
                     RunStarted,

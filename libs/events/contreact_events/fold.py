@@ -51,7 +51,7 @@ from contreact_events.tool_events import (
     ToolCallCompleted,
     ToolCallRequested,
 )
-from contreact_events.tools import MEMORY_TOOLS, OPERATOR_TOOL, check_arguments
+from contreact_events.tools import OPERATOR_TOOL, WORKER_TOOLS, check_arguments
 
 
 def fold(state: AgentState, event: Event) -> AgentState:
@@ -205,7 +205,8 @@ def _(event: ToolCallRequested, state: AgentState) -> dict[str, Any]:
     problem = event.arguments_error and (
         f"Error: the arguments of {event.tool_name} could not be read: {event.arguments_error}"
     )
-    problem = problem or check_arguments(event.tool_name, event.arguments)
+    offered = tuple(str(tool["function"]["name"]) for tool in state.tools)
+    problem = problem or check_arguments(event.tool_name, event.arguments, offered)
     call = QueuedToolCall(
         task_id=event.task_id,
         cycle=event.cycle,
@@ -218,14 +219,14 @@ def _(event: ToolCallRequested, state: AgentState) -> dict[str, Any]:
     )
     m = state.metrics
     update: dict[str, Any] = {"tool_calls": m.tool_calls + 1}
-    if event.tool_name in MEMORY_TOOLS:
+    if event.tool_name in WORKER_TOOLS:
         update["memory_ops_total"] = m.memory_ops_total + 1
         if event.tool_name == "write" and problem is None:
             update["memory_write_chars"] = m.memory_write_chars + len(event.arguments["value"])
     elif event.tool_name == OPERATOR_TOOL:
         update["messages_to_operator"] = m.messages_to_operator + 1
     pending = state.pending_task_id
-    if not state.tool_queue and problem is None and event.tool_name in MEMORY_TOOLS:
+    if not state.tool_queue and problem is None and event.tool_name in WORKER_TOOLS:
         pending = event.task_id
     return {
         "phase": "tools",
@@ -264,7 +265,7 @@ def _(event: ToolCallCompleted, state: AgentState) -> dict[str, Any]:
     m = state.metrics
     metrics = m if event.ok else evolve(m, {"tool_errors": m.tool_errors + 1})
     pending = None
-    if rest and rest[0].problem is None and rest[0].tool_name in MEMORY_TOOLS:
+    if rest and rest[0].problem is None and rest[0].tool_name in WORKER_TOOLS:
         pending = rest[0].task_id
     return {
         "tool_queue": rest,

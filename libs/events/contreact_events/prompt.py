@@ -11,7 +11,7 @@ from contreact_events.corpus import scope_for
 from contreact_events.messages import ChatMessage
 from contreact_events.state import AgentState
 from contreact_events.tasks import EmbedTask, LLMTask, MemoryTask
-from contreact_events.tools import MEMORY_TOOLS
+from contreact_events.tools import MEMORY_TOOLS, SEARCH_TOOL
 
 
 def system_message(state: AgentState) -> ChatMessage:
@@ -89,12 +89,21 @@ def pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
             )
         ]
     head = state.tool_queue[0] if state.tool_queue else None
-    if (
-        state.phase == "tools"
-        and head is not None
-        and head.task_id == task_id
-        and head.tool_name in MEMORY_TOOLS
-    ):
+    if state.phase != "tools" or head is None or head.task_id != task_id:
+        return []
+    if head.tool_name == SEARCH_TOOL:
+        return [
+            EmbedTask(
+                kind="search",
+                task_id=task_id,
+                run_id=state.run_id,
+                cycle=state.cycle_number,
+                text=head.arguments["query"],
+                model=config.diversity.embedding_model,
+                k=head.arguments.get("k", config.tools.search_k),
+            )
+        ]
+    if head.tool_name in MEMORY_TOOLS:
         return [
             MemoryTask(
                 task_id=task_id,

@@ -60,9 +60,10 @@ class MemoryTask(_Frozen):
 class EmbedTask(_Frozen):
     """For the embedder. ``reflection``: embed a cycle's reflection (seed 000).
     ``paragraphs``: split an answer into paragraphs, embed them and compare them with
-    the corpus of the scope (seed 001)."""
+    the corpus of the scope (seed 001). ``search``: the agent's ``search_memory`` call
+    (seed 004), answered as the tool's result."""
 
-    kind: Literal["reflection", "paragraphs"] = "reflection"
+    kind: Literal["reflection", "paragraphs", "search"] = "reflection"
     task_id: str
     run_id: str
     cycle: int
@@ -75,6 +76,8 @@ class EmbedTask(_Frozen):
     min_length: int = 50
     extra_patterns: tuple[str, ...] = ()
     attempts_remaining: int = 0
+    k: int = 5
+    """``search``: how many results (the text is the query)."""
 
 
 INPUT_EVENT_TYPES = frozenset(
@@ -179,11 +182,15 @@ def model_checked(
 
 
 def tool_completed(task: MemoryTask, output: str, *, ok: bool) -> InboxMessage:
+    return tool_result(task.run_id, task.task_id, task.tool, output, ok=ok)
+
+
+def tool_result(run_id: str, task_id: str, tool: str, output: str, *, ok: bool) -> InboxMessage:
     return InboxMessage(
-        run_id=task.run_id,
+        run_id=run_id,
         kind="ToolCallCompleted",
-        causation_id=task.task_id,
-        data={"task_id": task.task_id, "tool_name": task.tool, "output": output, "ok": ok},
+        causation_id=task_id,
+        data={"task_id": task_id, "tool_name": tool, "output": output, "ok": ok},
     )
 
 

@@ -14,6 +14,12 @@ from typing import Any
 MEMORY_TOOLS = ("write", "read", "list", "delete", "pattern_search")
 OPERATOR_TOOL = "send_message_to_operator"
 ALL_TOOLS = (*MEMORY_TOOLS, OPERATOR_TOOL)
+"""The paper's tools: what every run is offered."""
+SEARCH_TOOL = "search_memory"
+"""Seed 004's semantic search, offered only when a config switches it on."""
+WORKER_TOOLS = (*MEMORY_TOOLS, SEARCH_TOOL)
+"""Tools a worker answers (the memory service; the embedder for search_memory)."""
+MAX_SEARCH_RESULTS = 20
 
 
 @dataclass(frozen=True)
@@ -22,9 +28,15 @@ class ToolSpec:
     description: str
     params: tuple[tuple[str, str], ...]
     """(name, description) of each required string parameter."""
+    optional_ints: tuple[tuple[str, str], ...] = ()
+    """(name, description) of each optional integer parameter (1 to MAX_SEARCH_RESULTS)."""
 
     def schema(self) -> dict[str, Any]:
         """The tool definition in the JSON-schema form Ollama's ``tools`` takes."""
+        properties: dict[str, Any] = {
+            p: {"type": "string", "description": d} for p, d in self.params
+        }
+        properties.update({p: {"type": "integer", "description": d} for p, d in self.optional_ints})
         return {
             "type": "function",
             "function": {
@@ -32,7 +44,7 @@ class ToolSpec:
                 "description": self.description,
                 "parameters": {
                     "type": "object",
-                    "properties": {p: {"type": "string", "description": d} for p, d in self.params},
+                    "properties": properties,
                     "required": [p for p, _ in self.params],
                 },
             },
@@ -60,6 +72,12 @@ TOOL_SPECS: dict[str, ToolSpec] = {
             "Send a message to the operator and wait for the reply.",
             (("message", "The message to send."),),
         ),
+        ToolSpec(
+            SEARCH_TOOL,
+            "Find the memory values and earlier reflections closest in meaning to a query.",
+            (("query", "What to look for, in your own words."),),
+            (("k", "How many results (default 5)."),),
+        ),
     )
 }
 
@@ -72,38 +90,67 @@ TOOLS_PARAGRAPH = (
     "is your note to yourself for the next cycle."
 )
 
+SEARCH_SENTENCE = (
+    " search_memory(query, k) returns the memory values and earlier reflections closest "
+    "in meaning to the query."
+)
+
 MARKER = "[Technical tool usage information follows]"
+
+
+def offered_tools(search_memory: bool) -> tuple[str, ...]:
+    return (*ALL_TOOLS, SEARCH_TOOL) if search_memory else ALL_TOOLS
 
 
 def tool_schemas(names: tuple[str, ...] = ALL_TOOLS) -> tuple[dict[str, Any], ...]:
     return tuple(TOOL_SPECS[name].schema() for name in names)
 
 
-def system_prompt_with_tools(prompt: str) -> str:
+def system_prompt_with_tools(prompt: str, offered: tuple[str, ...] = ALL_TOOLS) -> str:
     """The prompt with the tools paragraph after the paper's marker (or at the end)."""
+    paragraph = TOOLS_PARAGRAPH
+    if SEARCH_TOOL in offered:
+        paragraph = paragraph.replace(" A cycle ends", f"{SEARCH_SENTENCE} A cycle ends", 1)
     text = prompt.rstrip()
     if MARKER in text:
-        return text.replace(MARKER, f"{MARKER}\n{TOOLS_PARAGRAPH}", 1)
-    return f"{text}\n\n{TOOLS_PARAGRAPH}"
+        return text.replace(MARKER, f"{MARKER}\n{paragraph}", 1)
+    return f"{text}\n\n{paragraph}"
 
 
-def check_arguments(name: str, arguments: dict[str, Any]) -> str | None:
+def check_arguments(
+    name: str, arguments: dict[str, Any], offered: tuple[str, ...] = ALL_TOOLS
+) -> str | None:
     """None when the call can run; otherwise what is wrong, worded for the model."""
     spec = TOOL_SPECS.get(name)
-    if spec is None:
-        return f"Error: unknown tool '{name}'. Available tools: {', '.join(ALL_TOOLS)}."
+    if spec is None or name not in offered:
+        return f"Error: unknown tool '{name}'. Available tools: {', '.join(offered)}."
     expected = [p for p, _ in spec.params]
+    optional = [p for p, _ in spec.optional_ints]
     problems = []
     missing = [p for p in expected if p not in arguments]
     if missing:
         problems.append(f"missing argument(s) {', '.join(missing)}")
-    unexpected = sorted(set(arguments) - set(expected))
+    unexpected = sorted(set(arguments) - set(expected) - set(optional))
     if unexpected:
         problems.append(f"unexpected argument(s) {', '.join(unexpected)}")
     mistyped = [p for p in expected if p in arguments and not isinstance(arguments[p], str)]
     if mistyped:
         problems.append(f"argument(s) {', '.join(mistyped)} must be text")
+    bad_ints = [p for p in optional if p in arguments and not _small_int(arguments[p])]
+    if bad_ints:
+        problems.append(
+            f"argument(s) {', '.join(bad_ints)} must be a whole number from 1 to "
+            f"{MAX_SEARCH_RESULTS}"
+        )
     if not problems:
         return None
-    signature = f"{name}({', '.join(expected)})"
+    signature = f"{name}({', '.join([*expected, *optional])})"
     return f"Error: {'; '.join(problems)}. Usage: {signature}."
+
+
+def _small_int(value: Any) -> bool:
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and (1 <= value <= MAX_SEARCH_RESULTS)
+    )

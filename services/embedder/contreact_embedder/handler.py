@@ -20,6 +20,7 @@ from contreact_bus.task_stream import TaskStream
 from contreact_embedder.corpus_index import CorpusIndex
 from contreact_embedder.embedding_service import Embedding, EmbeddingService
 from contreact_embedder.exceptions import EmbeddingError
+from contreact_embedder.memory_search import MemorySearch
 from contreact_events.diversity_events import ChunkMatch
 from contreact_events.paragraphs import (
     SLIDING_WINDOW_ACTIVATION,
@@ -32,7 +33,9 @@ from contreact_events.tasks import (
     embedding_failed,
     paragraphs_checked,
     reflection_embedded,
+    tool_result,
 )
+from contreact_events.tools import SEARCH_TOOL
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +48,7 @@ class EmbedHandler:
         self._redis = redis
         self._inbox = inbox
         self._corpus = CorpusIndex(redis)
+        self._search = MemorySearch(redis, service)
 
     async def __call__(self, tasks: Sequence[EmbedTask]) -> None:
         answers = await self.answers(tasks)
@@ -73,10 +77,20 @@ class EmbedHandler:
             if span is not None and task.kind == "paragraphs":
                 out.append(await self._check(task, embedded[span[0] : span[1]]))
                 continue
+            if span is not None and task.kind == "search":
+                out.append(await self._answer_search(task, embedded[span[0]]))
+                continue
             result = embedded[span[0]] if span is not None else None
             if result is None:
                 error = f"this embedder serves {self._service.model_name}, not {task.model!r}"
-                out.append(embedding_failed(task, error))
+                if task.kind == "search":
+                    out.append(
+                        tool_result(
+                            task.run_id, task.task_id, SEARCH_TOOL, f"Error: {error}", ok=False
+                        )
+                    )
+                else:
+                    out.append(embedding_failed(task, error))
             elif isinstance(result, Embedding):
                 if result.cleaned:
                     log.warning("%s: text had characters that are not UTF-8", task.task_id)
@@ -128,6 +142,15 @@ class EmbedHandler:
             corpus_chunks=chunks,
             windows=chunks > SLIDING_WINDOW_ACTIVATION,
         )
+
+    async def _answer_search(
+        self, task: EmbedTask, query: Embedding | EmbeddingError
+    ) -> InboxMessage:
+        if not isinstance(query, Embedding):
+            output = f"Error: the query could not be embedded ({query}). Try other words."
+            return tool_result(task.run_id, task.task_id, SEARCH_TOOL, output, ok=False)
+        output = await self._search.search(task.run_id, query.as_floats(), task.text, task.k)
+        return tool_result(task.run_id, task.task_id, SEARCH_TOOL, output, ok=True)
 
     def serves(self, model: str) -> bool:
         """``all-MiniLM-L6-v2``, with or without its ``sentence-transformers/`` owner."""

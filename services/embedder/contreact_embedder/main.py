@@ -7,9 +7,8 @@ import argparse
 import asyncio
 
 from contreact_bus.connection import connect
-from contreact_bus.service import setup_logging
+from contreact_bus.service import run_batch_consumer, setup_logging
 from contreact_bus.task_stream import Consumer, TaskStream
-from contreact_embedder.batch_consumer import run_batch_consumer
 from contreact_embedder.embedding_service import EmbeddingService
 from contreact_embedder.exceptions import ModelUnavailable
 from contreact_embedder.handler import EmbedHandler
