@@ -53,10 +53,12 @@ schema: install
 	$(BIN)/python -m contreact_events.schema
 
 bench: install
+	$(BIN)/python -m pip install --quiet -r requirements-bench.txt
 	$(BIN)/python -m bench.bus_overhead
 	$(BIN)/python -m bench.fold_speed
 	$(BIN)/python -m bench.log_growth
 	$(BIN)/python -m bench.embedder_throughput
+	$(BIN)/python -m bench.similarity_search
 
 up: install
 	$(BIN)/contreact up

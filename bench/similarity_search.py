@@ -119,7 +119,7 @@ def per_query_ms(index: VectorIndex, queries: np.ndarray, scope: str | None, rep
 
 @contextlib.contextmanager
 def one_blas_thread() -> Iterator[None]:
-    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+    from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
         yield
