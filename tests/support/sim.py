@@ -11,14 +11,13 @@ from typing import Any
 
 from contreact_events.catalog import Event
 from contreact_events.config import RunConfig, parse_run_config
-from contreact_events.corpus import accepted_chunks
+from contreact_events.corpus import accepted_chunks, check_answer
 from contreact_events.decide import Decision, Task, decide
-from contreact_events.diversity_events import ChunkMatch
 from contreact_events.messages import AssistantMessage, ToolCall
-from contreact_events.paragraphs import check_paragraphs, split_paragraphs
+from contreact_events.paragraphs import split_paragraphs
 from contreact_events.protocol import paper_system_prompt
 from contreact_events.state import AgentState
-from contreact_events.tasks import EmbedTask, InboxMessage, LLMTask, MemoryTask, paragraphs_checked
+from contreact_events.tasks import EmbedTask, InboxMessage, LLMTask, MemoryTask
 from contreact_events.vector_index import VectorIndex
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -135,35 +134,7 @@ class Sim:
         for chunk in accepted_chunks(self.log):
             if chunk.scope == task.scope:
                 index.add(chunk.chunk_id, chunk.vector, scope=chunk.scope, text=chunk.text)
-        result = check_paragraphs(
-            paragraphs,
-            vectors,
-            index,
-            scope=task.scope,
-            threshold=task.threshold,
-            extra_patterns=task.extra_patterns,
-            attempts_remaining=task.attempts_remaining,
-        )
-        matches = [
-            ChunkMatch(
-                paragraph_index=m.paragraph_index,
-                score=m.similarity_score,
-                matched_id=m.stored_content_id,
-                matched_text=m.matched_paragraph,
-            )
-            for m in result.paragraph_matches
-        ]
-        message = paragraphs_checked(
-            task,
-            paragraphs=paragraphs,
-            vectors=vectors,
-            overall_similarity=result.overall_similarity,
-            is_unique=result.is_unique,
-            matches=matches,
-            feedback=result.feedback,
-            corpus_chunks=index.count(task.scope),
-            windows=False,
-        )
+        message = check_answer(task, paragraphs, vectors, index)
         return self.send(message.kind, message.causation_id, **message.data)
 
     def drive(self, replies: Sequence[Reply], *, max_inputs: int = 100_000) -> AgentState:

@@ -7,13 +7,16 @@ else stores the corpus: any index of it is rebuilt from the logs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from contreact_events.catalog import Event
 from contreact_events.config import RunConfig
-from contreact_events.diversity_events import ParagraphsAccepted, ParagraphsChecked
+from contreact_events.diversity_events import ChunkMatch, ParagraphsAccepted, ParagraphsChecked
+from contreact_events.paragraphs import SLIDING_WINDOW_ACTIVATION, check_paragraphs
+from contreact_events.tasks import EmbedTask, InboxMessage, paragraphs_checked
+from contreact_events.vector_index import VectorIndex
 
 
 @dataclass(frozen=True)
@@ -84,3 +87,43 @@ def _chunks_of(accepted: ParagraphsAccepted, attempt: ParagraphsChecked) -> list
             zip(attempt.paragraphs, attempt.vectors, strict=True)
         )
     ]
+
+
+def check_answer(
+    task: EmbedTask,
+    paragraphs: Sequence[str],
+    vectors: Sequence[Sequence[float]],
+    index: VectorIndex,
+) -> InboxMessage:
+    """Seed 001's check of one answer's paragraphs (embedded, in order) against the
+    task's scope in ``index``: the embedder's answer, and the test driver's."""
+    result = check_paragraphs(
+        paragraphs,
+        vectors,
+        index,
+        scope=task.scope,
+        threshold=task.threshold,
+        extra_patterns=task.extra_patterns,
+        attempts_remaining=task.attempts_remaining,
+    )
+    matches = [
+        ChunkMatch(
+            paragraph_index=m.paragraph_index,
+            score=m.similarity_score,
+            matched_id=m.stored_content_id,
+            matched_text=m.matched_paragraph,
+        )
+        for m in result.paragraph_matches
+    ]
+    chunks = index.count(task.scope)
+    return paragraphs_checked(
+        task,
+        paragraphs=paragraphs,
+        vectors=vectors,
+        overall_similarity=result.overall_similarity,
+        is_unique=result.is_unique,
+        matches=matches,
+        feedback=result.feedback,
+        corpus_chunks=chunks,
+        windows=chunks > SLIDING_WINDOW_ACTIVATION,
+    )

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contreact_events.catalog import EVENT_ADAPTER, Event
-from contreact_events.config import Backend, ScriptConfig
+from contreact_events.config import RUN_ID_PATTERN, Backend, ScriptConfig
 from contreact_events.diversity_events import ChunkMatch
 from contreact_events.exceptions import CorruptEvent
 from contreact_events.messages import AssistantMessage, ChatMessage, LLMUsage
@@ -104,7 +104,7 @@ class InboxMessage(_Frozen):
     """Something for the orchestrator: an input event's data, or a control request."""
 
     msg_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
-    run_id: str
+    run_id: str = Field(pattern=RUN_ID_PATTERN.pattern)
     kind: str
     causation_id: str | None = None
     data: dict[str, Any] = Field(default_factory=dict)

@@ -21,17 +21,12 @@ from contreact_embedder.corpus_index import CorpusIndex
 from contreact_embedder.embedding_service import Embedding, EmbeddingService
 from contreact_embedder.exceptions import EmbeddingError
 from contreact_embedder.memory_search import MemorySearch
-from contreact_events.diversity_events import ChunkMatch
-from contreact_events.paragraphs import (
-    SLIDING_WINDOW_ACTIVATION,
-    check_paragraphs,
-    split_paragraphs,
-)
+from contreact_events.corpus import check_answer
+from contreact_events.paragraphs import split_paragraphs
 from contreact_events.tasks import (
     EmbedTask,
     InboxMessage,
     embedding_failed,
-    paragraphs_checked,
     reflection_embedded,
     tool_result,
 )
@@ -111,37 +106,8 @@ class EmbedHandler:
             return embedding_failed(task, str(failed[0]))
         paragraphs = split_paragraphs(task.text, task.min_length)
         vectors = [e.as_floats() for e in embedded if isinstance(e, Embedding)]
-        chunks = await self._corpus.refresh(task.scope, task.run_id, task.experiment)
-        index = self._corpus.index
-        result = check_paragraphs(
-            paragraphs,
-            vectors,
-            index,
-            scope=task.scope,
-            threshold=task.threshold,
-            extra_patterns=task.extra_patterns,
-            attempts_remaining=task.attempts_remaining,
-        )
-        matches = [
-            ChunkMatch(
-                paragraph_index=m.paragraph_index,
-                score=m.similarity_score,
-                matched_id=m.stored_content_id,
-                matched_text=m.matched_paragraph,
-            )
-            for m in result.paragraph_matches
-        ]
-        return paragraphs_checked(
-            task,
-            paragraphs=paragraphs,
-            vectors=vectors,
-            overall_similarity=result.overall_similarity,
-            is_unique=result.is_unique,
-            matches=matches,
-            feedback=result.feedback,
-            corpus_chunks=chunks,
-            windows=chunks > SLIDING_WINDOW_ACTIVATION,
-        )
+        await self._corpus.refresh(task.scope, task.run_id, task.experiment)
+        return check_answer(task, paragraphs, vectors, self._corpus.index)
 
     async def _answer_search(
         self, task: EmbedTask, query: Embedding | EmbeddingError

@@ -144,7 +144,9 @@ class Orchestrator:
         state = self._states.get(run_id)
         if state is None:
             events = await self._log.events(run_id)
-            state = fold_all(events) if events else AgentState(run_id=run_id)
+            if not events:  # not held: a stray message must not leave a state behind
+                return AgentState(run_id=run_id)
+            state = fold_all(events)
             if not state.terminal:
                 self._states[run_id] = state
         return state
