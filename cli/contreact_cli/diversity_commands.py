@@ -14,6 +14,7 @@ from contreact_cli.settings import CLISettings
 from contreact_events.catalog import Event
 from contreact_events.corpus import accepted_chunks, experiment_scope, run_scope
 from contreact_events.diversity_events import ReflectionEmbedded
+from contreact_events.memory_projection import MemoryProjection
 from contreact_events.names import corpus_cleared_key
 from contreact_events.vector_index import VectorIndex
 
@@ -87,23 +88,37 @@ async def _cleared(settings: CLISettings, scope: str) -> datetime | None:
 async def search(
     settings: CLISettings, query: str, k: int, run_id: str | None
 ) -> list[dict[str, Any]]:
-    """Seed 004's semantic search over every run's reflections and accepted
-    paragraphs (exact cosine, numpy), the query embedded with the runs' model."""
+    """Seed 004's semantic search across runs: reflections and accepted paragraphs
+    (their vectors are in the logs) and memory values (projected from the logs and
+    embedded here), exact cosine; the query embedded with the runs' model."""
     from contreact_embedder.embedding_service import EmbeddingService
 
     members = [run_id] if run_id else [row["run_id"] for row in await runs(settings)]
     redis = await _optional_redis(settings)
     index = VectorIndex()
+    memories: list[tuple[str, str, str]] = []
     try:
         for member in members:
             events = await load_events(redis, settings.archive_dir, member)
             _index_run(index, events)
+            projection = MemoryProjection()
+            projection.feed(events)
+            memories += [(member, key, value) for key, value in projection.values.items()]
     finally:
         if redis is not None:
             await redis.aclose()
-    if index.count() == 0:
+    if index.count() == 0 and not memories:
         return []
-    vector = EmbeddingService().embed(query).as_floats()
+    embedded = EmbeddingService().embed_batch([query, *(value for _, _, value in memories)])
+    for (member, key, value), embedding in zip(memories, embedded[1:], strict=True):
+        index.add(
+            f"{member}/memory/{key}",
+            embedding.as_floats(),
+            scope="memory",
+            text=value,
+            metadata={"run_id": member, "cycle": "-", "kind": f"memory '{key}'"},
+        )
+    vector = embedded[0].as_floats()
     return [
         {"id": hit.id, "score": round(hit.score, 4), "text": hit.text, **hit.metadata}
         for hit in index.search(vector, k=k)

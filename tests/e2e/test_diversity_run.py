@@ -156,6 +156,9 @@ def test_the_search_memory_tool_when_switched_on(stack: Stack, tmp_path: Path) -
     assert "primes" not in result["output"]  # k=1
     started = next(e for e in on if e["type"] == "RunStarted")
     assert "search_memory" in {t["function"]["name"] for t in started["tools"]}
+    across = stack.json("search", "moon and sea", "--k", "3")
+    assert across[0]["run_id"] in ("search-on", "search-off")
+    assert any(hit["kind"] == "memory 'tides'" for hit in across)
     off = [
         json.loads(line) for line in (stack.data_dir / "runs" / "search-off.events.jsonl").open()
     ]

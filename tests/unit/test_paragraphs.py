@@ -430,3 +430,19 @@ def test_augment_prompt_prepends_warning_feedback_and_instructions() -> None:
         ]
     )
     assert augment_prompt_with_feedback("Write.", "") == "Write."
+
+
+def test_with_windows_on_an_isolated_verbatim_repeat_is_still_flagged() -> None:
+    rng = np.random.default_rng(11)
+    stored = rng.normal(size=(150, 32))
+    index = VectorIndex()
+    for i, vector in enumerate(stored):
+        index.add(f"c{i}", vector.tolist(), scope="s", text=f"stored paragraph {i}")
+    assert index.count("s") > par.SLIDING_WINDOW_ACTIVATION  # windows are on
+    fresh = rng.normal(size=(4, 32))
+    vectors = [fresh[0], fresh[1], stored[5], fresh[2], fresh[3]]
+    paragraphs = [f"Paragraph number {i} of a long answer, long enough to count." for i in range(5)]
+    result = par.check_paragraphs(paragraphs, [v.tolist() for v in vectors], index, scope="s")
+    assert not result.is_unique
+    assert {m.paragraph_index for m in result.paragraph_matches} == {2}
+    assert result.overall_similarity == pytest.approx(1.0)
