@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import socket
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
@@ -23,7 +21,9 @@ class OrchestratorSettings(BaseSettings):
         default=Path("data"),
         validation_alias=AliasChoices("CONTREACT_ORCH_DATA_DIR", "CONTREACT_DATA_DIR"),
     )
-    consumer_name: str = Field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    consumer_name: str = "orchestrator"
+    """Stable on purpose: one orchestrator owns the inbox, and after a restart it takes
+    its own unacked entries back at once instead of waiting ``reclaim_idle_ms``."""
     block_ms: int = 1000
     batch_size: int = 64
     reclaim_idle_ms: int = 30_000
