@@ -269,7 +269,7 @@ async def runs(settings: CLISettings) -> list[dict[str, str]]:
 
 
 async def load_state(settings: CLISettings, run_id: str) -> tuple[list[Any], AgentState]:
-    redis = await _optional_redis(settings)
+    redis = await optional_redis(settings)
     try:
         events = await load_events(redis, settings.archive_dir, run_id)
     finally:
@@ -278,7 +278,7 @@ async def load_state(settings: CLISettings, run_id: str) -> tuple[list[Any], Age
     return events, fold_all(events)
 
 
-async def _optional_redis(settings: CLISettings) -> aioredis.Redis | None:
+async def optional_redis(settings: CLISettings) -> aioredis.Redis | None:
     """Redis if it answers; the archive alone serves finished runs without it."""
     try:
         return await connect(settings.resolved_redis_url())
@@ -314,7 +314,7 @@ async def rebuild(settings: CLISettings, run_id: str) -> RebuildReport:
 async def _orchestrator_digest(
     settings: CLISettings, run_id: str, seq: int
 ) -> tuple[str | None, str]:
-    redis = await _optional_redis(settings)
+    redis = await optional_redis(settings)
     if redis is None:
         return None, "Redis does not answer, so the orchestrator's state cannot be asked"
     try:
@@ -381,7 +381,7 @@ async def memory_rebuild(
     their logs and compare it with the live store."""
     from contreact_memory.rebuild import rebuild_runs
 
-    redis = await _optional_redis(settings)
+    redis = await optional_redis(settings)
     try:
         if not run_ids:
             run_ids = [row["run_id"] for row in await runs(settings)]

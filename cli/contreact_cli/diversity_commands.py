@@ -8,7 +8,7 @@ from typing import Any
 
 from contreact_bus.replies import texts
 from contreact_bus.runs import experiment_run_ids, load_events
-from contreact_cli.commands import _optional_redis, redis_client, runs
+from contreact_cli.commands import optional_redis, redis_client, runs
 from contreact_cli.exceptions import CLIError
 from contreact_cli.settings import CLISettings
 from contreact_events.catalog import Event
@@ -28,7 +28,7 @@ def scope_of(run_id: str | None, experiment: str | None) -> str:
 async def _scope_events(
     settings: CLISettings, run_id: str | None, experiment: str | None
 ) -> list[list[Event]]:
-    redis = await _optional_redis(settings)
+    redis = await optional_redis(settings)
     try:
         if run_id:
             members = [run_id]
@@ -75,7 +75,7 @@ async def corpus_clear(settings: CLISettings, run_id: str | None, experiment: st
 
 
 async def _cleared(settings: CLISettings, scope: str) -> datetime | None:
-    redis = await _optional_redis(settings)
+    redis = await optional_redis(settings)
     if redis is None:
         return None
     try:
@@ -94,7 +94,7 @@ async def search(
     from contreact_embedder.embedding_service import EmbeddingService
 
     members = [run_id] if run_id else [row["run_id"] for row in await runs(settings)]
-    redis = await _optional_redis(settings)
+    redis = await optional_redis(settings)
     index = VectorIndex()
     memories: list[tuple[str, str, str]] = []
     try:

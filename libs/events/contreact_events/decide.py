@@ -43,7 +43,7 @@ from contreact_events.paragraphs import augment_prompt_with_feedback, split_para
 from contreact_events.prompt import pending_tasks
 from contreact_events.run_events import RunCompleted, RunFailed, RunRequested, RunStarted
 from contreact_events.similarity import assess
-from contreact_events.state import AgentState
+from contreact_events.state import AgentState, Attempt, Phase
 from contreact_events.tasks import EmbedTask, LLMTask, MemoryTask
 from contreact_events.tool_events import (
     OperatorMessageSent,
@@ -99,6 +99,18 @@ def decide(state: AgentState, event: Event, *, max_derived: int = 10_000) -> Dec
     return Decision(state=state, events=tuple(events), tasks=tasks)
 
 
+ANSWERED_IN: dict[str, tuple[Phase, ...]] = {
+    "ModelChecked": ("checking",),
+    "LLMResponded": ("awaiting_llm",),
+    "LLMFailed": ("awaiting_llm",),
+    "ToolCallCompleted": ("tools",),
+    "ReflectionEmbedded": ("embedding",),
+    "ParagraphsChecked": ("checking_paragraphs",),
+    "EmbeddingFailed": ("embedding", "checking_paragraphs"),
+}
+"""Worker results: the phases in which the run waits for each (on its pending task)."""
+
+
 def rejection(state: AgentState, event: Event) -> str | None:
     """None if the run waits for this input now; otherwise why it is ignored."""
     if isinstance(event, RunRequested):
@@ -110,26 +122,10 @@ def rejection(state: AgentState, event: Event) -> str | None:
     match event.type:
         case "RunCancelled":
             return None
-        case "ModelChecked" | "LLMResponded" | "LLMFailed":
-            expected_phase = "checking" if event.type == "ModelChecked" else "awaiting_llm"
-            if state.phase == expected_phase and state.pending_task_id == event.causation_id:
-                return None
-            return f"{event.type} answers {event.causation_id}, which is not pending"
-        case "ToolCallCompleted":
-            if state.phase == "tools" and state.pending_task_id == event.causation_id:
-                return None
-            return f"tool result for {event.causation_id}, which is not pending"
-        case "ReflectionEmbedded" | "EmbeddingFailed" | "ParagraphsChecked":
-            waits = (
-                ("embedding",)
-                if event.type == "ReflectionEmbedded"
-                else (
-                    ("checking_paragraphs",)
-                    if event.type == "ParagraphsChecked"
-                    else ("embedding", "checking_paragraphs")
-                )
-            )
-            if state.phase in waits and state.pending_task_id == event.causation_id:
+        case task_result if task_result in ANSWERED_IN:
+            if state.phase in ANSWERED_IN[task_result] and (
+                state.pending_task_id == event.causation_id
+            ):
                 return None
             return f"{event.type} answers {event.causation_id}, which is not pending"
         case "OperatorReplied":
@@ -251,27 +247,16 @@ def _after_paragraph_check(state: AgentState, stamp: _Stamper) -> list[Event]:
     cycle = state.cycle_number
     last = state.attempts[-1]
     if last.is_unique:
-        events = [stamp(ReflectionRecorded, cycle=cycle, text=last.text)]
-        if last.checked:
-            events.append(
-                stamp(
-                    ParagraphsAccepted,
-                    cycle=cycle,
-                    attempt=last.attempt,
-                    scope=scope_for(state.config, state.run_id),
-                    similarity=last.similarity,
-                )
-            )
-        return events
+        return _accept(state, stamp, last, relaxed=False)
     if last.attempt < diversity.max_attempts:
         feedback = augment_prompt_with_feedback(REGENERATE_REQUEST, last.feedback)
         return [
             stamp(RegenerationRequested, cycle=cycle, attempt=last.attempt + 1, feedback=feedback)
         ]
     best = min(state.attempts, key=lambda a: (a.similarity, a.attempt))
-    events = []
+    exhausted: list[Event] = []
     if best.similarity >= diversity.relaxed_threshold:
-        events.append(
+        exhausted.append(
             stamp(
                 TopicExhausted,
                 cycle=cycle,
@@ -280,17 +265,25 @@ def _after_paragraph_check(state: AgentState, stamp: _Stamper) -> list[Event]:
                 best_similarity=best.similarity,
             )
         )
-    events.append(stamp(ReflectionRecorded, cycle=cycle, text=best.text))
-    events.append(
-        stamp(
-            ParagraphsAccepted,
-            cycle=cycle,
-            attempt=best.attempt,
-            scope=scope_for(state.config, state.run_id),
-            similarity=best.similarity,
-            relaxed=True,
+    return exhausted + _accept(state, stamp, best, relaxed=True)
+
+
+def _accept(state: AgentState, stamp: _Stamper, attempt: Attempt, *, relaxed: bool) -> list[Event]:
+    """The attempt becomes the reflection; its paragraphs join the corpus (unless the
+    embedder could not check it: then there are no vectors to add)."""
+    assert state.config is not None
+    events = [stamp(ReflectionRecorded, cycle=state.cycle_number, text=attempt.text)]
+    if attempt.checked:
+        events.append(
+            stamp(
+                ParagraphsAccepted,
+                cycle=state.cycle_number,
+                attempt=attempt.attempt,
+                scope=scope_for(state.config, state.run_id),
+                similarity=attempt.similarity,
+                relaxed=relaxed,
+            )
         )
-    )
     return events
 
 
