@@ -50,11 +50,11 @@ from bench._support import (
     services,
     verdict,
 )
+from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
-from contreact_bus.task_stream import TaskStream
 from contreact_events.catalog import Event
 from contreact_events.config import RunConfig, parse_run_config
-from contreact_events.names import INBOX_STREAM, run_meta_key
+from contreact_events.names import INBOX_SHARDS_KEY, inbox_stream, run_meta_key
 from contreact_events.protocol import paper_system_prompt
 from contreact_events.tasks import InboxMessage
 
@@ -154,7 +154,7 @@ async def run_through_services(
     request = InboxMessage(
         run_id=config.run_id, kind="RunRequested", data={"config": config.model_dump(mode="json")}
     )
-    await TaskStream(client, INBOX_STREAM).send(request)
+    await (await Inbox.open(client)).send(request)
     deadline = time.monotonic() + timeout_s
     while True:
         status = await client.hget(run_meta_key(config.run_id), "status")
@@ -259,7 +259,6 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
     orchestrator's decode of the result. Entries are fetched with XREVRANGE where the
     services block on XREADGROUP. What this lacks against the services is only the
     processes: blocking-read wake-ups, context switches, the acks."""
-    from contreact_bus.task_stream import TaskStream as Stream
     from contreact_events.codec import message_from_fields
     from contreact_events.names import LLM_TASKS_STREAM, MEMORY_TASKS_STREAM
     from contreact_events.tasks import LLMTask, MemoryTask, tool_completed
@@ -277,11 +276,12 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
     orchestrator._write = write  # type: ignore[method-assign]
     llm = LLMTaskHandler(
         {"scripted": ScriptedBackend(RetryPolicy())},
-        Stream(client, INBOX_STREAM),
+        Inbox(client, 1),
         ModelLimits(lambda _backend: 64),
     )
     store = MemoryStore.open(tmp / "memory.db")
-    inbox = Stream(client, INBOX_STREAM)
+    inbox = Inbox(client, 1)
+    await client.set(INBOX_SHARDS_KEY, 1)
 
     async def newest(stream: str, what: str) -> dict[bytes, bytes]:
         t = time.perf_counter()
@@ -322,7 +322,7 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
             t = time.perf_counter()
             await inbox.send(answer)
             phases.add("worker: send result (XADD inbox)", time.perf_counter() - t)
-            fields = await newest(INBOX_STREAM, "fetch result (XREVRANGE)")
+            fields = await newest(inbox_stream(0), "fetch result (XREVRANGE)")
             t = time.perf_counter()
             message = message_from_fields(InboxMessage, fields)
             phases.add("orchestrator: decode inbox message", time.perf_counter() - t)

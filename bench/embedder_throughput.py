@@ -42,8 +42,16 @@ import redis.asyncio as aioredis
 from bench._support import ROOT, header, ratio, redis_server, row, stop_process, verdict
 from contreact_bus.task_stream import TaskStream
 from contreact_events.codec import message_from_fields
-from contreact_events.names import EMBED_TASKS_STREAM, INBOX_STREAM, SERVICES_HEARTBEAT
+from contreact_events.names import (
+    EMBED_TASKS_STREAM,
+    INBOX_SHARDS_KEY,
+    SERVICES_HEARTBEAT,
+    inbox_stream,
+)
 from contreact_events.tasks import EmbedTask, InboxMessage
+
+INBOX = inbox_stream(0)
+"""The one inbox shard of the benchmark's deployment."""
 
 TASKS = 1000
 RUNS = 40
@@ -149,7 +157,7 @@ async def await_answers(redis: aioredis.Redis, after: bytes, count: int) -> tupl
     deadline = time.monotonic() + 120
     while seen < count:
         # Blocks of 1 s: redis-py's default socket timeout (5 s) would cut longer ones.
-        reply: Any = await redis.xread({INBOX_STREAM: after}, count=count - seen, block=1000)
+        reply: Any = await redis.xread({INBOX: after}, count=count - seen, block=1000)
         if not reply:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"only {seen} of {count} answers within 120 s")
@@ -162,7 +170,7 @@ async def await_answers(redis: aioredis.Redis, after: bytes, count: int) -> tupl
 
 
 async def inbox_end(redis: aioredis.Redis) -> bytes:
-    last: Any = await redis.xrevrange(INBOX_STREAM, count=1)
+    last: Any = await redis.xrevrange(INBOX, count=1)
     return bytes(last[0][0]) if last else b"0"
 
 
@@ -207,9 +215,10 @@ def start_service(url: str, logs: Path) -> subprocess.Popen[bytes]:
 async def measure_service(url: str, texts: list[str], lone_text: str) -> tuple[float, float, int]:
     with tempfile.TemporaryDirectory(prefix="bench-embedder-") as workdir:
         logs = Path(workdir) / "embedder.log"
+        redis = aioredis.Redis.from_url(url)
+        await redis.set(INBOX_SHARDS_KEY, 1)
         started = time.perf_counter()
         proc = start_service(url, logs)
-        redis = aioredis.Redis.from_url(url)
         try:
             while await redis.hget(SERVICES_HEARTBEAT, f"embedder:{CONSUMER}") is None:
                 if proc.poll() is not None or time.perf_counter() - started > 120:

@@ -17,10 +17,10 @@ import redis.asyncio as aioredis
 
 from contreact_bus.archive import archived_run_ids
 from contreact_bus.connection import connect
+from contreact_bus.inbox import Inbox
 from contreact_bus.replies import entries, text_map
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import heartbeats, list_runs, load_events
-from contreact_bus.task_stream import TaskStream
 from contreact_cli.exceptions import CLIError, ServicesNotRunning
 from contreact_cli.progress import Printer, ProgressPrinter
 from contreact_cli.settings import CLISettings
@@ -31,7 +31,6 @@ from contreact_events.export import export_records
 from contreact_events.fold import fold_all
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
-    INBOX_STREAM,
     run_digest_key,
     run_meta_key,
 )
@@ -121,7 +120,7 @@ async def submit_run(
         request = InboxMessage(
             run_id=run_id, kind="RunRequested", data={"config": config.model_dump(mode="json")}
         )
-        await TaskStream(redis, INBOX_STREAM).send(request)
+        await (await Inbox.open(redis)).send(request)
         if not follow:
             out(f"submitted run {run_id}; follow it with `contreact watch {run_id}`")
             return 0
@@ -187,7 +186,7 @@ async def _send_reply(redis: aioredis.Redis, run_id: str, task_id: str, text: st
         causation_id=task_id,
         data={"task_id": task_id, "text": text, "by": "operator"},
     )
-    await TaskStream(redis, INBOX_STREAM).send(reply)
+    await (await Inbox.open(redis)).send(reply)
 
 
 def _print_next_steps(run_id: str, out: Printer) -> None:
@@ -228,7 +227,7 @@ async def cancel(settings: CLISettings, run_id: str, reason: str, out: Printer) 
             raise CLIError(f"run {run_id} has already ended ({meta['status']})")
         message = InboxMessage(run_id=run_id, kind="RunCancelled", data={"reason": reason})
         after = await RunLog(redis).last_id(run_id)
-        await TaskStream(redis, INBOX_STREAM).send(message)
+        await (await Inbox.open(redis)).send(message)
         accepted = await _wait_for_event(redis, run_id, after, "RunCancelled")
         out(
             f"run {run_id} cancelled"
@@ -325,9 +324,7 @@ async def _orchestrator_digest(
             return None, "the orchestrator holds no state for this run (archive only)"
         for _ in range(3):  # the run may move on between our read and its answer
             await redis.delete(run_digest_key(run_id))
-            await TaskStream(redis, INBOX_STREAM).send(
-                InboxMessage(run_id=run_id, kind=DIGEST_REQUEST)
-            )
+            await (await Inbox.open(redis)).send(InboxMessage(run_id=run_id, kind=DIGEST_REQUEST))
             answer = await _poll_hash(redis, run_digest_key(run_id), 10.0)
             if answer is None:
                 return None, "the orchestrator did not answer within 10 s (is it running?)"

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import redis.asyncio as aioredis
 
+from contreact_bus.inbox import Inbox
 from contreact_bus.task_stream import Consumer, ConsumerSettings, TaskStream, serve_batches
 from contreact_embedder.embedding_service import EmbeddingService
 from contreact_embedder.handler import EmbedHandler
@@ -26,16 +27,21 @@ from contreact_events.names import (
     DEAD_LETTER_STREAM,
     EMBED_GROUP,
     EMBED_TASKS_STREAM,
-    INBOX_STREAM,
     SERVICES_HEARTBEAT,
 )
 from contreact_events.tasks import EmbedTask, InboxMessage
+from tests.support.inbox import INBOX, use_one_shard
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 FAST = ConsumerSettings(block_ms=20, batch_size=32, reclaim_every_s=0.0)
 LONG = " ".join(f"thought{i % 89} about the operator and my memory" for i in range(15_000))
+
+
+@pytest.fixture(autouse=True)
+async def _one_inbox_shard(aredis: aioredis.Redis) -> None:
+    await use_one_shard(aredis)
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +66,7 @@ async def send(aredis: aioredis.Redis, *tasks: EmbedTask) -> None:
 
 
 def handler(aredis: aioredis.Redis, service: EmbeddingService) -> EmbedHandler:
-    return EmbedHandler(service, aredis, TaskStream(aredis, INBOX_STREAM))
+    return EmbedHandler(service, aredis, Inbox(aredis, 1))
 
 
 async def drain(aredis: aioredis.Redis, service: EmbeddingService, name: str = "w1") -> int:
@@ -69,7 +75,7 @@ async def drain(aredis: aioredis.Redis, service: EmbeddingService, name: str = "
 
 
 async def inbox(aredis: aioredis.Redis) -> list[InboxMessage]:
-    entries: Any = await aredis.xrange(INBOX_STREAM)
+    entries: Any = await aredis.xrange(INBOX)
     return [message_from_fields(InboxMessage, fields) for _id, fields in entries]
 
 
@@ -130,12 +136,12 @@ async def test_waiting_tasks_of_two_runs_are_embedded_in_one_model_call(
 async def test_tasks_are_acked_only_after_the_answers_are_in_the_inbox(
     aredis: aioredis.Redis, service: EmbeddingService
 ) -> None:
-    await aredis.set(INBOX_STREAM, "not a stream")  # the inbox write fails (WRONGTYPE)
+    await aredis.set(INBOX, "not a stream")  # the inbox write fails (WRONGTYPE)
     await send(aredis, task("t1", "run-a", "one"), task("t2", "run-b", "two"))
     assert await drain(aredis, service) == 0
     assert await pending(aredis) == 2
 
-    await aredis.delete(INBOX_STREAM)
+    await aredis.delete(INBOX)
     assert await drain(aredis, service) == 2  # its own pending entries, after a restart
     assert [embedded(m).task_id for m in await inbox(aredis)] == ["t1", "t2"]
     assert await pending(aredis) == 0
@@ -223,7 +229,7 @@ async def test_a_lone_task_is_answered_at_once(
     calls = service.model_calls
     started = time.perf_counter()
     await send(aredis, task("t1", "run-a", "A lone reflection, sent when nothing else waits."))
-    reply: Any = await aredis.xread({INBOX_STREAM: "0"}, block=3_000)
+    reply: Any = await aredis.xread({INBOX: "0"}, block=3_000)
     latency = time.perf_counter() - started
     stop.set()
     assert await worker == 1  # returns once its blocking read (200 ms) times out

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from contreact_bus.inbox import Inbox
 from contreact_bus.task_stream import Consumer, TaskStream, serve
 from contreact_events.codec import message_from_fields
 from contreact_events.config import ScriptConfig
@@ -15,7 +16,6 @@ from contreact_events.cycle_events import LLMFailed, LLMResponded
 from contreact_events.messages import ChatMessage
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
-    INBOX_STREAM,
     LLM_GROUP,
     LLM_TASKS_STREAM,
     SERVICES_HEARTBEAT,
@@ -26,6 +26,7 @@ from contreact_llm.backend import ChatOutcome, CheckOutcome
 from contreact_llm.handler import LLMTaskHandler, ModelLimits, build_handler
 from contreact_llm.main import run
 from contreact_llm.settings import LLMWorkerSettings
+from tests.support.inbox import INBOX, use_one_shard
 
 pytestmark = pytest.mark.redis
 
@@ -37,6 +38,11 @@ SCRIPT = ScriptConfig.model_validate(
         ]
     }
 )
+
+
+@pytest.fixture(autouse=True)
+async def _one_inbox_shard(aredis: aioredis.Redis) -> None:
+    await use_one_shard(aredis)
 
 
 def settings(redis_url: str) -> LLMWorkerSettings:
@@ -59,7 +65,7 @@ def task(task_id: str, **changes: Any) -> LLMTask:
 
 
 async def inbox(redis: aioredis.Redis) -> list[InboxMessage]:
-    entries = await redis.xrange(INBOX_STREAM) or []
+    entries = await redis.xrange(INBOX) or []
     return [message_from_fields(InboxMessage, fields or {}) for _id, fields in entries]
 
 
@@ -74,7 +80,7 @@ async def test_tasks_are_answered_in_the_inbox(aredis: aioredis.Redis, redis_url
     await tasks.send(task("r0"))
     await tasks.send(task("r1", call_index=1))
     await tasks.send(task("x", call_index=9))
-    handler = build_handler(aredis, settings(redis_url))
+    handler = await build_handler(aredis, settings(redis_url))
     consumer = Consumer(aredis, LLM_TASKS_STREAM, LLM_GROUP, "test-worker")
     handled = await serve(consumer, LLMTask, handler, burst=True, concurrency=4)
     assert handled == 4
@@ -98,7 +104,7 @@ async def test_ack_only_after_the_answer_is_in_the_inbox(
     aredis: aioredis.Redis, redis_url: str
 ) -> None:
     await TaskStream(aredis, LLM_TASKS_STREAM).send(task("r0"))
-    handler = build_handler(aredis, settings(redis_url))
+    handler = await build_handler(aredis, settings(redis_url))
     seen: list[tuple[int, int]] = []
 
     async def handle(t: LLMTask) -> None:
@@ -115,7 +121,9 @@ async def test_malformed_task_goes_to_dead_letters(aredis: aioredis.Redis, redis
     await aredis.xadd(LLM_TASKS_STREAM, {"msg": b'{"kind": "chat"}'})
     await aredis.xadd(LLM_TASKS_STREAM, {"other": b"x"})
     consumer = Consumer(aredis, LLM_TASKS_STREAM, LLM_GROUP, "test-worker")
-    handled = await serve(consumer, LLMTask, build_handler(aredis, settings(redis_url)), burst=True)
+    handled = await serve(
+        consumer, LLMTask, await build_handler(aredis, settings(redis_url)), burst=True
+    )
     assert handled == 0
     dead = await aredis.xrange(DEAD_LETTER_STREAM) or []
     assert len(dead) == 2
@@ -143,7 +151,7 @@ async def test_unexpected_errors_become_failure_answers(aredis: aioredis.Redis) 
     await tasks.send(task("c", kind="check"))
     handler = LLMTaskHandler(
         {"scripted": ExplodingBackend()},  # type: ignore[dict-item]
-        TaskStream(aredis, INBOX_STREAM),
+        Inbox(aredis, 1),
         ModelLimits(lambda _b: 1),
     )
     consumer = Consumer(aredis, LLM_TASKS_STREAM, LLM_GROUP, "test-worker")

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
 from contreact_bus.task_stream import Consumer, ConsumerSettings, TaskStream, serve
 from contreact_events.codec import message_from_fields
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
-    INBOX_STREAM,
     MEMORY_GROUP,
     MEMORY_TASKS_STREAM,
     SERVICES_HEARTBEAT,
@@ -31,11 +31,17 @@ from contreact_memory.main import run
 from contreact_memory.rebuild import rebuild_runs
 from contreact_memory.settings import MemorySettings
 from contreact_memory.store import MemoryStore
+from tests.support.inbox import INBOX, use_one_shard
 
 pytestmark = pytest.mark.redis
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 FAST = ConsumerSettings(block_ms=20, reclaim_every_s=0.0)
+
+
+@pytest.fixture(autouse=True)
+async def _one_inbox_shard(aredis: aioredis.Redis) -> None:
+    await use_one_shard(aredis)
 
 
 def task(task_id: str, tool: str, run_id: str = "run-a", **arguments: Any) -> MemoryTask:
@@ -68,12 +74,12 @@ async def drain(
     settings: ConsumerSettings = FAST,
 ) -> int:
     consumer = Consumer(aredis, MEMORY_TASKS_STREAM, MEMORY_GROUP, name, settings)
-    handler = MemoryHandler(store, TaskStream(aredis, INBOX_STREAM))
+    handler = MemoryHandler(store, Inbox(aredis, 1))
     return await serve(consumer, MemoryTask, handler, burst=True)
 
 
 async def inbox(aredis: aioredis.Redis) -> list[InboxMessage]:
-    entries: Any = await aredis.xrange(INBOX_STREAM)
+    entries: Any = await aredis.xrange(INBOX)
     return [message_from_fields(InboxMessage, fields) for _id, fields in entries]
 
 
@@ -134,13 +140,13 @@ async def test_a_duplicated_task_is_answered_twice_and_applied_once(
 async def test_the_entry_is_acked_only_after_the_result_is_in_the_inbox(
     aredis: aioredis.Redis, store: MemoryStore
 ) -> None:
-    await aredis.set(INBOX_STREAM, "not a stream")  # the inbox write fails (WRONGTYPE)
+    await aredis.set(INBOX, "not a stream")  # the inbox write fails (WRONGTYPE)
     await send(aredis, task("t1", "write", key="k", value="v1"))
     assert await drain(aredis, store) == 0
     assert await pending(aredis) == 1
     assert len(store.dump()) == 1  # applied, but not answered, so not acked
 
-    await aredis.delete(INBOX_STREAM)
+    await aredis.delete(INBOX)
     await send(aredis, task("t2", "write", key="k", value="v2"))
     assert await drain(aredis, store) == 2  # its own pending entry first, then the new one
     results = [completed(m) for m in await inbox(aredis)]
@@ -172,7 +178,7 @@ async def test_a_dead_consumers_task_is_reclaimed(
 ) -> None:
     settings = ConsumerSettings(block_ms=20, reclaim_idle_ms=200, reclaim_every_s=0.0)
     survivor = Consumer(aredis, MEMORY_TASKS_STREAM, MEMORY_GROUP, "survivor", settings)
-    handler = MemoryHandler(store, TaskStream(aredis, INBOX_STREAM))
+    handler = MemoryHandler(store, Inbox(aredis, 1))
     assert await serve(survivor, MemoryTask, handler, burst=True) == 0  # already running
 
     await send(aredis, task("t1", "write", key="k", value="v"))

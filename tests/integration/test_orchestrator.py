@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
+from contreact_bus.inbox import Inbox
 from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
 from contreact_bus.task_stream import Consumer, ConsumerSettings, TaskStream, serve
@@ -17,7 +18,6 @@ from contreact_events.fold import fold_all
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
     INBOX_GROUP,
-    INBOX_STREAM,
     LLM_TASKS_STREAM,
     RUNS_INDEX,
     run_digest_key,
@@ -25,6 +25,7 @@ from contreact_events.names import (
 )
 from contreact_events.tasks import DIGEST_REQUEST, InboxMessage, LLMTask
 from contreact_orchestrator.orchestrator import Orchestrator
+from tests.support.inbox import INBOX, use_one_shard
 from tests.support.sim import make_config
 
 pytestmark = pytest.mark.redis
@@ -32,8 +33,13 @@ pytestmark = pytest.mark.redis
 FAST = ConsumerSettings(block_ms=50, reclaim_idle_ms=50, reclaim_every_s=0.0)
 
 
+@pytest.fixture(autouse=True)
+async def _one_inbox_shard(aredis: aioredis.Redis) -> None:
+    await use_one_shard(aredis)
+
+
 async def drain(redis: aioredis.Redis, orchestrator: Orchestrator) -> int:
-    consumer = Consumer(redis, INBOX_STREAM, INBOX_GROUP, "orch", FAST)
+    consumer = Consumer(redis, INBOX, INBOX_GROUP, "orch", FAST)
     return await serve(consumer, InboxMessage, orchestrator.handle, burst=True)
 
 
@@ -45,7 +51,7 @@ async def llm_tasks(redis: aioredis.Redis) -> list[LLMTask]:
 
 async def submit(redis: aioredis.Redis, **overrides: object) -> None:
     config = make_config(**overrides)
-    await TaskStream(redis, INBOX_STREAM).send(
+    await TaskStream(redis, INBOX).send(
         InboxMessage(
             run_id=config.run_id,
             kind="RunRequested",
@@ -56,7 +62,7 @@ async def submit(redis: aioredis.Redis, **overrides: object) -> None:
 
 async def answer(redis: aioredis.Redis, task: LLMTask, **data: object) -> None:
     kind = "ModelChecked" if task.kind == "check" else "LLMResponded"
-    await TaskStream(redis, INBOX_STREAM).send(
+    await TaskStream(redis, INBOX).send(
         InboxMessage(run_id=task.run_id, kind=kind, causation_id=task.task_id, data=data)
     )
 
@@ -128,7 +134,7 @@ async def test_a_message_that_cannot_become_an_event_is_dead_lettered(
     aredis: aioredis.Redis, tmp_path: Path
 ) -> None:
     orchestrator = Orchestrator(aredis, tmp_path, "1")
-    inbox = TaskStream(aredis, INBOX_STREAM)
+    inbox = Inbox(aredis, 1)
     await inbox.send(InboxMessage(run_id="run-1", kind="RunRequested", data={"config": 7}))
     await inbox.send(InboxMessage(run_id="run-1", kind="Teleport"))
     await submit(aredis)
@@ -166,7 +172,7 @@ async def test_the_digest_of_the_held_state_is_given_on_request(
     orchestrator = Orchestrator(aredis, tmp_path, "1")
     await submit(aredis)
     await drain(aredis, orchestrator)
-    await TaskStream(aredis, INBOX_STREAM).send(InboxMessage(run_id="run-1", kind=DIGEST_REQUEST))
+    await Inbox(aredis, 1).send(InboxMessage(run_id="run-1", kind=DIGEST_REQUEST))
     await drain(aredis, orchestrator)
     answer_ = await aredis.hgetall(run_digest_key("run-1"))
     state = fold_all(await RunLog(aredis).events("run-1"))

@@ -6,8 +6,23 @@ one Redis Cluster slot; nothing else needs a multi-key transaction.
 
 from __future__ import annotations
 
-INBOX_STREAM = "orchestrator:inbox"
+import zlib
+
 INBOX_GROUP = "orchestrator"
+INBOX_SHARDS_KEY = "orchestrator:shards"
+"""How many inbox shards this deployment has: set once by the first orchestrator."""
+DEFAULT_INBOX_SHARDS = 8
+
+
+def inbox_stream(shard: int) -> str:
+    """One shard of the orchestrator's inbox; a run's messages always go to the same one."""
+    return f"orchestrator:inbox:{shard}"
+
+
+def inbox_shard(run_id: str, shards: int) -> int:
+    """The shard of a run: a stable hash of its id (CRC-32, the same on every machine)."""
+    return zlib.crc32(run_id.encode()) % shards
+
 
 LLM_TASKS_STREAM = "tasks:llm"
 LLM_GROUP = "llm-workers"

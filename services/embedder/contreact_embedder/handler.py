@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import redis.asyncio as aioredis
 
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.inbox import Inbox
 from contreact_embedder.corpus_index import CorpusIndex
 from contreact_embedder.embedding_service import Embedding, EmbeddingService
 from contreact_embedder.exceptions import EmbeddingError
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 class EmbedHandler:
     """The ``serve_batches`` handler of the embedder."""
 
-    def __init__(self, service: EmbeddingService, redis: aioredis.Redis, inbox: TaskStream) -> None:
+    def __init__(self, service: EmbeddingService, redis: aioredis.Redis, inbox: Inbox) -> None:
         self._service = service
         self._redis = redis
         self._inbox = inbox

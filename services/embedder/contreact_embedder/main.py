@@ -7,13 +7,14 @@ import argparse
 import asyncio
 
 from contreact_bus.connection import connect
+from contreact_bus.inbox import Inbox
 from contreact_bus.service import run_batch_consumer, setup_logging
-from contreact_bus.task_stream import Consumer, TaskStream
+from contreact_bus.task_stream import Consumer
 from contreact_embedder.embedding_service import EmbeddingService
 from contreact_embedder.exceptions import ModelUnavailable
 from contreact_embedder.handler import EmbedHandler
 from contreact_embedder.settings import EmbedderSettings
-from contreact_events.names import EMBED_GROUP, EMBED_TASKS_STREAM, INBOX_STREAM
+from contreact_events.names import EMBED_GROUP, EMBED_TASKS_STREAM
 from contreact_events.tasks import EmbedTask
 
 
@@ -23,7 +24,7 @@ async def run(settings: EmbedderSettings, service: EmbeddingService, *, burst: b
     consumer = Consumer(
         redis, EMBED_TASKS_STREAM, EMBED_GROUP, settings.consumer_name, settings.consumer_settings()
     )
-    handler = EmbedHandler(service, redis, TaskStream(redis, INBOX_STREAM))
+    handler = EmbedHandler(service, redis, await Inbox.open(redis))
     try:
         return await run_batch_consumer(
             redis,

@@ -13,8 +13,7 @@ from collections.abc import Callable, Mapping
 
 import redis.asyncio as aioredis
 
-from contreact_bus.task_stream import TaskStream
-from contreact_events.names import INBOX_STREAM
+from contreact_bus.inbox import Inbox
 from contreact_events.tasks import InboxMessage, LLMTask, llm_failed, llm_responded, model_checked
 from contreact_llm import auto_backend
 from contreact_llm.backend import ChatReply, LLMBackend
@@ -43,7 +42,7 @@ class ModelLimits:
 
 class LLMTaskHandler:
     def __init__(
-        self, backends: Mapping[str, LLMBackend], inbox: TaskStream, limits: ModelLimits
+        self, backends: Mapping[str, LLMBackend], inbox: Inbox, limits: ModelLimits
     ) -> None:
         self._backends = backends
         self._inbox = inbox
@@ -105,9 +104,9 @@ def build_backends(settings: LLMWorkerSettings) -> dict[str, LLMBackend]:
     }
 
 
-def build_handler(redis: aioredis.Redis, settings: LLMWorkerSettings) -> LLMTaskHandler:
+async def build_handler(redis: aioredis.Redis, settings: LLMWorkerSettings) -> LLMTaskHandler:
     return LLMTaskHandler(
         build_backends(settings),
-        TaskStream(redis, INBOX_STREAM),
+        await Inbox.open(redis),
         ModelLimits(settings.per_model_limit),
     )

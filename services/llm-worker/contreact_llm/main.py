@@ -16,7 +16,7 @@ from contreact_llm.settings import LLMWorkerSettings
 
 async def run(settings: LLMWorkerSettings, *, burst: bool = False) -> int:
     redis = await connect(settings.redis_url)
-    handler = build_handler(redis, settings)
+    handler = await build_handler(redis, settings)
     consumer = Consumer(
         redis,
         LLM_TASKS_STREAM,

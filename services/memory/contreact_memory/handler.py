@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.inbox import Inbox
 from contreact_events.tasks import MemoryTask, tool_completed
 from contreact_memory.store import MemoryStore
 
@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 class MemoryHandler:
     """The ``serve`` handler of the memory service."""
 
-    def __init__(self, store: MemoryStore, inbox: TaskStream) -> None:
+    def __init__(self, store: MemoryStore, inbox: Inbox) -> None:
         self._store = store
         self._inbox = inbox
 

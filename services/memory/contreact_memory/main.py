@@ -6,9 +6,10 @@ import argparse
 import asyncio
 
 from contreact_bus.connection import connect
+from contreact_bus.inbox import Inbox
 from contreact_bus.service import run_consumer, setup_logging
-from contreact_bus.task_stream import Consumer, TaskStream
-from contreact_events.names import INBOX_STREAM, MEMORY_GROUP, MEMORY_TASKS_STREAM
+from contreact_bus.task_stream import Consumer
+from contreact_events.names import MEMORY_GROUP, MEMORY_TASKS_STREAM
 from contreact_events.tasks import MemoryTask
 from contreact_memory.handler import MemoryHandler
 from contreact_memory.settings import MemorySettings
@@ -26,7 +27,7 @@ async def run(settings: MemorySettings, *, burst: bool = False) -> int:
         settings.consumer_settings(),
     )
     try:
-        handler = MemoryHandler(store, TaskStream(redis, INBOX_STREAM))
+        handler = MemoryHandler(store, await Inbox.open(redis))
         return await run_consumer(
             redis,
             consumer,

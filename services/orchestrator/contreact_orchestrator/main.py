@@ -7,9 +7,9 @@ import asyncio
 from importlib.metadata import version
 
 from contreact_bus.connection import connect
-from contreact_bus.service import run_consumer, setup_logging
-from contreact_bus.task_stream import Consumer, ConsumerSettings
-from contreact_events.names import INBOX_GROUP, INBOX_STREAM
+from contreact_bus.service import serving, setup_logging
+from contreact_bus.task_stream import Consumer, ConsumerSettings, serve
+from contreact_events.names import INBOX_GROUP, INBOX_SHARDS_KEY, inbox_stream
 from contreact_events.tasks import InboxMessage
 from contreact_orchestrator.orchestrator import Orchestrator
 from contreact_orchestrator.settings import OrchestratorSettings
@@ -17,25 +17,30 @@ from contreact_orchestrator.settings import OrchestratorSettings
 
 async def run(settings: OrchestratorSettings, *, burst: bool = False) -> int:
     redis = await connect(settings.redis_url)
+    await redis.set(INBOX_SHARDS_KEY, settings.shards, nx=True)
+    shards = int(await redis.get(INBOX_SHARDS_KEY) or settings.shards)
     consumer_settings = ConsumerSettings(
         block_ms=settings.block_ms,
         batch_size=settings.batch_size,
         reclaim_idle_ms=settings.reclaim_idle_ms,
     )
-    consumer = Consumer(redis, INBOX_STREAM, INBOX_GROUP, settings.consumer_name, consumer_settings)
+    consumers = [
+        Consumer(redis, inbox_stream(i), INBOX_GROUP, settings.consumer_name, consumer_settings)
+        for i in range(shards)
+    ]
     orchestrator = Orchestrator(redis, settings.archive_dir, version("contreact-orchestrator"))
-    await consumer.ensure_group()
+    for consumer in consumers:
+        await consumer.ensure_group()
     await orchestrator.recover()
     try:
-        return await run_consumer(
-            redis,
-            consumer,
-            InboxMessage,
-            orchestrator.handle,
-            service="orchestrator",
-            burst=burst,
-            heartbeat_s=settings.heartbeat_s,
-        )
+        async with serving(redis, "orchestrator", consumers[0], settings.heartbeat_s) as stop:
+            counts = await asyncio.gather(
+                *(
+                    serve(consumer, InboxMessage, orchestrator.handle, burst=burst, stop=stop)
+                    for consumer in consumers
+                )
+            )
+            return sum(counts)
     finally:
         await redis.aclose()
 

@@ -8,6 +8,7 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
+from contreact_events.names import DEFAULT_INBOX_SHARDS
 
 
 class OrchestratorSettings(BaseSettings):
@@ -24,6 +25,8 @@ class OrchestratorSettings(BaseSettings):
     consumer_name: str = "orchestrator"
     """Stable on purpose: one orchestrator owns the inbox, and after a restart it takes
     its own unacked entries back at once instead of waiting ``reclaim_idle_ms``."""
+    shards: int = Field(default=DEFAULT_INBOX_SHARDS, gt=0, le=1024)
+    """Inbox shards of the deployment: set once (the first orchestrator records it)."""
     block_ms: int = 1000
     batch_size: int = 64
     reclaim_idle_ms: int = 30_000
