@@ -38,6 +38,7 @@ from contreact_events.run_events import (
     RunRequested,
     RunStarted,
 )
+from contreact_events.task_events import TaskFailed, TaskRetried
 from contreact_events.tool_events import (
     OperatorMessageSent,
     OperatorReplied,
@@ -71,7 +72,9 @@ Event: TypeAlias = Annotated[
     | ParagraphsChecked
     | RegenerationRequested
     | ParagraphsAccepted
-    | TopicExhausted,
+    | TopicExhausted
+    | TaskFailed
+    | TaskRetried,
     Field(discriminator="type"),
 ]
 
@@ -106,6 +109,8 @@ EVENT_CLASSES: dict[str, type[EventBase]] = {
         RegenerationRequested,
         ParagraphsAccepted,
         TopicExhausted,
+        TaskFailed,
+        TaskRetried,
     )
 }
 
@@ -121,9 +126,15 @@ def _config_without_diversity(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "config": config}
 
 
+def _unchanged(data: dict[str, Any]) -> dict[str, Any]:
+    """A version that only widened what a field may hold: old data is valid as is."""
+    return data
+
+
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("RunRequested", 1): _config_without_diversity,
     ("RunStarted", 1): _config_without_diversity,
+    ("OperatorReplied", 1): _unchanged,
 }
 """(event type, stored version) -> function returning the data at version + 1.
 Register one here whenever an event's ``schema_version`` literal is raised."""

@@ -92,6 +92,26 @@ class OperatorConfig(_Strict):
 
     mode: Literal["auto", "human"] = "auto"
     auto_reply: str = DEFAULT_OPERATOR_REPLY
+    timeout_s: float | None = Field(default=None, gt=0)
+    """``human``: answer with ``auto_reply`` when nobody replied within this many
+    seconds (the reply is logged as ``by: timeout``). None: wait as long as it takes."""
+
+
+class DeadlinesConfig(_Strict):
+    """How long a run waits for each kind of task, counted from when it was sent, and
+    how often a task that got no usable answer is sent again before the run fails
+    (an embedding that keeps failing ends its cycle without an assessment instead)."""
+
+    check_s: float = Field(default=120.0, gt=0)
+    """The model check (the LLM worker resolves the backend and finds the model)."""
+    llm_s: float | None = Field(default=None, gt=0)
+    """One completion. None: three times ``ollama_client_config.timeout_s`` plus a
+    minute (the worker's own retries fit), or 30 minutes when that timeout is off."""
+    memory_s: float = Field(default=60.0, gt=0)
+    embed_s: float = Field(default=300.0, gt=0)
+    """A reflection embedding, a paragraph check or a ``search_memory`` call."""
+    retries: int = Field(default=2, ge=0, le=100)
+    """Sends of a failed task after the first."""
 
 
 class DiversityConfig(_Strict):
@@ -148,8 +168,16 @@ class RunConfig(_Strict):
     script: ScriptConfig | None = None
     diversity: DiversityConfig = DiversityConfig()
     tools: ToolsConfig = ToolsConfig()
+    deadlines: DeadlinesConfig = DeadlinesConfig()
     experiment: str | None = None
     """Name of the experiment this run belongs to (for grouping and comparison)."""
+
+    @property
+    def llm_deadline_s(self) -> float:
+        if self.deadlines.llm_s is not None:
+            return self.deadlines.llm_s
+        timeout = self.ollama_client_config.timeout_s
+        return 3 * timeout + 60 if timeout is not None else 1800.0
 
     @field_validator("run_id")
     @classmethod

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contreact_events.catalog import Event
+from contreact_events.config import RunConfig
 from contreact_events.corpus import scope_for
 from contreact_events.cycle_events import (
     CycleEnded,
@@ -24,6 +25,7 @@ from contreact_events.cycle_events import (
     StepLimitReached,
 )
 from contreact_events.diversity_events import (
+    EmbeddingFailed,
     EmbeddingRequested,
     ParagraphCheckRequested,
     ParagraphsAccepted,
@@ -44,6 +46,7 @@ from contreact_events.prompt import pending_tasks
 from contreact_events.run_events import RunCompleted, RunFailed, RunRequested, RunStarted
 from contreact_events.similarity import assess
 from contreact_events.state import AgentState, Attempt, Phase
+from contreact_events.task_events import TaskFailed, TaskRetried
 from contreact_events.tasks import EmbedTask, LLMTask, MemoryTask
 from contreact_events.tool_events import (
     OperatorMessageSent,
@@ -94,8 +97,10 @@ def decide(state: AgentState, event: Event, *, max_derived: int = 10_000) -> Dec
             events.append(new)
         if len(events) > max_derived:  # a bug, never a legitimate run
             raise RuntimeError(f"decide derived more than {max_derived} events")
-    # A run waits on one task at a time: a new pending id is a new task to send.
-    tasks = tuple(pending_tasks(state)) if state.pending_task_id != waited_on else ()
+    # A run waits on one task at a time: a new pending id is a new task to send, and
+    # a retried one is sent again.
+    resend = state.pending_task_id != waited_on or any(isinstance(e, TaskRetried) for e in events)
+    tasks = tuple(pending_tasks(state)) if resend else ()
     return Decision(state=state, events=tuple(events), tasks=tasks)
 
 
@@ -133,7 +138,22 @@ def rejection(state: AgentState, event: Event) -> str | None:
             if head is not None and head.task_id == event.task_id and head.reply is None:
                 return None
             return "the run is not waiting for this operator reply"
+        case "TaskFailed":
+            return _failure_rejection(state, event)
     return f"{event.type} is not an input event"
+
+
+def _failure_rejection(state: AgentState, event: TaskFailed) -> str | None:
+    """A failure counts only for what the run waits on now, and only for the send that
+    is current (a late failure of an earlier send changes nothing)."""
+    if event.send is not None and event.send != state.task_sends:
+        return f"TaskFailed concerns send {event.send} of {event.task_id}, not the current one"
+    if state.pending_task_id is not None and event.task_id == state.pending_task_id:
+        return None
+    head = state.waiting_for
+    if event.cause == "expired" and head is not None and head.task_id == event.task_id:
+        return None
+    return f"TaskFailed for {event.task_id}, which the run does not wait on"
 
 
 def advance(state: AgentState, stamp: _Stamper) -> list[Event]:
@@ -141,6 +161,8 @@ def advance(state: AgentState, stamp: _Stamper) -> list[Event]:
     config = state.config
     if config is None:
         return []
+    if state.task_failure is not None:
+        return [_after_task_failure(state, config, stamp)]
     match state.phase:
         case "starting":
             offered = offered_tools(config.tools.search_memory)
@@ -352,6 +374,35 @@ def _next_tool_step(state: AgentState, stamp: _Stamper) -> list[Event]:
             return []
         return [stamp(OperatorReplied, task_id=head.task_id, text=operator.auto_reply, by="policy")]
     return [stamp(ToolCallCompleted, output=head.reply, ok=True, **done)]
+
+
+TASK_KINDS: dict[Phase, str] = {
+    "checking": "the model check",
+    "awaiting_llm": "the LLM call",
+    "embedding": "the reflection embedding",
+    "checking_paragraphs": "the paragraph check",
+    "tools": "the tool call",
+}
+
+
+def _after_task_failure(state: AgentState, config: RunConfig, stamp: _Stamper) -> Event:
+    """Retry the failed task within the budget; then end the wait: an operator wait
+    with the policy reply, an embedding without an assessment, anything else by
+    failing the run with the reason."""
+    reason = state.task_failure or "unknown"
+    head = state.waiting_for
+    if state.pending_task_id is None and head is not None:
+        return stamp(
+            OperatorReplied, task_id=head.task_id, text=config.operator.auto_reply, by="timeout"
+        )
+    task_id = state.pending_task_id or ""
+    if state.task_sends <= config.deadlines.retries:
+        return stamp(TaskRetried, task_id=task_id, send=state.task_sends + 1, reason=reason)
+    what = TASK_KINDS.get(state.phase, "the task")
+    summary = f"{what} {task_id} failed {state.task_sends} time(s); last: {reason}"
+    if state.phase in ("embedding", "checking_paragraphs"):
+        return stamp(EmbeddingFailed, task_id=task_id, cycle=state.cycle_number, error=summary)
+    return stamp(RunFailed, reason=summary)
 
 
 class _Stamper:

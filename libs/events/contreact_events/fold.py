@@ -45,6 +45,7 @@ from contreact_events.run_events import (
     RunStarted,
 )
 from contreact_events.state import AgentState, Attempt, Phase, QueuedToolCall, evolve
+from contreact_events.task_events import TaskFailed, TaskRetried
 from contreact_events.tool_events import (
     OperatorMessageSent,
     OperatorReplied,
@@ -59,6 +60,12 @@ def fold(state: AgentState, event: Event) -> AgentState:
     if event.run_id != state.run_id:
         raise WrongRun(f"event {event.event_id} of run {event.run_id} applied to {state.run_id}")
     changes = _apply(event, state)
+    pending = changes.get("pending_task_id", state.pending_task_id)
+    if pending != state.pending_task_id:  # a new task: its deadline counts from now
+        changes["pending_since"] = event.ts if pending is not None else None
+        changes["task_sends"] = 1 if pending is not None else 0
+    if state.task_failure is not None and "task_failure" not in changes:
+        changes["task_failure"] = None  # whatever follows a failure is the answer to it
     changes["seq"] = state.seq + 1
     changes["last_event_id"] = event.event_id
     return evolve(state, changes)
@@ -240,10 +247,13 @@ def _(event: ToolCallRequested, state: AgentState) -> dict[str, Any]:
 def _(event: OperatorMessageSent, state: AgentState) -> dict[str, Any]:
     head = _head(state, event, event.task_id)
     waiting = state.config is not None and state.config.operator.mode == "human"
-    return {
+    changes: dict[str, Any] = {
         "tool_queue": (evolve(head, {"message_sent": True}), *state.tool_queue[1:]),
         "status": "waiting_operator" if waiting else state.status,
     }
+    if waiting:  # the operator's deadline (operator.timeout_s) counts from here
+        changes["pending_since"] = event.ts
+    return changes
 
 
 @_apply.register
@@ -254,6 +264,7 @@ def _(event: OperatorReplied, state: AgentState) -> dict[str, Any]:
     return {
         "tool_queue": (evolve(head, {"reply": event.text}), *state.tool_queue[1:]),
         "status": "running",
+        "pending_since": None,
     }
 
 
@@ -441,6 +452,33 @@ def _(event: RunCancelled, state: AgentState) -> dict[str, Any]:
         "pending_task_id": None,
         "tool_queue": (),
     }
+
+
+WAITING_PHASES: tuple[Phase, ...] = (
+    "checking",
+    "awaiting_llm",
+    "tools",
+    "embedding",
+    "checking_paragraphs",
+)
+"""Phases in which the run waits on something outside (a task, or the operator)."""
+
+
+@_apply.register
+def _(event: TaskFailed, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, *WAITING_PHASES)
+    return {"task_failure": f"{event.cause}: {event.reason}"}
+
+
+@_apply.register
+def _(event: TaskRetried, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, *WAITING_PHASES)
+    if event.task_id != state.pending_task_id:
+        raise InvalidTransition(
+            f"TaskRetried {event.event_id} retries {event.task_id}, "
+            f"but the run waits on {state.pending_task_id}"
+        )
+    return {"task_sends": event.send, "pending_since": event.ts}
 
 
 def _head(state: AgentState, event: EventBase, task_id: str) -> QueuedToolCall:

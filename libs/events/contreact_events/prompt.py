@@ -7,6 +7,9 @@ followed by the whole message history.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
+from contreact_events.config import RunConfig
 from contreact_events.corpus import scope_for
 from contreact_events.messages import ChatMessage
 from contreact_events.state import AgentState
@@ -30,9 +33,51 @@ def prompt_messages(state: AgentState) -> tuple[ChatMessage, ...]:
     return messages
 
 
+def waiting_deadline(state: AgentState) -> tuple[str, datetime] | None:
+    """What the run waits on (a task id, or the operator call's) and when that wait
+    ends (``RunConfig.deadlines``, ``operator.timeout_s``); None when it waits on
+    nothing with a deadline."""
+    config = state.config
+    if config is None or state.terminal or state.pending_since is None:
+        return None
+    if state.pending_task_id is not None:
+        seconds = _deadline_s(state, config)
+        return state.pending_task_id, state.pending_since + timedelta(seconds=seconds)
+    head = state.waiting_for
+    timeout = config.operator.timeout_s
+    if head is not None and head.reply is None and timeout is not None:
+        return head.task_id, state.pending_since + timedelta(seconds=timeout)
+    return None
+
+
+def _deadline_s(state: AgentState, config: RunConfig) -> float:
+    deadlines = config.deadlines
+    match state.phase:
+        case "checking":
+            return deadlines.check_s
+        case "awaiting_llm":
+            return config.llm_deadline_s
+        case "embedding" | "checking_paragraphs":
+            return deadlines.embed_s
+    head = state.tool_queue[0] if state.tool_queue else None
+    return deadlines.embed_s if head and head.tool_name == SEARCH_TOOL else deadlines.memory_s
+
+
 def pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
     """Tasks the run waits on. After a crash the orchestrator sends these again;
-    workers treat a repeat as the same task."""
+    workers treat a repeat as the same task. Each carries its deadline and which
+    send it is, so a worker can tell a stale copy."""
+    waits = waiting_deadline(state)
+    if waits is None or state.pending_task_id is None:
+        return []
+    deadline = waits[1]
+    return [
+        task.model_copy(update={"deadline": deadline, "send": state.task_sends})
+        for task in _pending_tasks(state)
+    ]
+
+
+def _pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
     config = state.config
     task_id = state.pending_task_id
     if config is None or state.terminal or task_id is None:

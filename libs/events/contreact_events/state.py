@@ -111,6 +111,13 @@ class AgentState(BaseModel):
     """False when the current cycle's reflection was cut by the step limit."""
     pending_task_id: str | None = None
     """The task the run waits on (model check, completion or memory tool), if any."""
+    pending_since: datetime | None = None
+    """When the pending task was last sent (or the operator was asked): its deadline
+    counts from here."""
+    task_sends: int = 0
+    """How many times the pending task has been sent (1, then 2 after a retry...)."""
+    task_failure: str | None = None
+    """A failure of the pending task that the run has yet to act on (retry or fail)."""
     last_response: AssistantMessage | None = None
     tool_queue: tuple[QueuedToolCall, ...] = ()
     metrics: CycleMetrics = CycleMetrics()

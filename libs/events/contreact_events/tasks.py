@@ -7,11 +7,13 @@ may be trimmed from their streams; the run log is the record.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contreact_events.catalog import EVENT_ADAPTER, Event
@@ -44,6 +46,11 @@ class LLMTask(_Frozen):
     cycle: int = 0
     step: int = 0
     script: ScriptConfig | None = None
+    deadline: datetime | None = None
+    """When the run stops waiting for this send (a worker neither starts nor retries
+    a call past it: the run has sent the task again, or given up)."""
+    send: int = 1
+    """Which send of the task this is (1, then 2 after a retry...)."""
 
 
 class MemoryTask(_Frozen):
@@ -55,6 +62,8 @@ class MemoryTask(_Frozen):
     arguments: dict[str, Any]
     ts: datetime
     """Time of the request (stored as the entry's update time, so a rebuild matches)."""
+    deadline: datetime | None = None
+    send: int = 1
 
 
 class EmbedTask(_Frozen):
@@ -78,6 +87,8 @@ class EmbedTask(_Frozen):
     attempts_remaining: int = 0
     k: int = 5
     """``search``: how many results (the text is the query)."""
+    deadline: datetime | None = None
+    send: int = 1
 
 
 INPUT_EVENT_TYPES = frozenset(
@@ -92,6 +103,7 @@ INPUT_EVENT_TYPES = frozenset(
         "ReflectionEmbedded",
         "EmbeddingFailed",
         "ParagraphsChecked",
+        "TaskFailed",
     }
 )
 """Event types that enter through the inbox; all others are decided."""
@@ -179,6 +191,27 @@ def model_checked(
             "detail": detail,
         },
     )
+
+
+def task_failed(
+    run_id: str, task_id: str, cause: str, reason: str, *, send: int | None = None
+) -> InboxMessage:
+    """A task of ``run_id`` will not be answered: it expired, was dead-lettered, or its
+    result was refused. The run retries it within its budget, then fails."""
+    return InboxMessage(
+        run_id=run_id,
+        kind="TaskFailed",
+        causation_id=task_id,
+        data={"task_id": task_id, "cause": cause, "reason": reason, "send": send},
+    )
+
+
+def task_digest(task: BaseModel) -> str:
+    """SHA-256 of a task's canonical JSON: the orchestrator records it with the events
+    that call for the task, and a worker applies a task only if it matches (so a task
+    from anyone else, or a stale copy, has no effect)."""
+    canonical = orjson.dumps(task.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(canonical).hexdigest()
 
 
 def tool_completed(task: MemoryTask, output: str, *, ok: bool) -> InboxMessage:

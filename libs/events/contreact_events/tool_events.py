@@ -38,9 +38,12 @@ class OperatorMessageSent(EventBase):
 
 
 class OperatorReplied(EventBase):
-    """The operator's answer: input from ``contreact reply``, or the automatic policy."""
+    """The operator's answer: input from ``contreact reply``, the automatic policy, or
+    the policy reply given when a person did not answer within ``operator.timeout_s``."""
 
     type: Literal["OperatorReplied"] = "OperatorReplied"
+    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
+    """2: ``by`` may be ``timeout`` (version 1 knew operator and policy only)."""
     task_id: str
     text: str
-    by: Literal["operator", "policy"] = "operator"
+    by: Literal["operator", "policy", "timeout"] = "operator"
