@@ -259,6 +259,7 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
     orchestrator's decode of the result. Entries are fetched with XREVRANGE where the
     services block on XREADGROUP. What this lacks against the services is only the
     processes: blocking-read wake-ups, context switches, the acks."""
+    from contreact_bus.task_gate import TaskGate
     from contreact_events.codec import message_from_fields
     from contreact_events.names import LLM_TASKS_STREAM, MEMORY_TASKS_STREAM
     from contreact_events.tasks import LLMTask, MemoryTask, tool_completed
@@ -266,10 +267,15 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
     from contreact_llm.retry import RetryPolicy
     from contreact_llm.scripted_backend import ScriptedBackend
     from contreact_memory.store import MemoryStore
+    from contreact_orchestrator.leases import ShardLeases
     from contreact_orchestrator.orchestrator import Orchestrator
 
     phases = _Phases()
-    orchestrator = Orchestrator(client, tmp / "runs", "bench")
+    await client.set(INBOX_SHARDS_KEY, 1)
+    orchestrator = Orchestrator(client, tmp / "runs", "bench", Inbox(client, 1))
+    lease = await ShardLeases(client, "bench", 3600).acquire(0)
+    assert lease is not None
+    await orchestrator.take_shard(lease)
     write = phases.timed(
         "orchestrator: append events, send task (+meta), one pipeline", orchestrator._write
     )
@@ -278,10 +284,10 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
         {"scripted": ScriptedBackend(RetryPolicy())},
         Inbox(client, 1),
         ModelLimits(lambda _backend: 64),
+        TaskGate(client),
     )
     store = MemoryStore.open(tmp / "memory.db")
     inbox = Inbox(client, 1)
-    await client.set(INBOX_SHARDS_KEY, 1)
 
     async def newest(stream: str, what: str) -> dict[bytes, bytes]:
         t = time.perf_counter()

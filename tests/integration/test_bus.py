@@ -4,6 +4,8 @@ dead consumer's entries, dead letters, and the archive."""
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ import redis.asyncio as aioredis
 
 from contreact_bus.archive import read_archive, write_archive
 from contreact_bus.exceptions import RunNotFound
+from contreact_bus.local_redis import free_port, redis_server_argv, wait_until_answers
 from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import load_events
@@ -168,3 +171,159 @@ async def test_the_archive_serves_a_run_redis_no_longer_holds(
     (tmp_path / "run-2.events.jsonl").write_text('{"broken\n')
     with pytest.raises(CorruptEvent, match=r"run-2\.events\.jsonl:1"):
         read_archive(tmp_path, "run-2")
+
+
+async def test_work_in_flight_is_not_reclaimed_while_its_worker_lives(
+    aredis: aioredis.Redis,
+) -> None:
+    """A call longer than the reclaim idle time runs once: its claim is renewed."""
+    await TaskStream(aredis, STREAM).send(task(1))
+    settings = ConsumerSettings(block_ms=50, reclaim_idle_ms=300, reclaim_every_s=0.05)
+    runs: list[str] = []
+    stop = asyncio.Event()
+
+    async def slow(message: MemoryTask) -> None:
+        runs.append(message.task_id)
+        await asyncio.sleep(1.5)  # five reclaim idle times
+
+    async def quick(message: MemoryTask) -> None:
+        runs.append(f"stolen {message.task_id}")
+
+    worker = asyncio.create_task(
+        serve(Consumer(aredis, STREAM, GROUP, "worker", settings), MemoryTask, slow, stop=stop)
+    )
+    await asyncio.sleep(0.2)
+    thief = asyncio.create_task(
+        serve(Consumer(aredis, STREAM, GROUP, "thief", settings), MemoryTask, quick, stop=stop)
+    )
+    await asyncio.sleep(1.6)
+    stop.set()
+    assert await worker == 1
+    assert await thief == 0
+    assert runs == ["t1"]
+    assert (await aredis.xpending(STREAM, GROUP))["pending"] == 0
+
+
+async def test_a_consumer_takes_only_what_it_can_start(aredis: aioredis.Redis) -> None:
+    """With two slots busy, the other entries stay in the stream for other workers."""
+    stream = TaskStream(aredis, STREAM)
+    for n in range(5):
+        await stream.send(task(n))
+    started = asyncio.Event()
+    release = asyncio.Event()
+
+    async def busy(message: MemoryTask) -> None:
+        started.set()
+        await release.wait()
+
+    stop = asyncio.Event()
+    worker = asyncio.create_task(
+        serve(
+            Consumer(aredis, STREAM, GROUP, "w", FAST), MemoryTask, busy, concurrency=2, stop=stop
+        )
+    )
+    await started.wait()
+    await asyncio.sleep(0.2)
+    summary = await aredis.xpending(STREAM, GROUP)
+    assert summary["pending"] == 2  # the other three wait for any consumer
+    others = await Consumer(aredis, STREAM, GROUP, "other", FAST).read(block=False)
+    assert len(others) == 3
+    release.set()
+    stop.set()
+    await worker
+
+
+async def test_a_dead_letter_tells_the_hook(aredis: aioredis.Redis) -> None:
+    await aredis.xadd(STREAM, {"msg": b'{"task_id": "t9", "run_id": "r"}'})
+    told: list[tuple[bytes, str]] = []
+
+    async def hook(delivery, reason: str) -> None:
+        told.append((delivery.fields[b"msg"], reason))
+
+    async def handle(message: MemoryTask) -> None:
+        raise AssertionError("undecodable: never handled")
+
+    consumer = Consumer(aredis, STREAM, GROUP, "c", FAST, on_dead_letter=hook)
+    await serve(consumer, MemoryTask, handle, burst=True)
+    ((payload, reason),) = told
+    assert payload == b'{"task_id": "t9", "run_id": "r"}' and reason.startswith("cannot decode")
+
+
+async def test_housekeeping_trims_what_is_done_and_forgets_silent_consumers(
+    aredis: aioredis.Redis,
+) -> None:
+    stream = TaskStream(aredis, STREAM)
+    for n in range(300):
+        await stream.send(task(n))
+    settings = ConsumerSettings(block_ms=50, batch_size=300, forget_consumer_after_s=0.05)
+    gone = Consumer(aredis, STREAM, GROUP, "gone", settings)
+    await gone.ensure_group()
+    await gone.read(block=False, count=10)
+    await gone.ack(*[eid for eid, _ in entries(await aredis.xrange(STREAM, count=10))])
+    keeper = Consumer(aredis, STREAM, GROUP, "keeper", settings)
+    taken = await keeper.read(block=False, count=250)
+    await keeper.ack(*[d.entry_id for d in taken[:200]])  # 50 stay pending, 40 unread
+    await asyncio.sleep(0.1)
+    trimmed, removed = await keeper.housekeep()
+    assert removed == 1  # "gone" holds nothing and went silent; "keeper" stays
+    assert [c["name"] for c in await aredis.xinfo_consumers(STREAM, GROUP)] == [b"keeper"]
+    left = {eid for eid, _ in entries(await aredis.xrange(STREAM))}
+    assert {d.entry_id for d in taken[200:]} <= left  # pending entries are kept
+    assert len(left) >= 90 and trimmed > 0  # (approximate trimming may keep a few more)
+    assert await aredis.xlen(STREAM) < 300
+
+
+async def test_dead_letters_are_capped(aredis: aioredis.Redis) -> None:
+    settings = ConsumerSettings(block_ms=50, batch_size=500, dead_letter_maxlen=100)
+    for n in range(400):
+        await aredis.xadd(STREAM, {"bad": str(n)})
+
+    async def handle(message: MemoryTask) -> None:
+        raise AssertionError("never")
+
+    await serve(Consumer(aredis, STREAM, GROUP, "c", settings), MemoryTask, handle, burst=True)
+    assert await aredis.xlen(DEAD_LETTER_STREAM) < 250  # ~100, trimmed in whole nodes
+
+
+async def test_a_consumer_waits_out_a_redis_restart_and_carries_on(tmp_path: Path) -> None:
+    """kill -9 of Redis under a serving consumer; Redis back from its append-only file
+    on the same port; the consumer handles what was pending and what comes next."""
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+
+    def start() -> subprocess.Popen[bytes]:
+        argv = redis_server_argv(port, tmp_path, appendonly=True)
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until_answers(url)
+        return proc
+
+    server = start()
+    client = aioredis.Redis.from_url(url)
+    handled: list[str] = []
+    stop = asyncio.Event()
+    arrived = [asyncio.Event(), asyncio.Event()]
+
+    async def handle(message: MemoryTask) -> None:
+        handled.append(message.task_id)
+        arrived[len(handled) - 1].set()
+
+    try:
+        await TaskStream(client, STREAM).send(task(1))
+        worker = asyncio.create_task(
+            serve(Consumer(client, STREAM, GROUP, "c", FAST), MemoryTask, handle, stop=stop)
+        )
+        await asyncio.wait_for(arrived[0].wait(), 10)
+        await client.config_set("appendfsync", "always")
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+        await asyncio.sleep(1.0)  # the consumer finds Redis gone and backs off
+        server = start()
+        await TaskStream(client, STREAM).send(task(2))
+        await asyncio.wait_for(arrived[1].wait(), 20)
+        stop.set()
+        await asyncio.wait_for(worker, 10)
+        assert handled == ["t1", "t2"]
+    finally:
+        await client.aclose()
+        server.kill()
+        server.wait()

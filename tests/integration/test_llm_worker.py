@@ -27,6 +27,7 @@ from contreact_llm.handler import LLMTaskHandler, ModelLimits, build_handler
 from contreact_llm.main import run
 from contreact_llm.settings import LLMWorkerSettings
 from tests.support.inbox import INBOX, use_one_shard
+from tests.support.orchestration import ask_for
 
 pytestmark = pytest.mark.redis
 
@@ -55,13 +56,21 @@ def task(task_id: str, **changes: Any) -> LLMTask:
     fields: dict[str, Any] = {"kind": "chat", "backend": "scripted", "script": SCRIPT, **changes}
     return LLMTask(
         task_id=task_id,
-        run_id="run-1",
+        run_id=f"run-{task_id}",
         model="m",
         host="",
         cycle=4,
         messages=(ChatMessage(role="user", content="hi"),),
         **fields,
     )
+
+
+async def queue(redis: aioredis.Redis, *tasks: LLMTask) -> None:
+    """Send tasks as an orchestrator would: each one recorded as its run's pending task."""
+    stream = TaskStream(redis, LLM_TASKS_STREAM)
+    for t in tasks:
+        await ask_for(redis, t.run_id, t)
+        await stream.send(t)
 
 
 async def inbox(redis: aioredis.Redis) -> list[InboxMessage]:
@@ -75,11 +84,13 @@ async def pending(redis: aioredis.Redis) -> int:
 
 
 async def test_tasks_are_answered_in_the_inbox(aredis: aioredis.Redis, redis_url: str) -> None:
-    tasks = TaskStream(aredis, LLM_TASKS_STREAM)
-    await tasks.send(task("c", kind="check"))
-    await tasks.send(task("r0"))
-    await tasks.send(task("r1", call_index=1))
-    await tasks.send(task("x", call_index=9))
+    await queue(
+        aredis,
+        task("c", kind="check"),
+        task("r0"),
+        task("r1", call_index=1),
+        task("x", call_index=9),
+    )
     handler = await build_handler(aredis, settings(redis_url))
     consumer = Consumer(aredis, LLM_TASKS_STREAM, LLM_GROUP, "test-worker")
     handled = await serve(consumer, LLMTask, handler, burst=True, concurrency=4)
@@ -103,7 +114,7 @@ async def test_tasks_are_answered_in_the_inbox(aredis: aioredis.Redis, redis_url
 async def test_ack_only_after_the_answer_is_in_the_inbox(
     aredis: aioredis.Redis, redis_url: str
 ) -> None:
-    await TaskStream(aredis, LLM_TASKS_STREAM).send(task("r0"))
+    await queue(aredis, task("r0"))
     handler = await build_handler(aredis, settings(redis_url))
     seen: list[tuple[int, int]] = []
 
@@ -168,8 +179,23 @@ async def test_unexpected_errors_become_failure_answers(aredis: aioredis.Redis) 
 
 
 async def test_main_run_in_burst_mode(aredis: aioredis.Redis, redis_url: str) -> None:
-    await TaskStream(aredis, LLM_TASKS_STREAM).send(task("r0"))
+    await queue(aredis, task("r0"))
     assert await run(settings(redis_url), burst=True) == 1
     [message] = await inbox(aredis)
     assert message.kind == "LLMResponded"
     assert await aredis.hget(SERVICES_HEARTBEAT, "llm-worker:test-worker") is not None
+
+
+async def test_a_task_its_run_no_longer_waits_on_costs_no_call(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    """A cancelled run's queued call, or the first copy of a call sent again: dropped
+    (acked) without calling the model."""
+    cancelled = task("r0")
+    await queue(aredis, cancelled)
+    await ask_for(aredis, cancelled.run_id, task("r0", call_index=1))  # the run moved on
+    handler = await build_handler(aredis, settings(redis_url))
+    consumer = Consumer(aredis, LLM_TASKS_STREAM, LLM_GROUP, "test-worker")
+    assert await serve(consumer, LLMTask, handler, burst=True) == 1
+    assert await inbox(aredis) == []
+    assert await pending(aredis) == 0

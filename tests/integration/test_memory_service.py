@@ -16,6 +16,7 @@ import redis.asyncio as aioredis
 
 from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
+from contreact_bus.task_gate import TaskGate
 from contreact_bus.task_stream import Consumer, ConsumerSettings, TaskStream, serve
 from contreact_events.codec import message_from_fields
 from contreact_events.names import (
@@ -32,6 +33,7 @@ from contreact_memory.rebuild import rebuild_runs
 from contreact_memory.settings import MemorySettings
 from contreact_memory.store import MemoryStore
 from tests.support.inbox import INBOX, use_one_shard
+from tests.support.orchestration import ask_for
 
 pytestmark = pytest.mark.redis
 
@@ -74,7 +76,7 @@ async def drain(
     settings: ConsumerSettings = FAST,
 ) -> int:
     consumer = Consumer(aredis, MEMORY_TASKS_STREAM, MEMORY_GROUP, name, settings)
-    handler = MemoryHandler(store, Inbox(aredis, 1))
+    handler = MemoryHandler(store, Inbox(aredis, 1), None)  # the gate: tested on its own
     return await serve(consumer, MemoryTask, handler, burst=True)
 
 
@@ -178,7 +180,7 @@ async def test_a_dead_consumers_task_is_reclaimed(
 ) -> None:
     settings = ConsumerSettings(block_ms=20, reclaim_idle_ms=200, reclaim_every_s=0.0)
     survivor = Consumer(aredis, MEMORY_TASKS_STREAM, MEMORY_GROUP, "survivor", settings)
-    handler = MemoryHandler(store, Inbox(aredis, 1))
+    handler = MemoryHandler(store, Inbox(aredis, 1), None)
     assert await serve(survivor, MemoryTask, handler, burst=True) == 0  # already running
 
     await send(aredis, task("t1", "write", key="k", value="v"))
@@ -213,11 +215,13 @@ async def test_a_task_reclaimed_by_a_fresh_consumer_is_applied_once(
 async def test_the_entry_point_serves_in_burst_mode(
     aredis: aioredis.Redis, redis_url: str, tmp_path: Path
 ) -> None:
-    await send(aredis, task("t1", "write", key="k", value="v"), task("t2", "read", key="k"))
     settings = MemorySettings(
         redis_url=redis_url, data_dir=tmp_path, consumer_name="unit", block_ms=20
     )
-    assert await run(settings, burst=True) == 2
+    for sent in (task("t1", "write", key="k", value="v"), task("t2", "read", key="k")):
+        await ask_for(aredis, sent.run_id, sent)  # the run's log asks for each in turn
+        await send(aredis, sent)
+        assert await run(settings, burst=True) == 1
     assert [completed(m).output for m in await inbox(aredis)] == ["Saved under key 'k'.", "v"]
     assert await aredis.hget(SERVICES_HEARTBEAT, "memory:unit") is not None
     reopened = MemoryStore.open(tmp_path / "memory.db", create=False)
@@ -296,3 +300,27 @@ async def test_rebuild_from_the_run_log_equals_the_live_store(
 
 async def append(log: RunLog, run_id: str, event: Any) -> None:
     await log.append(run_id, [event])
+
+
+async def test_only_the_task_its_run_waits_on_is_applied(
+    aredis: aioredis.Redis, store: MemoryStore
+) -> None:
+    """A task written straight into the stream, a stale copy of a task the run sent
+    again, or one the run no longer waits on: dropped, never applied."""
+    asked = task("t1", "write", key="k", value="asked")
+    await ask_for(aredis, "run-a", asked)
+    forged = task("t9", "write", key="k", value="forged")
+    stale = asked.model_copy(update={"arguments": {"key": "k", "value": "stale copy"}})
+    other_run = task("t1", "write", run_id="run-z", key="k", value="nobody asked")
+    await send(aredis, forged, stale, other_run, asked)
+    consumer = Consumer(aredis, MEMORY_TASKS_STREAM, MEMORY_GROUP, "gated", FAST)
+    handler = MemoryHandler(store, Inbox(aredis, 1), TaskGate(aredis))
+    assert await serve(consumer, MemoryTask, handler, burst=True) == 4
+    assert [(row[0], row[2]) for row in store.dump()] == [("run-a", "asked")]
+    assert [m.causation_id for m in await inbox(aredis)] == ["t1"]
+    assert await pending(aredis) == 0
+    # A repeat of the applied task is still answered (from the record), gate or not.
+    await ask_for(aredis, "run-a", task("t2", "list"))
+    await send(aredis, asked)
+    assert await serve(consumer, MemoryTask, handler, burst=True) == 1
+    assert [m.causation_id for m in await inbox(aredis)] == ["t1", "t1"]

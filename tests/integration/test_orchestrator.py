@@ -22,10 +22,13 @@ from contreact_events.names import (
     RUNS_INDEX,
     run_digest_key,
     run_meta_key,
+    shard_lease_key,
 )
 from contreact_events.tasks import DIGEST_REQUEST, InboxMessage, LLMTask
+from contreact_orchestrator.leases import ShardLeases
 from contreact_orchestrator.orchestrator import Orchestrator
 from tests.support.inbox import INBOX, use_one_shard
+from tests.support.orchestration import owning_orchestrator
 from tests.support.sim import make_config
 
 pytestmark = pytest.mark.redis
@@ -70,7 +73,7 @@ async def answer(redis: aioredis.Redis, task: LLMTask, **data: object) -> None:
 async def test_a_request_is_logged_indexed_and_asks_for_a_model_check(
     aredis: aioredis.Redis, tmp_path: Path
 ) -> None:
-    orchestrator = Orchestrator(aredis, tmp_path, "9.9.9")
+    orchestrator = await owning_orchestrator(aredis, tmp_path, version="9.9.9")
     await submit(aredis, system_prompt="")
     assert await drain(aredis, orchestrator) == 1
     (event,) = await RunLog(aredis).events("run-1")
@@ -83,7 +86,7 @@ async def test_a_request_is_logged_indexed_and_asks_for_a_model_check(
 
 
 async def test_duplicated_results_change_nothing(aredis: aioredis.Redis, tmp_path: Path) -> None:
-    orchestrator = Orchestrator(aredis, tmp_path, "1")
+    orchestrator = await owning_orchestrator(aredis, tmp_path)
     await submit(aredis)
     await drain(aredis, orchestrator)
     (check,) = await llm_tasks(aredis)
@@ -104,7 +107,7 @@ async def test_duplicated_results_change_nothing(aredis: aioredis.Redis, tmp_pat
 async def test_after_a_crash_between_append_and_send_the_task_is_sent_again(
     aredis: aioredis.Redis, tmp_path: Path
 ) -> None:
-    orchestrator = Orchestrator(aredis, tmp_path, "1")
+    orchestrator = await owning_orchestrator(aredis, tmp_path)
     await submit(aredis)
     await drain(aredis, orchestrator)
     (check,) = await llm_tasks(aredis)
@@ -123,8 +126,11 @@ async def test_after_a_crash_between_append_and_send_the_task_is_sent_again(
     await RunLog(aredis).append("run-1", decision.events)
     assert [t.kind for t in await llm_tasks(aredis)] == ["check"]
 
-    restarted = Orchestrator(aredis, tmp_path, "1")
-    assert await restarted.recover() == 1
+    await aredis.delete(shard_lease_key(0))  # the dead owner's lease ran out
+    restarted = Orchestrator(aredis, tmp_path, "1", Inbox(aredis, 1))
+    lease = await ShardLeases(aredis, "restarted", 60).acquire(0)
+    assert lease is not None and lease.token == 2
+    assert await restarted.take_shard(lease) == 1
     tasks = await llm_tasks(aredis)
     assert [t.kind for t in tasks] == ["check", "chat"]
     assert tasks[-1] == decision.tasks[0]
@@ -133,7 +139,7 @@ async def test_after_a_crash_between_append_and_send_the_task_is_sent_again(
 async def test_a_message_that_cannot_become_an_event_is_dead_lettered(
     aredis: aioredis.Redis, tmp_path: Path
 ) -> None:
-    orchestrator = Orchestrator(aredis, tmp_path, "1")
+    orchestrator = await owning_orchestrator(aredis, tmp_path)
     inbox = Inbox(aredis, 1)
     await inbox.send(InboxMessage(run_id="run-1", kind="RunRequested", data={"config": 7}))
     await inbox.send(InboxMessage(run_id="run-1", kind="Teleport"))
@@ -148,7 +154,7 @@ async def test_a_message_that_cannot_become_an_event_is_dead_lettered(
 async def test_a_finished_run_is_archived_with_its_final_digest(
     aredis: aioredis.Redis, tmp_path: Path
 ) -> None:
-    orchestrator = Orchestrator(aredis, tmp_path, "1")
+    orchestrator = await owning_orchestrator(aredis, tmp_path)
     await submit(aredis, cycle_count=1)
     await drain(aredis, orchestrator)
     (check,) = await llm_tasks(aredis)
@@ -169,7 +175,7 @@ async def test_a_finished_run_is_archived_with_its_final_digest(
 async def test_the_digest_of_the_held_state_is_given_on_request(
     aredis: aioredis.Redis, tmp_path: Path
 ) -> None:
-    orchestrator = Orchestrator(aredis, tmp_path, "1")
+    orchestrator = await owning_orchestrator(aredis, tmp_path)
     await submit(aredis)
     await drain(aredis, orchestrator)
     await Inbox(aredis, 1).send(InboxMessage(run_id="run-1", kind=DIGEST_REQUEST))

@@ -13,3 +13,16 @@ class RedisUnavailable(BusError):
 
 class RunNotFound(BusError):
     """Neither Redis nor the archive holds the run."""
+
+
+class StaleWriter(BusError):
+    """A run-log append was refused: the writer's view is out of date."""
+
+
+class FencedOut(StaleWriter):
+    """A newer owner (a higher fencing token) writes this run's log now."""
+
+
+class LogMoved(StaleWriter):
+    """The log's length is not what the writer held: someone (perhaps its own write
+    whose answer was lost) appended since. Refold from the log."""

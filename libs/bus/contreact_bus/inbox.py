@@ -7,17 +7,19 @@ The number of shards is set once per deployment (the first orchestrator writes i
 
 from __future__ import annotations
 
+import orjson
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.task_stream import DeadLetterHook, Delivery, TaskStream
+from contreact_events.config import RUN_ID_PATTERN
 from contreact_events.names import (
     DEFAULT_INBOX_SHARDS,
     INBOX_SHARDS_KEY,
     inbox_shard,
     inbox_stream,
 )
-from contreact_events.tasks import InboxMessage
+from contreact_events.tasks import InboxMessage, task_failed
 
 
 async def inbox_shards(redis: aioredis.Redis) -> int:
@@ -47,3 +49,34 @@ class Inbox:
     def queue(self, pipe: Pipeline, message: InboxMessage) -> None:
         """Add a send to a caller's pipeline (no round trip of its own)."""
         self.stream_for(message.run_id).queue(pipe, message)
+
+
+def tell_run_of_dead_letter(inbox: Inbox) -> DeadLetterHook:
+    """A dead-letter hook: a task (or a worker's result) that was dead-lettered comes
+    back to its run as ``TaskFailed``, so the run retries or fails instead of waiting
+    for an answer that will never come."""
+
+    async def hook(delivery: Delivery, reason: str) -> None:
+        try:
+            data = orjson.loads(delivery.fields.get(b"msg") or b"{}")
+        except orjson.JSONDecodeError:
+            return
+        if not isinstance(data, dict) or data.get("kind") == "TaskFailed":
+            return
+        run_id = data.get("run_id")
+        task_id = data.get("task_id") or data.get("causation_id")
+        if not isinstance(run_id, str) or not RUN_ID_PATTERN.match(run_id):
+            return
+        if not isinstance(task_id, str) or not task_id:
+            return
+        send = data.get("send")
+        failure = task_failed(
+            run_id,
+            task_id,
+            "dead_lettered",
+            reason[:2000],
+            send=send if isinstance(send, int) and not isinstance(send, bool) else None,
+        )
+        await inbox.send(failure)
+
+    return hook

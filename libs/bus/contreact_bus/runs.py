@@ -3,10 +3,14 @@ listing projection (``runs:index`` and each run's meta hash)."""
 
 from __future__ import annotations
 
+import os
+import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import redis.asyncio as aioredis
 
 from contreact_bus.archive import read_archive
@@ -96,9 +100,75 @@ async def list_runs(redis: aioredis.Redis) -> list[dict[str, str]]:
     return out
 
 
+STARTED_AT = time.time()
+"""When this process started (a heartbeat says it, so a beat from before a restart is
+told apart from one of the process running now)."""
+
+FORGET_HEARTBEAT_S = 600.0
+"""A heartbeat this old belongs to a process that is gone: it is removed."""
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    name: str
+    """``{service}:{instance}``."""
+    ts: float
+    """Last beat (unix seconds)."""
+    pid: int | None = None
+    host: str = ""
+    started: float | None = None
+
+    @property
+    def service(self) -> str:
+        return self.name.split(":", 1)[0]
+
+
 async def beat(redis: aioredis.Redis, service: str) -> None:
-    await redis.hset(SERVICES_HEARTBEAT, service, f"{time.time():.3f}")
+    value = orjson.dumps(
+        {
+            "ts": round(time.time(), 3),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": round(STARTED_AT, 3),
+        }
+    )
+    await redis.hset(SERVICES_HEARTBEAT, service, value)
+
+
+async def service_heartbeats(redis: aioredis.Redis) -> list[Heartbeat]:
+    """Every heartbeat in Redis (older plain-number ones too)."""
+    out = []
+    for name, raw in text_map(await redis.hgetall(SERVICES_HEARTBEAT)).items():
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(data, int | float):
+            out.append(Heartbeat(name, float(data)))
+        elif isinstance(data, dict) and isinstance(data.get("ts"), int | float):
+            out.append(
+                Heartbeat(
+                    name,
+                    float(data["ts"]),
+                    data.get("pid"),
+                    data.get("host", ""),
+                    data.get("started"),
+                )
+            )
+    return out
 
 
 async def heartbeats(redis: aioredis.Redis) -> dict[str, float]:
-    return {k: float(v) for k, v in text_map(await redis.hgetall(SERVICES_HEARTBEAT)).items()}
+    """Service instance name -> last beat (unix seconds)."""
+    return {hb.name: hb.ts for hb in await service_heartbeats(redis)}
+
+
+async def forget_stale_heartbeats(
+    redis: aioredis.Redis, older_than_s: float = FORGET_HEARTBEAT_S
+) -> int:
+    """Remove the heartbeats of processes that stopped beating long ago."""
+    now = time.time()
+    stale = [hb.name for hb in await service_heartbeats(redis) if now - hb.ts > older_than_s]
+    if stale:
+        await redis.hdel(SERVICES_HEARTBEAT, *stale)
+    return len(stale)

@@ -14,7 +14,8 @@ from typing import TypeVar
 import redis.asyncio as aioredis
 from pydantic import BaseModel
 
-from contreact_bus.runs import beat
+from contreact_bus.backoff import REDIS_DOWN
+from contreact_bus.runs import beat, forget_stale_heartbeats
 from contreact_bus.task_stream import Consumer, serve, serve_batches
 
 log = logging.getLogger(__name__)
@@ -49,24 +50,31 @@ def stop_on_signals() -> Iterator[asyncio.Event]:
 async def heartbeat(
     redis: aioredis.Redis, service: str, every_s: float, stop: asyncio.Event
 ) -> None:
+    """Beat every ``every_s`` until ``stop``; now and then, remove the heartbeats of
+    processes gone long ago (so the hash lists what runs, not what ever ran)."""
+    beats = 0
     while not stop.is_set():
         try:
             await beat(redis, service)
+            if beats % 100 == 0:
+                await forget_stale_heartbeats(redis)
+            beats += 1
         except Exception as exc:  # a missed beat is not worth dying for
-            log.warning("heartbeat failed: %s", exc)
+            log.debug("heartbeat failed: %s", exc)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=every_s)
 
 
 @contextlib.asynccontextmanager
 async def serving(
-    redis: aioredis.Redis, service: str, consumer: Consumer, heartbeat_s: float
+    redis: aioredis.Redis, service: str, instance: str, heartbeat_s: float
 ) -> AsyncIterator[asyncio.Event]:
     """While the block runs: stop on SIGTERM/SIGINT, and beat the heartbeat of
-    ``{service}:{consumer name}``. Yields the stop event for the consume loop."""
+    ``{service}:{instance}``. Yields the stop event for the service's loop."""
     with stop_on_signals() as stop:
-        name = f"{service}:{consumer.name}"
-        await beat(redis, name)
+        name = f"{service}:{instance}"
+        with contextlib.suppress(*REDIS_DOWN):
+            await beat(redis, name)
         beating = asyncio.create_task(heartbeat(redis, name, heartbeat_s, stop))
         try:
             yield stop
@@ -88,7 +96,7 @@ async def run_consumer(
 ) -> int:
     """Serve ``consumer`` one entry at a time (``concurrency`` at once) until
     SIGTERM/SIGINT, or with ``burst`` until idle."""
-    async with serving(redis, service, consumer, heartbeat_s) as stop:
+    async with serving(redis, service, consumer.name, heartbeat_s) as stop:
         return await serve(consumer, model, handle, burst=burst, concurrency=concurrency, stop=stop)
 
 
@@ -103,5 +111,5 @@ async def run_batch_consumer(
     heartbeat_s: float = 2.0,
 ) -> int:
     """Serve ``consumer`` in batches (everything one read returns) until stopped."""
-    async with serving(redis, service, consumer, heartbeat_s) as stop:
+    async with serving(redis, service, consumer.name, heartbeat_s) as stop:
         return await serve_batches(consumer, model, handle, burst=burst, stop=stop)

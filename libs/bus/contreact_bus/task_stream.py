@@ -1,10 +1,12 @@
 """Task streams read through consumer groups: competing consumers, ack after the
-result is written, reclaim of a dead consumer's entries (XAUTOCLAIM), and a
-dead-letter stream for entries that cannot be decoded or keep failing."""
+result is written, claims kept fresh while the work runs, reclaim of a silent
+consumer's entries (XAUTOCLAIM), a dead-letter stream for entries that cannot be
+decoded or keep failing, and housekeeping that keeps Redis bounded."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -16,6 +18,7 @@ from pydantic import BaseModel
 from redis.asyncio.client import Pipeline
 from redis.exceptions import ResponseError
 
+from contreact_bus.backoff import REDIS_DOWN, Backoff
 from contreact_bus.replies import entries, stream_entries
 from contreact_events.codec import message_from_fields, message_to_fields
 from contreact_events.exceptions import ContReActEventError
@@ -26,17 +29,34 @@ log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_MAXLEN = 100_000
+"""A safety cap on a stream's length; housekeeping trims what is acked long before."""
 
 
 @dataclass(frozen=True)
 class ConsumerSettings:
     block_ms: int = 1000
     batch_size: int = 16
-    reclaim_idle_ms: int = 60_000
-    """An entry pending this long on a silent consumer is taken over by another."""
-    reclaim_every_s: float = 5.0
+    reclaim_idle_ms: int = 10_000
+    """An entry whose consumer has not refreshed its claim for this long is taken over
+    (a live consumer refreshes every ``refresh_every_s``, however long the work runs)."""
+    reclaim_every_s: float = 2.0
+    refresh_every_s: float | None = None
+    """How often the claims on entries in hand are renewed (default: a quarter of the
+    reclaim idle time)."""
     max_deliveries: int = 5
     """An entry delivered this many times without an ack goes to the dead letters."""
+    housekeeping_every_s: float = 30.0
+    """How often acked entries are trimmed and forgotten consumers removed."""
+    forget_consumer_after_s: float = 600.0
+    """A consumer with nothing pending and no successful read for this long is removed
+    from the group (a live one is added back by its next read)."""
+    dead_letter_maxlen: int = 10_000
+
+    @property
+    def refresh_s(self) -> float:
+        if self.refresh_every_s is not None:
+            return self.refresh_every_s
+        return self.reclaim_idle_ms / 4000
 
 
 @dataclass(frozen=True)
@@ -46,8 +66,12 @@ class Delivery:
     deliveries: int = 1
 
 
+DeadLetterHook = Callable[[Delivery, str], Awaitable[None]]
+"""Called after an entry was dead-lettered (e.g. to tell its run the task failed)."""
+
+
 class TaskStream:
-    """Producer side of a stream (tasks, or the orchestrator's inbox)."""
+    """Producer side of a stream (tasks, or one shard of the orchestrator's inbox)."""
 
     def __init__(self, redis: aioredis.Redis, stream: str, *, maxlen: int = DEFAULT_MAXLEN):
         self._redis = redis
@@ -67,7 +91,12 @@ class TaskStream:
 
 
 class Consumer:
-    """One named consumer of a stream's group."""
+    """One named consumer of a stream's group.
+
+    Entries it has read and not yet acked are *held*: their claims are renewed while
+    the work runs (``refresh``), so only a consumer that went silent loses them, and
+    it never takes back, through a reclaim, an entry it already holds.
+    """
 
     def __init__(
         self,
@@ -76,15 +105,19 @@ class Consumer:
         group: str,
         name: str,
         settings: ConsumerSettings = ConsumerSettings(),
+        *,
+        on_dead_letter: DeadLetterHook | None = None,
     ) -> None:
         self._redis = redis
         self.stream = stream
         self.group = group
         self.name = name
         self.settings = settings
+        self._on_dead_letter = on_dead_letter
         self._next_reclaim = 0.0
         self._own_pending_checked = False
         self._acks: list[bytes] = []
+        self.held: set[bytes] = set()
 
     async def ensure_group(self) -> None:
         try:
@@ -93,33 +126,43 @@ class Consumer:
             if "BUSYGROUP" not in str(exc):
                 raise
 
-    async def read(self, *, block: bool = True) -> list[Delivery]:
-        """This consumer's own unacked entries once after a restart, then entries
-        reclaimed from silent consumers (when due), then new ones."""
+    async def read(self, *, block: bool = True, count: int | None = None) -> list[Delivery]:
+        """This consumer's own unacked entries once after a (re)start, then entries
+        reclaimed from silent consumers (when due), then new ones; at most ``count``
+        (default ``batch_size``) new ones, never one it already holds."""
+        count = self.settings.batch_size if count is None else count
         out: list[Delivery] = []
         if not self._own_pending_checked:
-            self._own_pending_checked = True
-            out += await self._read_group("0", block=False)
-        seen = {d.entry_id for d in out}
-        out += [d for d in await self._reclaim_if_due() if d.entry_id not in seen]
-        if out:
-            return out
-        return await self._read_group(">", block=block)
+            out += await self._read_group("0", block=False, count=self.settings.batch_size)
+            self._own_pending_checked = len(out) < self.settings.batch_size
+        out += await self._reclaim_if_due()
+        if not out:
+            out = await self._read_group(">", block=block, count=count)
+        fresh = []
+        for delivery in out:
+            if delivery.entry_id not in self.held:
+                self.held.add(delivery.entry_id)
+                fresh.append(delivery)
+        return fresh
 
-    async def _read_group(self, start: str, *, block: bool) -> list[Delivery]:
+    async def _read_group(self, start: str, *, block: bool, count: int) -> list[Delivery]:
         """XREADGROUP, with the acks waiting to be sent ahead of it in one round trip."""
         acks, self._acks = self._acks, []
-        async with self._redis.pipeline(transaction=False) as pipe:
-            if acks:
-                pipe.xack(self.stream, self.group, *acks)
-            pipe.xreadgroup(
-                self.group,
-                self.name,
-                {self.stream: start},
-                count=self.settings.batch_size,
-                block=self.settings.block_ms if block else None,
-            )
-            reply = (await pipe.execute())[-1]
+        try:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                if acks:
+                    pipe.xack(self.stream, self.group, *acks)
+                pipe.xreadgroup(
+                    self.group,
+                    self.name,
+                    {self.stream: start},
+                    count=count,
+                    block=self.settings.block_ms if block else None,
+                )
+                reply = (await pipe.execute())[-1]
+        except BaseException:
+            self._acks = acks + self._acks  # not sent: they go with the next read
+            raise
         out = []
         for entry_id, fields in stream_entries(reply):
             if fields is None:  # trimmed while pending
@@ -136,7 +179,8 @@ class Consumer:
         return await self.reclaim()
 
     async def reclaim(self) -> list[Delivery]:
-        """Take over entries idle longer than ``reclaim_idle_ms`` (a dead consumer's)."""
+        """Take over entries idle longer than ``reclaim_idle_ms``: their consumer has
+        stopped refreshing its claims, so it is dead or cut off."""
         reply = await self._redis.xautoclaim(
             self.stream,
             self.group,
@@ -151,10 +195,29 @@ class Consumer:
             log.warning(
                 "%s: %d pending entries were trimmed before delivery", self.stream, len(deleted)
             )
+        claimed = [(eid, fields) for eid, fields in claimed if fields and eid not in self.held]
         if not claimed:
             return []
         counts = await self._delivery_counts([entry_id for entry_id, _ in claimed])
-        return [Delivery(eid, fields, counts.get(eid, 2)) for eid, fields in claimed if fields]
+        return [Delivery(eid, fields, counts.get(eid, 2)) for eid, fields in claimed]
+
+    async def take_over(self) -> int:
+        """Claim every pending entry of the group, whoever holds it, and read them
+        first: for the sole owner of a stream that just took it over (an inbox shard's
+        new orchestrator). Each take-over counts as a delivery, so an entry that
+        crashes every owner ends in the dead letters."""
+        start: Any = "0-0"
+        taken = 0
+        while True:
+            reply = await self._redis.xautoclaim(
+                self.stream, self.group, self.name, min_idle_time=0, start_id=start, count=500
+            )
+            taken += len(reply[1])
+            start = reply[0]
+            if _entry_id(start) == (0, 0):
+                break
+        self._own_pending_checked = False
+        return taken
 
     async def _delivery_counts(self, ids: Sequence[bytes]) -> dict[bytes, int]:
         pending = await self._redis.xpending_range(
@@ -162,21 +225,50 @@ class Consumer:
         )
         return {_b(p["message_id"]): int(p["times_delivered"]) for p in pending}
 
+    async def refresh(self) -> None:
+        """Renew the claims on every held entry (XCLAIM JUSTID to itself: idle time back
+        to zero, delivery count unchanged). An entry another consumer took meanwhile
+        (this one was cut off for longer than the reclaim time) is let go, with a
+        warning: its work may run twice, which results tolerate."""
+        held = sorted(self.held)
+        if not held:
+            return
+        ids: list[Any] = list(held)
+        claimed = await self._redis.xclaim(self.stream, self.group, self.name, 0, ids, justid=True)
+        kept = {_b(entry_id) for entry_id in claimed or []}
+        for lost in set(held) - kept:
+            if lost in self.held and lost not in self._acks:
+                log.warning(
+                    "%s: entry %s is no longer this consumer's (%s): it may run twice",
+                    self.stream,
+                    lost.decode(),
+                    self.name,
+                )
+                self.held.discard(lost)
+
+    def release(self, entry_id: bytes) -> None:
+        """Stop holding an entry without acking it (its handling failed): once its
+        claim goes stale, a consumer reclaims it and it is tried again."""
+        self.held.discard(entry_id)
+
     async def ack(self, *entry_ids: bytes) -> None:
         if entry_ids:
             await self._redis.xack(self.stream, self.group, *entry_ids)
+        self.held.difference_update(entry_ids)
 
     def ack_later(self, entry_id: bytes) -> None:
         """Ack with the next read, in the same round trip (the result is written
         already; a crash before then only means one more harmless redelivery)."""
         self._acks.append(entry_id)
+        self.held.discard(entry_id)
 
     async def flush_acks(self) -> None:
         acks, self._acks = self._acks, []
         await self.ack(*acks)
 
     async def dead_letter(self, delivery: Delivery, reason: str) -> None:
-        """Move an entry aside with the reason; it never blocks the group again."""
+        """Move an entry aside with the reason; it never blocks the group again. The
+        hook (if any) then tells whoever waits on it."""
         record: dict[str, Any] = {
             "stream": self.stream,
             "group": self.group,
@@ -187,9 +279,99 @@ class Consumer:
         }
         for key, value in delivery.fields.items():
             record[f"field:{key.decode(errors='replace')}"] = value
-        await self._redis.xadd(DEAD_LETTER_STREAM, _fields(record))
+        await self._redis.xadd(
+            DEAD_LETTER_STREAM,
+            _fields(record),
+            maxlen=self.settings.dead_letter_maxlen,
+            approximate=True,
+        )
         await self.ack(delivery.entry_id)
         log.error("dead-lettered %s %s: %s", self.stream, delivery.entry_id.decode(), reason)
+        if self._on_dead_letter is not None:
+            try:
+                await self._on_dead_letter(delivery, reason)
+            except Exception:
+                log.exception("%s: telling about dead letter %s failed", self.stream, reason)
+
+    async def housekeep(self) -> tuple[int, int]:
+        """Trim the entries every consumer is done with (acked, below the oldest
+        pending and the last delivered one), and remove consumers that hold nothing
+        and have not read for ``forget_consumer_after_s``. Returns (trimmed, removed)."""
+        groups = await self._redis.xinfo_groups(self.stream)
+        mine = [g for g in groups if _b(g["name"]) == self.group.encode()]
+        if not mine:
+            return 0, 0
+        cutoff = _entry_id(mine[0]["last-delivered-id"])
+        summary = await self._redis.xpending(self.stream, self.group)
+        if summary["pending"]:
+            cutoff = min(cutoff, _entry_id(summary["min"]))
+        trimmed = 0
+        if cutoff > (0, 0):
+            trimmed = int(
+                await self._redis.xtrim(
+                    self.stream, minid=f"{cutoff[0]}-{cutoff[1]}", approximate=True
+                )
+            )
+        removed = 0
+        forget_ms = self.settings.forget_consumer_after_s * 1000
+        for consumer in await self._redis.xinfo_consumers(self.stream, self.group):
+            name = _b(consumer["name"]).decode()
+            if name != self.name and not consumer["pending"] and consumer["idle"] > forget_ms:
+                await self._redis.xgroup_delconsumer(self.stream, self.group, name)
+                removed += 1
+        return trimmed, removed
+
+    async def keep_claims(self, stop: asyncio.Event) -> None:
+        """Beside the consume loop: renew the claims in hand, and keep house now and
+        then, until ``stop``. Redis being away is waited out, never fatal."""
+        next_housekeeping = time.monotonic() + self.settings.housekeeping_every_s
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=self.settings.refresh_s)
+            if stop.is_set():
+                return
+            try:
+                await self.refresh()
+                if time.monotonic() >= next_housekeeping:
+                    next_housekeeping = time.monotonic() + self.settings.housekeeping_every_s
+                    await self.housekeep()
+            except REDIS_DOWN as exc:
+                log.debug("%s: claims not renewed (%s)", self.stream, exc)
+            except Exception:
+                log.exception("%s: renewing claims failed", self.stream)
+
+
+async def read_resiliently(
+    consumer: Consumer, backoff: Backoff, *, block: bool, count: int | None = None
+) -> list[Delivery] | None:
+    """``consumer.read``, or None after waiting out a Redis that is away (or re-making
+    a group that a Redis restart lost)."""
+    try:
+        deliveries = await consumer.read(block=block, count=count)
+    except REDIS_DOWN as exc:
+        await backoff.wait(exc)
+        return None
+    except ResponseError as exc:
+        if "NOGROUP" not in str(exc):
+            raise
+        log.warning("%s: the group %s is gone; making it again", consumer.stream, consumer.group)
+        try:
+            await consumer.ensure_group()
+        except REDIS_DOWN as down:
+            await backoff.wait(down)
+        return None
+    backoff.reset()
+    return deliveries
+
+
+async def ensure_group_resiliently(consumer: Consumer, backoff: Backoff) -> None:
+    while True:
+        try:
+            await consumer.ensure_group()
+            backoff.reset()
+            return
+        except REDIS_DOWN as exc:
+            await backoff.wait(exc)
 
 
 async def serve(
@@ -206,67 +388,86 @@ async def serve(
     ``handle`` must have written its result before returning. An entry that cannot
     be decoded or processed (``handle`` raised a ContReActEventError), or that was
     delivered ``max_deliveries`` times, goes to the dead letters. A handler that
-    raises leaves its entry pending, to be retried when reclaimed. With ``burst``
-    it returns once the stream has nothing more to give. Returns how many entries
-    were handled.
+    raises anything else lets go of its entry, to be retried once reclaimed. It reads
+    only as many entries as it has free slots (``concurrency``): an entry taken is an
+    entry being worked on. With ``burst`` it returns once the stream has nothing more
+    to give. Redis going away is waited out. Returns how many entries were handled.
     """
-    await consumer.ensure_group()
-    slots = asyncio.Semaphore(concurrency)
+    backoff = Backoff(f"{consumer.stream} ({consumer.name})")
+    await ensure_group_resiliently(consumer, backoff)
     running: set[asyncio.Task[None]] = set()
     handled = 0
+    stopping = stop or asyncio.Event()
+    done = asyncio.Event()
+    keeper = asyncio.create_task(consumer.keep_claims(done))
 
     async def one(delivery: Delivery, message: M) -> None:
         nonlocal handled
         try:
             await handle(message)
         except ContReActEventError as exc:
-            await consumer.dead_letter(delivery, f"cannot process: {exc}")
+            with contextlib.suppress(*REDIS_DOWN):
+                await consumer.dead_letter(delivery, f"cannot process: {exc}")
+                return
+            consumer.release(delivery.entry_id)
         except Exception:
             log.exception(
-                "%s: handling %s failed; it stays pending",
+                "%s: handling %s failed; it will be retried",
                 consumer.stream,
                 delivery.entry_id.decode(),
             )
+            consumer.release(delivery.entry_id)
         else:
             consumer.ack_later(delivery.entry_id)
             handled += 1
-        finally:
-            slots.release()
 
-    while stop is None or not stop.is_set():
-        deliveries = await consumer.read(block=not burst)
-        if not deliveries and burst:
-            break
-        for delivery in deliveries:
-            if delivery.deliveries > consumer.settings.max_deliveries:
-                await consumer.dead_letter(
-                    delivery, f"delivered {delivery.deliveries} times without success"
-                )
+    try:
+        while not stopping.is_set():
+            free = concurrency - len(running)
+            if free <= 0:
+                await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 continue
-            try:
-                message = message_from_fields(model, delivery.fields)
-            except ContReActEventError as exc:
-                await consumer.dead_letter(delivery, f"cannot decode: {exc}")
+            deliveries = await read_resiliently(consumer, backoff, block=not burst, count=free)
+            if deliveries is None:
                 continue
-            await slots.acquire()
-            task = asyncio.create_task(one(delivery, message))
-            running.add(task)
-            task.add_done_callback(running.discard)
-        if burst and running:
+            if not deliveries and burst and not running:
+                break
+            for delivery in deliveries:
+                message = await _admit(consumer, model, delivery)
+                if message is None:
+                    continue
+                task = asyncio.create_task(one(delivery, message))
+                running.add(task)
+                task.add_done_callback(running.discard)
+            if burst and running and not deliveries:
+                await asyncio.gather(*running)
+        if running:
             await asyncio.gather(*running)
-    if running:
-        await asyncio.gather(*running)
-    await consumer.flush_acks()
+        with contextlib.suppress(*REDIS_DOWN):
+            await consumer.flush_acks()
+    finally:
+        done.set()
+        await keeper
     return handled
 
 
-def _fields(fields: Mapping[str, Any]) -> Any:
-    """Stream fields as redis-py's (invariant) annotation wants them."""
-    return dict(fields)
-
-
-def _b(value: Any) -> bytes:
-    return value if isinstance(value, bytes) else str(value).encode()
+async def _admit(consumer: Consumer, model: type[M], delivery: Delivery) -> M | None:
+    """The decoded message, or None once the entry is dead-lettered (delivered too
+    often, or not a ``model``)."""
+    try:
+        if delivery.deliveries > consumer.settings.max_deliveries:
+            await consumer.dead_letter(
+                delivery, f"delivered {delivery.deliveries} times without success"
+            )
+            return None
+        try:
+            return message_from_fields(model, delivery.fields)
+        except ContReActEventError as exc:
+            await consumer.dead_letter(delivery, f"cannot decode: {exc}")
+            return None
+    except REDIS_DOWN:
+        consumer.release(delivery.entry_id)
+        return None
 
 
 async def serve_batches(
@@ -283,42 +484,66 @@ async def serve_batches(
 
     ``handle`` must have written a result for every message before returning; then
     the whole batch is acked. It answers a message it cannot process itself (one bad
-    message must not fail its batch): if it raises, every entry of the batch stays
-    pending, to be retried when reclaimed, and dead-lettered after ``max_deliveries``.
+    message must not fail its batch): if it raises, every entry of the batch is let
+    go, to be retried when reclaimed, and dead-lettered after ``max_deliveries``.
     Entries that cannot be decoded are dead-lettered and left out of the batch.
     Returns how many entries were handled.
     """
-    await consumer.ensure_group()
+    backoff = Backoff(f"{consumer.stream} ({consumer.name})")
+    await ensure_group_resiliently(consumer, backoff)
     handled = 0
-    while stop is None or not stop.is_set():
-        deliveries = await consumer.read(block=not burst)
-        if not deliveries and burst:
-            break
-        taken: list[Delivery] = []
-        messages: list[M] = []
-        for delivery in deliveries:
-            if delivery.deliveries > consumer.settings.max_deliveries:
-                await consumer.dead_letter(
-                    delivery, f"delivered {delivery.deliveries} times without success"
-                )
+    stopping = stop or asyncio.Event()
+    done = asyncio.Event()
+    keeper = asyncio.create_task(consumer.keep_claims(done))
+    try:
+        while not stopping.is_set():
+            deliveries = await read_resiliently(consumer, backoff, block=not burst)
+            if deliveries is None:
+                continue
+            if not deliveries and burst:
+                break
+            taken: list[Delivery] = []
+            messages: list[M] = []
+            for delivery in deliveries:
+                message = await _admit(consumer, model, delivery)
+                if message is not None:
+                    messages.append(message)
+                    taken.append(delivery)
+            if not messages:
                 continue
             try:
-                messages.append(message_from_fields(model, delivery.fields))
-            except ContReActEventError as exc:
-                await consumer.dead_letter(delivery, f"cannot decode: {exc}")
+                await handle(messages)
+            except Exception:
+                log.exception(
+                    "%s: handling a batch of %d failed; it will be retried",
+                    consumer.stream,
+                    len(taken),
+                )
+                for delivery in taken:
+                    consumer.release(delivery.entry_id)
                 continue
-            taken.append(delivery)
-        if not messages:
-            continue
-        try:
-            await handle(messages)
-        except Exception:
-            log.exception(
-                "%s: handling a batch of %d failed; it stays pending", consumer.stream, len(taken)
-            )
-            continue
-        for delivery in taken:
-            consumer.ack_later(delivery.entry_id)
-        handled += len(taken)
-    await consumer.flush_acks()
+            for delivery in taken:
+                consumer.ack_later(delivery.entry_id)
+            handled += len(taken)
+        with contextlib.suppress(*REDIS_DOWN):
+            await consumer.flush_acks()
+    finally:
+        done.set()
+        await keeper
     return handled
+
+
+def _fields(fields: Mapping[str, Any]) -> Any:
+    """Stream fields as redis-py's (invariant) annotation wants them."""
+    return dict(fields)
+
+
+def _b(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
+def _entry_id(value: Any) -> tuple[int, int]:
+    """A stream entry id as a comparable pair (``0-0`` for nothing)."""
+    text = _b(value).decode() if value else "0-0"
+    ms, _, seq = text.partition("-")
+    return int(ms), int(seq or 0)

@@ -24,6 +24,21 @@ def inbox_shard(run_id: str, shards: int) -> int:
     return zlib.crc32(run_id.encode()) % shards
 
 
+def shard_lease_key(shard: int) -> str:
+    """Who owns an inbox shard: ``"{replica} {fencing token}"``, with a TTL renewed by
+    the owner. The hash tag puts it in one slot with its fencing counter."""
+    return f"orchestrator:{{shard-{shard}}}:lease"
+
+
+def shard_fence_key(shard: int) -> str:
+    """The shard's fencing-token counter: every new lease takes the next number."""
+    return f"orchestrator:{{shard-{shard}}}:fence"
+
+
+ORCHESTRATOR_REPLICAS = "orchestrator:replicas"
+"""Sorted set of live orchestrator replicas, scored by when their registration lapses."""
+
+
 LLM_TASKS_STREAM = "tasks:llm"
 LLM_GROUP = "llm-workers"
 
@@ -63,6 +78,13 @@ def run_log_key(run_id: str) -> str:
 def run_meta_key(run_id: str) -> str:
     """A small hash projected from the run log (status, cycle, events) for listings."""
     return f"run:{{{run_id}}}:meta"
+
+
+def run_writer_key(run_id: str) -> str:
+    """Hash of the run's writer: ``fence`` (the highest fencing token that wrote the
+    log: a lower one is refused), ``task`` and ``digest`` (the task the log last asked
+    for: workers apply only a task that matches)."""
+    return f"run:{{{run_id}}}:writer"
 
 
 def run_digest_key(run_id: str) -> str:

@@ -7,7 +7,7 @@ import argparse
 import asyncio
 
 from contreact_bus.connection import connect
-from contreact_bus.inbox import Inbox
+from contreact_bus.inbox import Inbox, tell_run_of_dead_letter
 from contreact_bus.service import run_batch_consumer, setup_logging
 from contreact_bus.task_stream import Consumer
 from contreact_embedder.embedding_service import EmbeddingService
@@ -20,11 +20,17 @@ from contreact_events.tasks import EmbedTask
 
 async def run(settings: EmbedderSettings, service: EmbeddingService, *, burst: bool = False) -> int:
     """Serve until SIGTERM/SIGINT (or, with ``burst``, until the stream is drained)."""
-    redis = await connect(settings.redis_url)
+    redis = await connect(settings.redis_url, wait=True)
+    inbox = await Inbox.open(redis)
     consumer = Consumer(
-        redis, EMBED_TASKS_STREAM, EMBED_GROUP, settings.consumer_name, settings.consumer_settings()
+        redis,
+        EMBED_TASKS_STREAM,
+        EMBED_GROUP,
+        settings.consumer_name,
+        settings.consumer_settings(),
+        on_dead_letter=tell_run_of_dead_letter(inbox),
     )
-    handler = EmbedHandler(service, redis, await Inbox.open(redis))
+    handler = EmbedHandler(service, redis, inbox)
     try:
         return await run_batch_consumer(
             redis,

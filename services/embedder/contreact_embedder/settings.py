@@ -37,7 +37,7 @@ class EmbedderSettings(BaseSettings):
     ``batch_size`` so that a flood is padded as little as one long encode is."""
     consumer_name: str = Field(default_factory=default_consumer_name)
     block_ms: int = Field(default=1000, gt=0)
-    reclaim_idle_ms: int = Field(default=60_000, gt=0)
+    reclaim_idle_ms: int = Field(default=10_000, gt=0)
     heartbeat_s: float = Field(default=2.0, gt=0)
 
     def consumer_settings(self) -> ConsumerSettings:

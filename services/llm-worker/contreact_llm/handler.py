@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 import redis.asyncio as aioredis
 
 from contreact_bus.inbox import Inbox
+from contreact_bus.task_gate import TaskGate
 from contreact_events.tasks import InboxMessage, LLMTask, llm_failed, llm_responded, model_checked
 from contreact_llm import auto_backend
 from contreact_llm.backend import ChatReply, LLMBackend
@@ -42,13 +43,23 @@ class ModelLimits:
 
 class LLMTaskHandler:
     def __init__(
-        self, backends: Mapping[str, LLMBackend], inbox: Inbox, limits: ModelLimits
+        self,
+        backends: Mapping[str, LLMBackend],
+        inbox: Inbox,
+        limits: ModelLimits,
+        gate: TaskGate | None = None,
     ) -> None:
         self._backends = backends
         self._inbox = inbox
         self._limits = limits
+        self._gate = gate
 
     async def __call__(self, task: LLMTask) -> None:
+        if self._gate is not None:
+            refusal = await self._gate.refusal(task.run_id, task.task_id, task, task.deadline)
+            if refusal is not None:  # a cancelled run, a stale copy: no call for nothing
+                log.info("LLM task dropped: %s", refusal)
+                return
         try:
             message = await self.answer(task)
         except Exception as exc:
@@ -109,4 +120,5 @@ async def build_handler(redis: aioredis.Redis, settings: LLMWorkerSettings) -> L
         build_backends(settings),
         await Inbox.open(redis),
         ModelLimits(settings.per_model_limit),
+        TaskGate(redis),
     )

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 
 from contreact_bus.connection import connect
+from contreact_bus.inbox import Inbox, tell_run_of_dead_letter
 from contreact_bus.service import run_consumer, setup_logging
 from contreact_bus.task_stream import Consumer, ConsumerSettings
 from contreact_events.names import LLM_GROUP, LLM_TASKS_STREAM
@@ -15,7 +16,7 @@ from contreact_llm.settings import LLMWorkerSettings
 
 
 async def run(settings: LLMWorkerSettings, *, burst: bool = False) -> int:
-    redis = await connect(settings.redis_url)
+    redis = await connect(settings.redis_url, wait=True)
     handler = await build_handler(redis, settings)
     consumer = Consumer(
         redis,
@@ -23,6 +24,7 @@ async def run(settings: LLMWorkerSettings, *, burst: bool = False) -> int:
         LLM_GROUP,
         settings.consumer_name,
         ConsumerSettings(block_ms=settings.block_ms, reclaim_idle_ms=settings.reclaim_idle_ms),
+        on_dead_letter=tell_run_of_dead_letter(await Inbox.open(redis)),
     )
     try:
         return await run_consumer(

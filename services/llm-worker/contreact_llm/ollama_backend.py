@@ -92,7 +92,9 @@ class OllamaBackend:
     async def chat(self, task: LLMTask) -> ChatOutcome:
         started = time.monotonic()
         try:
-            response, attempts = await with_retries(self._retry, lambda: self._chat_once(task))
+            response, attempts = await with_retries(
+                self._retry, lambda: self._chat_once(task), task.deadline
+            )
         except CallFailed as failed:
             cause = failed.cause
             if isinstance(cause, ToolCallParseError):

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from contreact_llm.exceptions import BackendError, CallFailed
@@ -27,20 +28,26 @@ class RetryPolicy:
         return float(min(self.max_s, self.base_s * 2 ** (attempt - 1)))
 
 
-async def with_retries(policy: RetryPolicy, call: Callable[[], Awaitable[T]]) -> tuple[T, int]:
+async def with_retries(
+    policy: RetryPolicy, call: Callable[[], Awaitable[T]], deadline: datetime | None = None
+) -> tuple[T, int]:
     """``call()``'s result and the number of attempts it took.
 
-    Transient ``BackendError``s are retried up to ``policy.max_attempts``; any other
-    ``BackendError``, or the last transient one, is raised as ``CallFailed``.
+    Transient ``BackendError``s are retried up to ``policy.max_attempts``, and not past
+    the task's ``deadline`` (the run stops waiting then); any other ``BackendError``,
+    or the last transient one, is raised as ``CallFailed``.
     """
     attempt = 1
     while True:
         try:
             return await call(), attempt
         except BackendError as exc:
-            if not exc.transient or attempt >= policy.max_attempts:
-                raise CallFailed(exc, attempt) from exc
             delay = policy.delay(attempt)
+            past = deadline is not None and datetime.now(UTC).timestamp() + delay > (
+                deadline.timestamp()
+            )
+            if not exc.transient or attempt >= policy.max_attempts or past:
+                raise CallFailed(exc, attempt) from exc
             log.warning("attempt %d failed (%s); retrying in %.2fs", attempt, exc, delay)
         await asyncio.sleep(delay)
         attempt += 1

@@ -63,7 +63,9 @@ class ScriptedBackend:
     async def chat(self, task: LLMTask) -> ChatOutcome:
         started = time.monotonic()
         try:
-            message, attempts = await with_retries(self._retry, lambda: self._reply_once(task))
+            message, attempts = await with_retries(
+                self._retry, lambda: self._reply_once(task), task.deadline
+            )
         except CallFailed as failed:
             return ChatFailure(str(failed.cause), failed.cause.transient, failed.attempts)
         usage = LLMUsage(

@@ -35,7 +35,7 @@ class LLMWorkerSettings(BaseSettings):
     gguf_path: Path | None = None
     """Use this GGUF file for the embedded backend instead of the bundled Gemma 3 270M."""
     embedded_n_ctx: int = Field(default=4096, gt=0)
-    reclaim_idle_ms: int = Field(default=60_000, gt=0)
+    reclaim_idle_ms: int = Field(default=10_000, gt=0)
     block_ms: int = Field(default=1000, gt=0)
     heartbeat_s: float = Field(default=2.0, gt=0)
 

@@ -6,8 +6,9 @@ import argparse
 import asyncio
 
 from contreact_bus.connection import connect
-from contreact_bus.inbox import Inbox
+from contreact_bus.inbox import Inbox, tell_run_of_dead_letter
 from contreact_bus.service import run_consumer, setup_logging
+from contreact_bus.task_gate import TaskGate
 from contreact_bus.task_stream import Consumer
 from contreact_events.names import MEMORY_GROUP, MEMORY_TASKS_STREAM
 from contreact_events.tasks import MemoryTask
@@ -18,16 +19,18 @@ from contreact_memory.store import MemoryStore
 
 async def run(settings: MemorySettings, *, burst: bool = False) -> int:
     """Serve until SIGTERM/SIGINT (or, with ``burst``, until the stream is drained)."""
-    store, redis = MemoryStore.open(settings.database), await connect(settings.redis_url)
+    store, redis = MemoryStore.open(settings.database), await connect(settings.redis_url, wait=True)
+    inbox = await Inbox.open(redis)
     consumer = Consumer(
         redis,
         MEMORY_TASKS_STREAM,
         MEMORY_GROUP,
         settings.consumer_name,
         settings.consumer_settings(),
+        on_dead_letter=tell_run_of_dead_letter(inbox),
     )
     try:
-        handler = MemoryHandler(store, await Inbox.open(redis))
+        handler = MemoryHandler(store, inbox, TaskGate(redis))
         return await run_consumer(
             redis,
             consumer,

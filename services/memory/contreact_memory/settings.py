@@ -34,7 +34,7 @@ class MemorySettings(BaseSettings):
     """The SQLite file; default ``{data_dir}/memory.db``."""
     consumer_name: str = Field(default_factory=default_consumer_name)
     block_ms: int = Field(default=1000, ge=1)
-    reclaim_idle_ms: int = Field(default=60_000, ge=1)
+    reclaim_idle_ms: int = Field(default=10_000, ge=1)
     heartbeat_s: float = Field(default=2.0, gt=0)
 
     @property

@@ -1,46 +1,56 @@
-"""Entry point: ``contreact-orchestrator [--burst]``."""
+"""Entry point: ``contreact-orchestrator [--burst]``: one replica of the orchestrator."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 from importlib.metadata import version
 
+import redis.asyncio as aioredis
+
 from contreact_bus.connection import connect
+from contreact_bus.inbox import Inbox
 from contreact_bus.service import serving, setup_logging
-from contreact_bus.task_stream import Consumer, ConsumerSettings, serve
-from contreact_events.names import INBOX_GROUP, INBOX_SHARDS_KEY, inbox_stream
-from contreact_events.tasks import InboxMessage
+from contreact_events.names import INBOX_SHARDS_KEY
+from contreact_orchestrator.exceptions import ShardCountMismatch
+from contreact_orchestrator.leases import replica_name
 from contreact_orchestrator.orchestrator import Orchestrator
+from contreact_orchestrator.replica import Replica
 from contreact_orchestrator.settings import OrchestratorSettings
 
+log = logging.getLogger(__name__)
 
-async def run(settings: OrchestratorSettings, *, burst: bool = False) -> int:
-    redis = await connect(settings.redis_url)
-    await redis.set(INBOX_SHARDS_KEY, settings.shards, nx=True)
-    shards = int(await redis.get(INBOX_SHARDS_KEY) or settings.shards)
-    consumer_settings = ConsumerSettings(
-        block_ms=settings.block_ms,
-        batch_size=settings.batch_size,
-        reclaim_idle_ms=settings.reclaim_idle_ms,
-    )
-    consumers = [
-        Consumer(redis, inbox_stream(i), INBOX_GROUP, settings.consumer_name, consumer_settings)
-        for i in range(shards)
-    ]
-    orchestrator = Orchestrator(redis, settings.archive_dir, version("contreact-orchestrator"))
-    for consumer in consumers:
-        await consumer.ensure_group()
-    await orchestrator.recover()
+
+async def deployment_shards(redis: aioredis.Redis, configured: int) -> int:
+    """The deployment's inbox shard count: recorded by its first orchestrator, then fixed."""
+    await redis.set(INBOX_SHARDS_KEY, configured, nx=True)
+    recorded = int(await redis.get(INBOX_SHARDS_KEY) or configured)
+    if recorded != configured:
+        raise ShardCountMismatch(
+            f"this Redis holds a deployment with {recorded} inbox shards, but "
+            f"CONTREACT_ORCH_SHARDS is {configured}: set it to {recorded} (the shard count "
+            "is fixed once a deployment has started)"
+        )
+    return recorded
+
+
+async def run(settings: OrchestratorSettings, *, burst: bool = False) -> None:
+    redis = await connect(settings.redis_url, wait=True)
     try:
-        async with serving(redis, "orchestrator", consumers[0], settings.heartbeat_s) as stop:
-            counts = await asyncio.gather(
-                *(
-                    serve(consumer, InboxMessage, orchestrator.handle, burst=burst, stop=stop)
-                    for consumer in consumers
-                )
-            )
-            return sum(counts)
+        inbox = Inbox(redis, await deployment_shards(redis, settings.shards))
+        orchestrator = Orchestrator(
+            redis,
+            settings.archive_dir,
+            version("contreact-orchestrator"),
+            inbox,
+            log_retention_s=settings.log_retention_s,
+        )
+        replica = Replica(
+            redis, orchestrator, settings.replica_name or replica_name(), settings.replica()
+        )
+        async with serving(redis, "orchestrator", replica.name, settings.heartbeat_s) as stop:
+            await replica.run(stop, burst=burst)
     finally:
         await redis.aclose()
 
@@ -51,4 +61,7 @@ def main() -> None:
     args = parser.parse_args()
     settings = OrchestratorSettings()
     setup_logging(settings.log_level)
-    asyncio.run(run(settings, burst=args.burst))
+    try:
+        asyncio.run(run(settings, burst=args.burst))
+    except ShardCountMismatch as exc:
+        raise SystemExit(f"contreact-orchestrator: {exc}") from None

@@ -1,10 +1,13 @@
-"""The orchestrator's shell around the pure core: read inbox → fold → decide →
-append to the run log → enqueue tasks → ack (the ack is ``serve``'s, after return).
+"""The orchestrator's shell around the pure core: read inbox → fold → decide → append
+to the run log → enqueue tasks → ack (the ack is ``serve``'s, after return).
 
-The run log is the outbox: events are appended first (one MULTI/EXEC on the run's
-own key), tasks sent after. If the process dies in between, ``recover`` folds every
-unfinished run and sends its pending tasks again; workers treat repeats as the same
-task.
+It acts only for runs of the inbox shards it holds a lease on, and every append
+carries the lease's fencing token and the log length it expects: a write that Redis
+refuses (a newer owner, or a log that moved) or whose outcome is unknown drops the
+held state, which is refolded from the log. The run log is the outbox: events are
+appended first, tasks sent after; a new owner of a shard sends again the pending
+tasks that are nowhere to be found. One run that cannot be read or decided is
+quarantined with its reason; the others go on.
 """
 
 from __future__ import annotations
@@ -16,39 +19,87 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 import redis.asyncio as aioredis
 
-from contreact_bus.archive import write_archive
-from contreact_bus.run_log import RunLog
-from contreact_bus.runs import active_run_ids, meta_fields, queue_meta, register_run
+from contreact_bus.archive import read_archive, write_archive
+from contreact_bus.backoff import REDIS_DOWN, Backoff
+from contreact_bus.exceptions import FencedOut, LogMoved
+from contreact_bus.inbox import Inbox
+from contreact_bus.replies import entries
+from contreact_bus.run_log import PendingTask, RunLog, append_result
+from contreact_bus.runs import active_run_ids, meta_fields, register_run
 from contreact_bus.task_stream import TaskStream
 from contreact_events.catalog import Event
+from contreact_events.codec import message_to_fields
 from contreact_events.decide import Decision, Task, decide
+from contreact_events.exceptions import ContReActEventError
 from contreact_events.fold import fold_all
 from contreact_events.names import (
     ACTIVE_RUNS,
+    DEAD_LETTER_STREAM,
     EMBED_TASKS_STREAM,
     LLM_TASKS_STREAM,
     MEMORY_TASKS_STREAM,
+    inbox_shard,
+    inbox_stream,
     run_digest_key,
+    run_log_key,
+    run_meta_key,
+    run_writer_key,
 )
-from contreact_events.prompt import pending_tasks
+from contreact_events.prompt import pending_tasks, waiting_deadline
 from contreact_events.protocol import paper_system_prompt
 from contreact_events.state import AgentState
-from contreact_events.tasks import DIGEST_REQUEST, EmbedTask, InboxMessage, LLMTask
+from contreact_events.task_events import TaskFailed
+from contreact_events.tasks import (
+    DIGEST_REQUEST,
+    EmbedTask,
+    InboxMessage,
+    LLMTask,
+    task_digest,
+    task_failed,
+)
+from contreact_orchestrator.exceptions import LeaseLost
+from contreact_orchestrator.leases import Lease
 
 log = logging.getLogger(__name__)
 
 DIGEST_TTL_S = 300
+QUARANTINED = "quarantined"
+"""Listing status of a run the orchestrator cannot read or decide (reason beside it)."""
+REFIRE_S = 60.0
+"""An expiry reported but not yet acted on is reported again after this long."""
+RESULT_KINDS = frozenset(
+    {
+        "ModelChecked",
+        "LLMResponded",
+        "LLMFailed",
+        "ToolCallCompleted",
+        "ReflectionEmbedded",
+        "EmbeddingFailed",
+        "ParagraphsChecked",
+    }
+)
 
 
 class Orchestrator:
-    """Drives every run at once. It is the only writer of run logs."""
+    """Drives every run of the shards it holds; the only writer of their logs."""
 
-    def __init__(self, redis: aioredis.Redis, archive_dir: Path, version: str) -> None:
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        archive_dir: Path,
+        version: str,
+        inbox: Inbox,
+        *,
+        log_retention_s: float = 3600.0,
+    ) -> None:
         self._redis = redis
         self._archive_dir = archive_dir
         self._version = version
+        self._inbox = inbox
+        self._retention_s = log_retention_s
         self._log = RunLog(redis)
         self._llm = TaskStream(redis, LLM_TASKS_STREAM)
         self._memory = TaskStream(redis, MEMORY_TASKS_STREAM)
@@ -56,70 +107,264 @@ class Orchestrator:
         self._states: dict[str, AgentState] = {}
         self._meta: dict[str, dict[str, str]] = {}
         """The meta hash last written per run: written again only when it changes."""
+        self._leases: dict[int, Lease] = {}
+        self.quarantined: dict[str, str] = {}
+        self._unsure: set[str] = set()
+        """Runs whose last write's outcome is unknown: resend their tasks once refolded."""
+        self._expired: dict[tuple[str, str, int], datetime] = {}
 
-    async def recover(self) -> int:
-        """Rebuild every unfinished run from its log and send its pending tasks again."""
-        resent = 0
+    @property
+    def shards(self) -> int:
+        return self._inbox.shards
+
+    @property
+    def inbox(self) -> Inbox:
+        return self._inbox
+
+    def shard_of(self, run_id: str) -> int:
+        return inbox_shard(run_id, self.shards)
+
+    def owns(self, shard: int) -> bool:
+        lease = self._leases.get(shard)
+        return lease is not None and lease.valid()
+
+    def held_runs(self) -> list[str]:
+        return sorted(self._states)
+
+    # -- shards ------------------------------------------------------------------
+
+    async def take_shard(self, lease: Lease) -> int:
+        """Become the writer of the shard's runs: fold each active one (quarantining
+        what cannot be read), raise its fence to the lease's token, and send its
+        pending task again where it is neither queued nor answered. Returns how many
+        tasks were sent."""
+        self._leases[lease.shard] = lease
+        states: list[AgentState] = []
         for run_id in await active_run_ids(self._redis):
+            if self.shard_of(run_id) != lease.shard:
+                continue
+            state = await self._recover_run(run_id)
+            if state is not None:
+                states.append(state)
+        for state in states:
+            claimed = await self._log.claim(state.run_id, lease.token, _pending_of(state))
+            if not claimed:
+                self.drop_shard(lease.shard)
+                raise FencedOut(f"run {state.run_id} is written by a newer owner of its shard")
+            self._states[state.run_id] = state
+        sent = await self._resend_missing(states, lease.shard)
+        log.info(
+            "shard %d (token %d): %d active run(s), %d task(s) sent again",
+            lease.shard,
+            lease.token,
+            len(states),
+            sent,
+        )
+        return sent
+
+    def drop_shard(self, shard: int) -> None:
+        """Forget the shard's runs (another replica owns them now)."""
+        self._leases.pop(shard, None)
+        for run_id in [r for r in self._states if self.shard_of(r) == shard]:
+            self._forget(run_id)
+
+    async def _recover_run(self, run_id: str) -> AgentState | None:
+        try:
             events = await self._log.events(run_id)
-            if not events:
-                await self._redis.srem(ACTIVE_RUNS, run_id)
-                continue
-            state = fold_all(events)
-            if state.terminal:
-                await self._finish(state)
-                continue
-            self._states[run_id] = state
-            tasks = pending_tasks(state)
-            await self._write(state, (), tasks)
-            resent += len(tasks)
-        log.info("recovered %d active run(s), re-sent %d task(s)", len(self._states), resent)
-        return resent
+            state = fold_all(events) if events else None
+        except REDIS_DOWN:
+            raise
+        except Exception as exc:
+            await self._quarantine(run_id, f"its log cannot be read: {exc}")
+            return None
+        if state is None:
+            await self._redis.srem(ACTIVE_RUNS, run_id)
+            return None
+        if state.terminal:
+            await self._finish(state)
+            return None
+        self.quarantined.pop(run_id, None)
+        return state
+
+    async def _resend_missing(self, states: Sequence[AgentState], shard: int) -> int:
+        """The outbox rule: a task whose events are logged but that is in no task
+        stream and has no answer waiting in the inbox is sent again."""
+        wanted = [task for state in states for task in pending_tasks(state)]
+        if not wanted:
+            return 0
+        present = await _queued_tasks(self._redis, [s.stream for s in self._streams()])
+        answered = await _answered_tasks(self._redis, inbox_stream(shard))
+        missing = [
+            task
+            for task in wanted
+            if (task.task_id, task.send) not in present and task.task_id not in answered
+        ]
+        await self._send(missing)
+        return len(missing)
+
+    # -- inputs ------------------------------------------------------------------
 
     async def handle(self, message: InboxMessage) -> None:
+        """Decide one inbox message for a run of a held shard and write the outcome.
+        Redis going away mid-write is waited out and the message decided again."""
+        shard = self.shard_of(message.run_id)
+        backoff = Backoff(f"orchestrator shard {shard}")
+        while True:
+            if not self.owns(shard):
+                raise LeaseLost(f"shard {shard} is not held (run {message.run_id})")
+            try:
+                await self._handle(message, self._leases[shard])
+                return
+            except LogMoved as exc:
+                log.warning("run %s: %s; refolding", message.run_id, exc)
+                self._forget(message.run_id)
+            except FencedOut as exc:
+                log.error("shard %d: %s; giving it up", shard, exc)
+                self.drop_shard(shard)
+                raise LeaseLost(str(exc)) from None
+            except REDIS_DOWN as exc:
+                # The write may or may not have happened: refold, and send the run's
+                # pending task again once the log tells what it is.
+                self._forget(message.run_id)
+                self._unsure.add(message.run_id)
+                await backoff.wait(exc)
+
+    async def _handle(self, message: InboxMessage, lease: Lease) -> None:
+        run_id = message.run_id
         if message.kind == DIGEST_REQUEST:
-            await self._answer_digest(message.run_id)
+            await self._answer_digest(run_id)
             return
-        state = await self._state(message.run_id)
+        state = await self._state(run_id)
+        if state is None:
+            log.warning("run %s is quarantined: %s ignored", run_id, message.kind)
+            return
+        if run_id in self._unsure:
+            await self._send(pending_tasks(state))
+            self._unsure.discard(run_id)
         if message.kind == "RunRequested":
             message = self._complete_request(message)
-        event = message.to_event(datetime.now(UTC))
-        decision = decide(state, event)
-        if decision.ignored is not None:
-            log.info("run %s: ignored %s: %s", message.run_id, message.kind, decision.ignored)
+        decision = await self._decide(state, message)
+        if decision is None:
             return
-        await self._commit(state, decision)
+        if decision.ignored is not None:
+            log.info("run %s: ignored %s: %s", run_id, message.kind, decision.ignored)
+            return
+        await self._commit(state, decision, lease.token)
 
-    async def _commit(self, before: AgentState, decision: Decision) -> None:
+    async def _decide(self, state: AgentState, message: InboxMessage) -> Decision | None:
+        """``decide``. A result of the pending task that the core cannot accept (a
+        corrupt payload, a vector of the wrong size) becomes the task's failure, and
+        the message is kept in the dead letters; any other input the core cannot
+        decide quarantines the run. An input that is not an event at all raises
+        ``CorruptEvent`` (dead-lettered by ``serve``)."""
+        now = datetime.now(UTC)
+        pending = state.pending_task_id
+        ours = message.kind in RESULT_KINDS and pending and message.causation_id == pending
+        try:
+            event = message.to_event(now)
+        except ContReActEventError as exc:
+            if not ours:
+                raise
+            return await self._reject(state, message, now, f"{type(exc).__name__}: {exc}")
+        try:
+            return decide(state, event)
+        except Exception as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        if ours:
+            return await self._reject(state, message, now, problem)
+        await self._quarantine(state.run_id, f"{message.kind} could not be decided ({problem})")
+        return None
+
+    async def _reject(
+        self, state: AgentState, message: InboxMessage, now: datetime, problem: str
+    ) -> Decision | None:
+        task_id = state.pending_task_id or ""
+        reason = f"its {message.kind} could not be accepted ({problem})"
+        failure = TaskFailed(
+            event_id=message.msg_id,
+            run_id=state.run_id,
+            ts=now,
+            causation_id=task_id,
+            correlation_id=state.run_id,
+            task_id=task_id,
+            cause="rejected",
+            reason=reason[:2000],
+        )
+        log.error("run %s: %s", state.run_id, reason)
+        record: dict[Any, Any] = {
+            "stream": "orchestrator",
+            "reason": f"rejected: {reason[:2000]}",
+            **{f"field:{k}": v for k, v in message_to_fields(message).items()},
+        }
+        await self._redis.xadd(DEAD_LETTER_STREAM, record, maxlen=10_000, approximate=True)
+        try:
+            return decide(state, failure)
+        except Exception as exc:
+            await self._quarantine(state.run_id, f"TaskFailed could not be decided ({exc})")
+            return None
+
+    async def _commit(self, before: AgentState, decision: Decision, fence: int) -> None:
         state = decision.state
         if before.phase == "new":
             experiment = state.config.experiment if state.config else None
             await register_run(self._redis, state.run_id, experiment)
-        await self._write(state, decision.events, decision.tasks)
+        await self._write(before, state, decision.events, decision.tasks, fence)
         self._states[state.run_id] = state
         if state.terminal:
             await self._finish(state)
 
     async def _write(
-        self, state: AgentState, events: Sequence[Event], tasks: Sequence[Task]
+        self,
+        before: AgentState,
+        state: AgentState,
+        events: Sequence[Event],
+        tasks: Sequence[Task],
+        fence: int,
     ) -> None:
-        """One round trip: the events appended atomically first (the log is the
-        outbox), then the tasks they call for, then the listing projection if it
-        changed. Redis runs them in that order; a failure raises after the fact and
-        the held state is not advanced, so the input is retried."""
+        """One round trip: the checked append (events, the task they call for, the
+        listing hash if it changed), then the tasks, then the active-set update. If
+        the append is refused, the tasks queued after it still go out; workers check
+        them against the recorded task and drop them."""
         meta = meta_fields(state)
-        meta_changed = meta != self._meta.get(state.run_id)
-        if not events and not tasks and not meta_changed:
-            return
+        changed = meta != self._meta.get(state.run_id)
+        if tasks:
+            pending: PendingTask | None = PendingTask(tasks[0].task_id, task_digest(tasks[0]))
+        elif state.pending_task_id is None:
+            pending = PendingTask("", "")
+        else:
+            pending = None
         async with self._redis.pipeline(transaction=False) as pipe:
-            if events:
-                self._log.queue_append(pipe, state.run_id, events)
+            RunLog.queue_append(
+                pipe,
+                state.run_id,
+                events,
+                fence=fence,
+                expected=before.seq,
+                pending=pending,
+                meta=meta if changed else None,
+            )
             for task in tasks:
                 self._stream_for(task).queue(pipe, task)
-            if meta_changed:
-                queue_meta(pipe, state, meta)
-            await pipe.execute()
+            if state.terminal:
+                pipe.srem(ACTIVE_RUNS, state.run_id)
+            results = await pipe.execute(raise_on_error=False)
+        append_result(results[0])
         self._meta[state.run_id] = meta
+        failed = [r for r in results[1:] if isinstance(r, BaseException)]
+        if failed:
+            log.error("run %s: logged, but sending its task failed (%s)", state.run_id, failed[0])
+            self._unsure.add(state.run_id)
+
+    async def _send(self, tasks: Sequence[Task]) -> None:
+        if not tasks:
+            return
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for task in tasks:
+                self._stream_for(task).queue(pipe, task)
+            await pipe.execute()
+
+    def _streams(self) -> list[TaskStream]:
+        return [self._llm, self._memory, self._embed]
 
     def _stream_for(self, task: Task) -> TaskStream:
         if isinstance(task, LLMTask):
@@ -128,28 +373,93 @@ class Orchestrator:
             return self._embed
         return self._memory
 
+    # -- deadlines ---------------------------------------------------------------
+
+    async def expire_overdue(self, now: datetime | None = None) -> int:
+        """Report every held run's wait that passed its deadline as ``TaskFailed``
+        (through the run's inbox shard, in order with its other inputs). Returns how
+        many were reported."""
+        now = now or datetime.now(UTC)
+        reported = 0
+        live: set[tuple[str, str, int]] = set()
+        for run_id, state in list(self._states.items()):
+            waits = waiting_deadline(state)
+            if waits is None or not self.owns(self.shard_of(run_id)):
+                continue
+            task_id, deadline = waits
+            key = (run_id, task_id, state.task_sends)
+            live.add(key)
+            last = self._expired.get(key)
+            if now < deadline or (last is not None and (now - last).total_seconds() < REFIRE_S):
+                continue
+            self._expired[key] = now
+            waited = (now - (state.pending_since or now)).total_seconds()
+            send = state.task_sends if state.pending_task_id is not None else None
+            reason = f"no answer within its deadline ({waited:.0f} s since it was sent)"
+            await self._inbox.send(task_failed(run_id, task_id, "expired", reason, send=send))
+            reported += 1
+        for key in set(self._expired) - live:
+            del self._expired[key]
+        return reported
+
+    # -- state -------------------------------------------------------------------
+
+    async def _state(self, run_id: str) -> AgentState | None:
+        """The held state, else folded from the log (or, for a finished run whose log
+        left Redis, its archive). None for a quarantined run."""
+        state = self._states.get(run_id)
+        if state is not None:
+            return state
+        if run_id in self.quarantined:
+            return None
+        try:
+            events = await self._log.events(run_id)
+            if not events:
+                archived = await asyncio.to_thread(read_archive, self._archive_dir, run_id)
+                return fold_all(archived) if archived else AgentState(run_id=run_id)
+            state = fold_all(events)
+        except REDIS_DOWN:
+            raise
+        except Exception as exc:
+            await self._quarantine(run_id, f"its log cannot be read: {exc}")
+            return None
+        if not state.terminal:
+            self._states[run_id] = state
+        return state
+
+    def _forget(self, run_id: str) -> None:
+        self._states.pop(run_id, None)
+        self._meta.pop(run_id, None)
+
+    async def _quarantine(self, run_id: str, reason: str) -> None:
+        """Set one run aside with its reason (in its listing hash); the others go on."""
+        log.error("run %s quarantined: %s", run_id, reason)
+        self._forget(run_id)
+        self.quarantined[run_id] = reason
+        await self._redis.hset(
+            run_meta_key(run_id),
+            mapping={"run_id": run_id, "status": QUARANTINED, "failure_reason": reason[:2000]},
+        )
+
     async def _finish(self, state: AgentState) -> None:
-        """Archive the finished run's log to disk and record the final state digest."""
+        """Archive the finished run's log to disk, record the final state digest, and
+        let its Redis keys expire after the retention (reads use the archive then)."""
         events = await self._log.events(state.run_id)
         path = await asyncio.to_thread(write_archive, self._archive_dir, state.run_id, events)
-        meta = {**meta_fields(state), "digest": state.digest(), "archive": str(path)}
+        meta: dict[Any, Any] = {
+            **meta_fields(state),
+            "digest": state.digest(),
+            "archive": str(path),
+        }
+        retention = max(1, int(self._retention_s))
         async with self._redis.pipeline(transaction=False) as pipe:
-            queue_meta(pipe, state, meta)
+            pipe.hset(run_meta_key(state.run_id), mapping=meta)
+            pipe.srem(ACTIVE_RUNS, state.run_id)
+            for key in (run_log_key, run_writer_key, run_digest_key):
+                pipe.expire(key(state.run_id), retention)
             await pipe.execute()
-        self._states.pop(state.run_id, None)
-        self._meta.pop(state.run_id, None)
+        self._forget(state.run_id)
         log.info("run %s %s; archived to %s", state.run_id, state.status, path)
-
-    async def _state(self, run_id: str) -> AgentState:
-        state = self._states.get(run_id)
-        if state is None:
-            events = await self._log.events(run_id)
-            if not events:  # not held: a stray message must not leave a state behind
-                return AgentState(run_id=run_id)
-            state = fold_all(events)
-            if not state.terminal:
-                self._states[run_id] = state
-        return state
 
     def _complete_request(self, message: InboxMessage) -> InboxMessage:
         """Stamp the code version; use the paper's prompt when none was given."""
@@ -163,6 +473,8 @@ class Orchestrator:
         held = self._states.get(run_id)
         source = "memory" if held is not None else "log"
         state = held or await self._state(run_id)
+        if state is None:
+            return
         key = run_digest_key(run_id)
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.hset(
@@ -170,3 +482,44 @@ class Orchestrator:
             )
             pipe.expire(key, DIGEST_TTL_S)
             await pipe.execute()
+
+
+def _pending_of(state: AgentState) -> PendingTask | None:
+    tasks = pending_tasks(state)
+    return PendingTask(tasks[0].task_id, task_digest(tasks[0])) if tasks else None
+
+
+async def _queued_tasks(redis: aioredis.Redis, streams: Sequence[str]) -> set[tuple[str, int]]:
+    """(task id, send) of every task entry still in these streams (queued, in work, or
+    acked but not yet trimmed: in each case it is not lost)."""
+    present: set[tuple[str, int]] = set()
+    for stream in streams:
+        start: bytes | str = "-"
+        while True:
+            page = entries(await redis.xrange(stream, min=start, max="+", count=500))
+            for _entry_id, fields in page:
+                data = _json(fields.get(b"msg"))
+                if isinstance(data.get("task_id"), str):
+                    present.add((data["task_id"], int(data.get("send") or 1)))
+            if len(page) < 500:
+                break
+            start = b"(" + page[-1][0]
+    return present
+
+
+async def _answered_tasks(redis: aioredis.Redis, stream: str) -> set[str]:
+    """Task ids answered by a message still in an inbox shard."""
+    answered: set[str] = set()
+    for _entry_id, fields in entries(await redis.xrange(stream)):
+        cause = _json(fields.get(b"msg")).get("causation_id")
+        if isinstance(cause, str):
+            answered.add(cause)
+    return answered
+
+
+def _json(raw: bytes | None) -> dict[str, Any]:
+    try:
+        data = orjson.loads(raw or b"{}")
+    except orjson.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}

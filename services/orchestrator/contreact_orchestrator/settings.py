@@ -8,7 +8,9 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
+from contreact_bus.task_stream import ConsumerSettings
 from contreact_events.names import DEFAULT_INBOX_SHARDS
+from contreact_orchestrator.replica import ReplicaSettings
 
 
 class OrchestratorSettings(BaseSettings):
@@ -22,17 +24,34 @@ class OrchestratorSettings(BaseSettings):
         default=Path("data"),
         validation_alias=AliasChoices("CONTREACT_ORCH_DATA_DIR", "CONTREACT_DATA_DIR"),
     )
-    consumer_name: str = "orchestrator"
-    """Stable on purpose: one orchestrator owns the inbox, and after a restart it takes
-    its own unacked entries back at once instead of waiting ``reclaim_idle_ms``."""
     shards: int = Field(default=DEFAULT_INBOX_SHARDS, gt=0, le=1024)
-    """Inbox shards of the deployment: set once (the first orchestrator records it)."""
+    """Inbox shards of the deployment: fixed once (the first orchestrator records it)."""
+    replica_name: str | None = None
+    """Default: host and process id (so a supervisor can release a dead child's leases)."""
+    lease_ttl_s: float = Field(default=10.0, gt=0)
+    """A dead replica's shards move to another within this time."""
+    renew_every_s: float = Field(default=2.0, gt=0)
+    log_retention_s: float = Field(default=3600.0, ge=0)
+    """How long a finished (archived) run's log stays in Redis; reads use the archive after."""
     block_ms: int = 1000
     batch_size: int = 64
-    reclaim_idle_ms: int = 30_000
+    reclaim_idle_ms: int = 5_000
     heartbeat_s: float = 2.0
     log_level: str = "INFO"
 
     @property
     def archive_dir(self) -> Path:
         return self.data_dir / "runs"
+
+    def replica(self) -> ReplicaSettings:
+        return ReplicaSettings(
+            lease_ttl_s=self.lease_ttl_s,
+            renew_every_s=min(self.renew_every_s, self.lease_ttl_s / 3),
+            orphan_after_s=2 * self.renew_every_s,
+            consumer=ConsumerSettings(
+                block_ms=self.block_ms,
+                batch_size=self.batch_size,
+                reclaim_idle_ms=self.reclaim_idle_ms,
+                reclaim_every_s=1.0,
+            ),
+        )

@@ -1,0 +1,42 @@
+"""For tests that play one side of the bus: an orchestrator that owns the inbox shard
+(through a real lease), and the record a worker's task gate checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import redis.asyncio as aioredis
+from pydantic import BaseModel
+
+from contreact_bus.inbox import Inbox
+from contreact_events.names import run_writer_key
+from contreact_events.tasks import task_digest
+from contreact_orchestrator.leases import ShardLeases
+from contreact_orchestrator.orchestrator import Orchestrator
+
+
+async def ask_for(redis: aioredis.Redis, run_id: str, task: BaseModel) -> None:
+    """Record ``task`` as the one its run waits on, as the orchestrator's append does
+    (for tests where the test plays the orchestrator and a worker checks the task)."""
+    task_id = str(getattr(task, "task_id"))  # noqa: B009 (tasks of every kind have one)
+    await redis.hset(run_writer_key(run_id), mapping={"task": task_id, "digest": task_digest(task)})
+
+
+async def owning_orchestrator(
+    redis: aioredis.Redis,
+    archive_dir: Path,
+    *,
+    version: str = "1",
+    owner: str = "orchestrator-under-test",
+    ttl_s: float = 600.0,
+    log_retention_s: float = 3600.0,
+) -> Orchestrator:
+    """An orchestrator on a one-shard deployment that took the shard's lease (and so
+    recovered its runs), as a replica does at start."""
+    orchestrator = Orchestrator(
+        redis, archive_dir, version, Inbox(redis, 1), log_retention_s=log_retention_s
+    )
+    lease = await ShardLeases(redis, owner, ttl_s).acquire(0)
+    assert lease is not None, "the shard's lease is held by another owner"
+    await orchestrator.take_shard(lease)
+    return orchestrator
