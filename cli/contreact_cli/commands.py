@@ -78,28 +78,56 @@ async def wait_for_services(
         await asyncio.sleep(0.2)
 
 
-async def wait_until_up(settings: CLISettings, wait_s: float) -> None:
-    """After `up`: wait for every service's heartbeat; a process that died on the way
-    is named with the end of its log instead of waiting for nothing."""
-    from contreact_cli.processes import processes
+async def wait_until_up(settings: CLISettings, wait_s: float) -> list[str]:
+    """After `up`: ready once the supervisor runs and every process it started is
+    alive now and has beaten since it started (Redis: answers). A process that keeps
+    dying is named with its last words instead of waiting for nothing. Returns a line
+    per process."""
+    from contreact_bus.runs import service_heartbeats
+    from contreact_cli.processes import SUPERVISOR, processes, supervisor_pid
 
-    async with redis_client(settings) as redis:
-        deadline = time.monotonic() + wait_s
+    deadline = time.monotonic() + wait_s
+    redis: aioredis.Redis | None = None
+    waiting_for = "the supervisor"
+    try:
         while True:
-            dead = [p for p in processes(settings) if not p.alive]
-            if dead:
-                tail = dead[0].log.read_text(errors="replace").strip().splitlines()[-1:]
+            if supervisor_pid(settings) is None:
                 raise ServicesNotRunning(
-                    f"{dead[0].name} exited at start ({' '.join(tail) or 'no output'}); "
-                    f"its log: {dead[0].log}"
+                    "the supervisor is not running: see "
+                    f"{settings.data_dir / 'logs' / 'supervisor.log'}"
                 )
-            try:
-                await wait_for_services(redis, settings, 0.0, required_services(None))
-                return
-            except ServicesNotRunning:
-                if time.monotonic() > deadline:
-                    raise
+            infos = [p for p in processes(settings) if p.name != SUPERVISOR]
+            if redis is None and infos:
+                redis = await optional_redis(settings)
+            beats = await service_heartbeats(redis) if redis is not None else []
+            ready, lines = [], []
+            for info in infos:
+                if info.kind == "redis":
+                    ok = info.alive and redis is not None
+                else:
+                    ok = info.alive and any(
+                        hb.pid == info.pid and hb.ts >= (info.started_at or 0) - 1 for hb in beats
+                    )
+                ready.append(ok)
+                lines.append(f"{info.name}: running (pid {info.pid}, log {info.log})")
+                if not ok and info.restarts >= 2:
+                    raise ServicesNotRunning(
+                        f"{info.name} keeps exiting at start ({info.last_exit}: "
+                        f"{info.last_error or 'no output'}); its log: {info.log} "
+                        "(`contreact down` stops trying)"
+                    )
+            if infos and all(ready):
+                return lines
+            waiting_for = ", ".join(i.name for i, ok in zip(infos, ready, strict=True) if not ok)
+            if time.monotonic() > deadline:
+                raise ServicesNotRunning(
+                    f"not ready within {wait_s:.0f} s: {waiting_for or 'the supervisor'} "
+                    f"(see `contreact status` and {settings.data_dir / 'logs'})"
+                )
             await asyncio.sleep(0.25)
+    finally:
+        if redis is not None:
+            await redis.aclose()
 
 
 async def submit_run(

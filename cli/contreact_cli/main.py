@@ -34,11 +34,15 @@ def _json(data: Any) -> None:
 
 def cmd_up(args: argparse.Namespace, settings: CLISettings) -> int:
     for line in processes.up(
-        settings, llm_workers=args.llm_workers, memory_workers=args.memory_workers
+        settings,
+        llm_workers=args.llm_workers,
+        memory_workers=args.memory_workers,
+        orchestrators=args.orchestrators,
     ):
         out(line)
-    asyncio.run(commands.wait_until_up(settings, args.wait))
-    out("ready: every service answers")
+    for line in asyncio.run(commands.wait_until_up(settings, args.wait)):
+        out(line)
+    out("ready: every service answers; the supervisor restarts any that dies")
     return 0
 
 
@@ -55,7 +59,18 @@ def cmd_status(args: argparse.Namespace, settings: CLISettings) -> int:
     except (BusError, OSError):
         beats = {}
     now = time.time()
-    rows = [{"process": i.name, "pid": i.pid, "alive": i.alive, "log": str(i.log)} for i in infos]
+    rows = [
+        {
+            "process": i.name,
+            "pid": i.pid,
+            "alive": i.alive,
+            "restarts": i.restarts,
+            "last_exit": i.last_exit,
+            "last_error": i.last_error,
+            "log": str(i.log),
+        }
+        for i in infos
+    ]
     services = [
         {
             "service": name,
@@ -69,10 +84,14 @@ def cmd_status(args: argparse.Namespace, settings: CLISettings) -> int:
         return 0
     out(f"redis: {settings.resolved_redis_url()}")
     for row in rows:
+        restarts = f"{row['restarts']} restart(s)" if row["restarts"] else ""
         out(
             f"  {row['process']:<14} pid {row['pid']!s:<8} "
-            f"{'running' if row['alive'] else 'NOT running':<12} log {row['log']}"
+            f"{'running' if row['alive'] else 'NOT running':<12} {restarts:<14} log {row['log']}"
         )
+        if row["restarts"] and row["last_error"]:
+            last = safe(str(row["last_error"]), 160, one_line=True)
+            out(f"  {'':<14} last death: {row['last_exit']}: {last}")
     for svc in services:
         state = "alive" if svc["fresh"] else "silent"
         out(f"  {svc['service']:<40} {state} (heartbeat {svc['last_heartbeat_s_ago']}s ago)")
@@ -261,6 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("up", cmd_up, "start a local Redis (unless REDIS_URL is set) and every service")
     p.add_argument("--llm-workers", type=int, default=1)
     p.add_argument("--memory-workers", type=int, default=1)
+    p.add_argument(
+        "--orchestrators", type=int, default=1, help="orchestrator replicas (they share shards)"
+    )
     p.add_argument(
         "--wait",
         type=float,

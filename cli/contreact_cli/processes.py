@@ -1,8 +1,13 @@
-"""`contreact up` / `down` / `status`: a local Redis (when none is configured) and every
-service as its own process, with pid files in ``DATA/pids`` and logs in ``DATA/logs``."""
+"""`contreact up` / `down` / `status`: a supervisor process that starts a local Redis
+(when none is configured) and every service, restarts whatever dies, and says what it
+sees in ``DATA/supervisor.json``. Its pid file records the process's start time and
+command line, so a stale pid file (after a reboot) never makes `up` skip starting or
+`down` signal an unrelated process."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -10,11 +15,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from contreact_bus.exceptions import RedisUnavailable
-from contreact_bus.local_redis import answers, redis_server_argv, wait_until_answers
+from contreact_bus.local_redis import answers, redis_server_argv
 from contreact_cli.exceptions import CLIError
 from contreact_cli.settings import CLISettings
+from contreact_cli.supervisor import ChildPlan, Plan
 
 SERVICE_MODULES = {
     "orchestrator": "contreact_orchestrator",
@@ -23,6 +29,8 @@ SERVICE_MODULES = {
     "embedder": "contreact_embedder",
 }
 REDIS_PROCESS = "redis"
+SUPERVISOR = "supervisor"
+SUPERVISOR_MODULE = "contreact_cli.supervisor"
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,12 @@ class ProcessInfo:
     pid: int | None
     alive: bool
     log: Path
+    restarts: int = 0
+    state: str = ""
+    last_exit: str | None = None
+    last_error: str | None = None
+    started_at: float | None = None
+    kind: str = "service"
 
 
 def pid_dir(settings: CLISettings) -> Path:
@@ -41,91 +55,172 @@ def log_dir(settings: CLISettings) -> Path:
     return settings.data_dir / "logs"
 
 
-def up(settings: CLISettings, *, llm_workers: int = 1, memory_workers: int = 1) -> list[str]:
-    """Start what is not running yet; return lines describing what was done."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    pid_dir(settings).mkdir(exist_ok=True)
-    log_dir(settings).mkdir(exist_ok=True)
-    lines = []
+def status_file(settings: CLISettings) -> Path:
+    return settings.data_dir / "supervisor.json"
+
+
+def plan_file(settings: CLISettings) -> Path:
+    return settings.data_dir / "supervisor-plan.json"
+
+
+def supervisor_pid_file(settings: CLISettings) -> Path:
+    return pid_dir(settings) / f"{SUPERVISOR}.pid"
+
+
+def up(
+    settings: CLISettings,
+    *,
+    llm_workers: int = 1,
+    memory_workers: int = 1,
+    orchestrators: int = 1,
+) -> list[str]:
+    """Start the supervisor (unless it runs already); return lines saying what was done.
+    Readiness is `wait_until_up`'s business."""
+    for directory in (settings.data_dir, pid_dir(settings), log_dir(settings)):
+        directory.mkdir(parents=True, exist_ok=True)
+    running = supervisor_pid(settings)
+    if running is not None:
+        return [f"supervisor: already running (pid {running})"]
+    lines: list[str] = []
+    children: list[ChildPlan] = []
     url = settings.redis_url
     if url is None:
-        url, line = _start_local_redis(settings)
+        url, line, redis_child = _local_redis_plan(settings)
         lines.append(line)
+        children.append(redis_child)
+    elif not answers(url):
+        raise CLIError(f"REDIS_URL is set to {url}, but no Redis answers there")
     else:
-        _check_redis(url)
         lines.append(f"redis: using {url}")
-    env = {**os.environ, "REDIS_URL": url, "CONTREACT_DATA_DIR": str(settings.data_dir.resolve())}
-    counts = {"orchestrator": 1, "llm-worker": llm_workers, "memory": memory_workers, "embedder": 1}
+    data_dir = str(settings.data_dir.resolve())
+    env = {"REDIS_URL": url, "CONTREACT_DATA_DIR": data_dir, "PYTHONUNBUFFERED": "1"}
+    counts = {
+        "orchestrator": orchestrators,
+        "llm-worker": llm_workers,
+        "memory": memory_workers,
+        "embedder": 1,
+    }
     for service, module in SERVICE_MODULES.items():
-        for index in range(counts[service]):
+        for index in range(counts.get(service, 1)):
             name = service if index == 0 else f"{service}-{index + 1}"
-            lines.append(_start(settings, name, [sys.executable, "-m", module], env))
+            kind = "orchestrator" if service == "orchestrator" else "service"
+            children.append(ChildPlan(name, [sys.executable, "-m", module], env, kind))
+    plan = Plan(
+        data_dir=data_dir,
+        status_file=str(status_file(settings).resolve()),
+        log_dir=str(log_dir(settings).resolve()),
+        redis_url=url,
+        children=children,
+    )
+    plan.save(plan_file(settings))
+    status_file(settings).unlink(missing_ok=True)
+    log_path = log_dir(settings) / f"{SUPERVISOR}.log"
+    with log_path.open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", SUPERVISOR_MODULE, str(plan_file(settings).resolve())],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    _write_pid_file(supervisor_pid_file(settings), proc.pid)
+    lines.append(f"supervisor: started (pid {proc.pid}, log {log_path})")
+    lines += [f"{c.name}: supervised (log {log_dir(settings) / c.name}.log)" for c in children]
     return lines
 
 
 def down(settings: CLISettings) -> list[str]:
+    """Stop the supervisor (it stops the services, then Redis); if it is gone but its
+    children are not, stop those that are verifiably ours."""
+    running = [info for info in processes(settings) if info.alive and info.pid]
+    pid = supervisor_pid(settings)
+    if pid is not None:
+        _terminate(pid, timeout=30.0)
     lines = []
-    infos = processes(settings)
-    # Services first, Redis last, so nothing loses its connection mid-write.
-    for info in sorted(infos, key=lambda i: i.name == REDIS_PROCESS):
-        if info.alive and info.pid:
+    for info in running:
+        if info.name == SUPERVISOR:
+            continue
+        assert info.pid is not None
+        if _command_line(info.pid) is not None:  # the supervisor did not stop it
             _terminate(info.pid)
-            lines.append(f"{info.name}: stopped (pid {info.pid})")
-        (pid_dir(settings) / f"{info.name}.pid").unlink(missing_ok=True)
-    if not lines:
-        lines.append("nothing was running")
-    return lines
+        lines.append(f"{info.name}: stopped (pid {info.pid})")
+    if pid is not None:
+        lines.append(f"{SUPERVISOR}: stopped (pid {pid})")
+    supervisor_pid_file(settings).unlink(missing_ok=True)
+    return lines or ["nothing was running"]
 
 
 def processes(settings: CLISettings) -> list[ProcessInfo]:
-    directory = pid_dir(settings)
-    if not directory.is_dir():
+    """The supervisor and its children as the status file has them; alive means the
+    process runs now and is the one recorded (command line checked)."""
+    status = read_status(settings)
+    out: list[ProcessInfo] = []
+    supervisor = supervisor_pid(settings)
+    if status is None and supervisor is None:
         return []
-    out = []
-    for pid_file in sorted(directory.glob("*.pid")):
-        name = pid_file.stem
-        try:
-            pid: int | None = int(pid_file.read_text().strip())
-        except ValueError:
-            pid = None
+    out.append(
+        ProcessInfo(
+            SUPERVISOR,
+            supervisor or (status or {}).get("pid"),
+            supervisor is not None,
+            log_dir(settings) / f"{SUPERVISOR}.log",
+            kind=SUPERVISOR,
+        )
+    )
+    for child in (status or {}).get("children", []):
+        pid = child.get("pid")
+        needle = "redis-server" if child.get("kind") == "redis" else None
+        module = SERVICE_MODULES.get(_base_service(child["name"]))
+        alive = bool(pid) and _is_process(pid, needle or module or child["name"])
         out.append(
             ProcessInfo(
-                name, pid, pid is not None and _alive(pid), log_dir(settings) / f"{name}.log"
+                name=child["name"],
+                pid=pid,
+                alive=alive,
+                log=Path(child.get("log") or log_dir(settings) / f"{child['name']}.log"),
+                restarts=int(child.get("restarts", 0)),
+                state=str(child.get("state", "")),
+                last_exit=child.get("last_exit"),
+                last_error=child.get("last_error"),
+                started_at=child.get("started_at"),
+                kind=str(child.get("kind", "service")),
             )
         )
     return out
 
 
-def _start(settings: CLISettings, name: str, argv: list[str], env: dict[str, str]) -> str:
-    pid_file = pid_dir(settings) / f"{name}.pid"
-    if pid_file.exists():
-        try:
-            pid = int(pid_file.read_text().strip())
-        except ValueError:
-            pid = -1
-        if pid > 0 and _alive(pid):
-            return f"{name}: already running (pid {pid})"
-    log_path = log_dir(settings) / f"{name}.log"
-    with log_path.open("ab") as log_file:
-        proc = subprocess.Popen(
-            argv,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-            stdin=subprocess.DEVNULL,
-        )
-    pid_file.write_text(str(proc.pid))
-    return f"{name}: started (pid {proc.pid}, log {log_path})"
+def read_status(settings: CLISettings) -> dict[str, Any] | None:
+    try:
+        data = json.loads(status_file(settings).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
-def _start_local_redis(settings: CLISettings) -> tuple[str, str]:
-    url_file = settings.local_redis_url_file
-    pid_file = pid_dir(settings) / f"{REDIS_PROCESS}.pid"
-    if url_file.exists() and pid_file.exists():
-        url = url_file.read_text().strip()
-        if answers(url):
-            return url, f"redis: already running at {url}"
+def supervisor_pid(settings: CLISettings) -> int | None:
+    """The supervisor's pid if it runs now: the pid file's process is alive, started
+    when the file says, and runs the supervisor of this data dir."""
+    path = supervisor_pid_file(settings)
+    try:
+        record = json.loads(path.read_text())
+        pid = int(record["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    plan = str(plan_file(settings).resolve())
+    if not _is_process(pid, plan):
+        return None
+    started = record.get("start_ticks")
+    if started is not None and _start_ticks(pid) not in (None, started):
+        return None
+    return pid
+
+
+def _base_service(name: str) -> str:
+    base, _, index = name.rpartition("-")
+    return base if index.isdigit() and base in SERVICE_MODULES else name
+
+
+def _local_redis_plan(settings: CLISettings) -> tuple[str, str, ChildPlan]:
     port = settings.local_redis_port
     url = f"redis://127.0.0.1:{port}/0"
     if answers(url):
@@ -136,32 +231,58 @@ def _start_local_redis(settings: CLISettings) -> tuple[str, str]:
     redis_dir = (settings.data_dir / "redis").resolve()
     redis_dir.mkdir(parents=True, exist_ok=True)
     argv = redis_server_argv(port, redis_dir, appendonly=True)
-    _start(settings, REDIS_PROCESS, argv, dict(os.environ))
-    try:
-        wait_until_answers(url)
-    except RedisUnavailable as exc:
-        raise CLIError(f"{exc}: see {log_dir(settings) / 'redis.log'}") from None
-    url_file.write_text(url)
-    return url, f"redis: started at {url} (append-only file in {redis_dir})"
+    settings.local_redis_url_file.write_text(url)
+    line = f"redis: started at {url} (append-only file in {redis_dir})"
+    return url, line, ChildPlan(REDIS_PROCESS, argv, {}, "redis")
 
 
-def _check_redis(url: str) -> None:
-    if not answers(url):
-        raise CLIError(f"REDIS_URL is set to {url}, but no Redis answers there")
+def _write_pid_file(path: Path, pid: int) -> None:
+    record = {"pid": pid, "start_ticks": _start_ticks(pid)}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record))
+    tmp.replace(path)
 
 
-def _alive(pid: int) -> bool:
+def _is_process(pid: int, needle: str) -> bool:
+    """Alive, not a zombie, and its command line mentions ``needle``."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    try:  # a zombie child of ours is not alive
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
+        pass
+    command = _command_line(pid)
+    if command is None:
+        return False
+    return needle in command
+
+
+def _command_line(pid: int) -> str | None:
+    proc = Path(f"/proc/{pid}")
+    if proc.is_dir():
+        try:
+            stat = (proc / "stat").read_text()
+            if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+                return None
+            return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return None
+    try:  # not Linux: ask ps
+        out = subprocess.run(
+            ["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When the process started (clock ticks since boot, Linux), to tell a reused pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return True
+        return None
+    return int(stat.rsplit(")", 1)[-1].split()[19])
 
 
 def _terminate(pid: int, timeout: float = 10.0) -> None:
@@ -170,8 +291,9 @@ def _terminate(pid: int, timeout: float = 10.0) -> None:
     except ProcessLookupError:
         return
     deadline = time.monotonic() + timeout
-    while _alive(pid):
+    while _command_line(pid) is not None:
         if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            break
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            return
         time.sleep(0.05)

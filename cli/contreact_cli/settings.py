@@ -20,7 +20,8 @@ class CLISettings(BaseSettings):
     data_dir: Path = Path("data")
     local_redis_port: int = 6390
     """Port of the Redis that `contreact up` starts (not 6379: a system Redis may be there)."""
-    heartbeat_fresh_s: float = 10.0
+    heartbeat_fresh_s: float = 6.0
+    """A service whose last heartbeat is older is taken as gone (services beat every 2 s)."""
 
     @property
     def archive_dir(self) -> Path:

@@ -55,6 +55,12 @@ class Stack:
     def json(self, *args: str) -> Any:
         return json.loads(self.cli(*args, "--json", check=True).stdout)
 
+    def pid_of(self, process: str) -> int:
+        """The pid of a process `contreact up` supervises, as `status` reports it."""
+        rows = self.json("status")["processes"]
+        (row,) = [r for r in rows if r["process"] == process]
+        return int(row["pid"])
+
     def wait_until(self, predicate: Any, timeout: float = 60, what: str = "") -> None:
         deadline = time.monotonic() + timeout
         while not predicate():

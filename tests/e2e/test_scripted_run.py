@@ -4,6 +4,7 @@ with tool calls and an operator exchange; then rebuild, replay and export."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 from pathlib import Path
@@ -150,12 +151,12 @@ def test_the_run_survives_an_orchestrator_crash(stack: Stack, tmp_path: Path) ->
     stack.wait_until(
         lambda: status_of(stack, run_id) in ("running", "completed"), what="the run to start"
     )
-    pid = int((stack.data_dir / "pids" / "orchestrator.pid").read_text())
-    import os
-
-    os.kill(pid, signal.SIGKILL)
-    stack.cli("up", check=True)  # starts the orchestrator again; it recovers the run
+    pid = stack.pid_of("orchestrator")
+    os.kill(pid, signal.SIGKILL)  # nobody runs `contreact up` again: the supervisor does
     out, err = follower.communicate(timeout=240)
+    (row,) = [p for p in stack.json("status")["processes"] if p["process"] == "orchestrator"]
+    assert row["restarts"] == 1 and row["alive"] and row["pid"] != pid
+    assert row["last_exit"] == "signal 9"
     assert follower.returncode == 0, out + err
     assert stack.json("replay", run_id, "--check")["divergence"] is None
     assert stack.json("rebuild", run_id)["equal"] is True
