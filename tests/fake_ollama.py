@@ -9,11 +9,15 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+DELAY = "_delay_s"
+"""Key of a queued answer: seconds to wait before sending it (not sent to the client)."""
 
 
 @dataclass
@@ -45,7 +49,9 @@ class FakeOllama:
         prompt_eval_duration: int = 300_000_000,
         eval_duration: int = 1_500_000_000,
         done_reason: str = "stop",
+        delay_s: float = 0.0,
     ) -> None:
+        """Queue an answer; ``delay_s`` holds the response back that long (a slow model)."""
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if tool_calls:
             message["tool_calls"] = [
@@ -62,6 +68,7 @@ class FakeOllama:
                 "load_duration": load_duration,
                 "prompt_eval_duration": prompt_eval_duration,
                 "eval_duration": eval_duration,
+                DELAY: delay_s,
             }
         )
 
@@ -121,6 +128,8 @@ def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
             ):
                 self._send(404, {"error": f"model '{body.get('model')}' not found"})
             else:
+                answer = dict(answer)
+                time.sleep(float(answer.pop(DELAY, 0.0)))
                 self._send(
                     200, {"model": body["model"], "created_at": "2025-01-01T00:00:00Z", **answer}
                 )

@@ -9,11 +9,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from contreact_bus.local_redis import free_port
 
 
 @dataclass
@@ -70,18 +73,33 @@ class Stack:
             time.sleep(0.1)
 
 
-@pytest.fixture
-def stack(redis_url: str, tmp_path: Path) -> Iterator[Stack]:
+@contextmanager
+def running_stack(
+    tmp_path: Path,
+    redis_url: str | None,
+    *up_args: str,
+    env: dict[str, str] | None = None,
+) -> Iterator[Stack]:
+    """`contreact up` (with ``up_args``) in ``tmp_path/data``; `down` at the end. With
+    ``redis_url`` None, `up` starts (and supervises) its own Redis on a free port."""
     data_dir = tmp_path / "data"
-    env = {
-        **os.environ,
-        "REDIS_URL": redis_url,
-        "CONTREACT_DATA_DIR": str(data_dir),
-        "CONTREACT_ORCH_RECLAIM_IDLE_MS": "2000",
+    full_env = {
+        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CONTREACT_REDIS_URL")
     }
-    stack = Stack(env=env, data_dir=data_dir, workdir=tmp_path)
-    stack.cli("up", check=True)
+    full_env.update(CONTREACT_DATA_DIR=str(data_dir), **(env or {}))
+    if redis_url is None:
+        full_env["CONTREACT_LOCAL_REDIS_PORT"] = str(free_port())
+    else:
+        full_env["REDIS_URL"] = redis_url
+    stack = Stack(env=full_env, data_dir=data_dir, workdir=tmp_path)
+    stack.cli("up", *up_args, check=True)
     try:
         yield stack
     finally:
         stack.cli("down")
+
+
+@pytest.fixture
+def stack(redis_url: str, tmp_path: Path) -> Iterator[Stack]:
+    with running_stack(tmp_path, redis_url) as running:
+        yield running
