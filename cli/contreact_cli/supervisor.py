@@ -198,8 +198,7 @@ class Supervisor:
             for child in self.children:
                 if child.poll():
                     changed = True
-                    if child.plan.kind == "orchestrator":
-                        await self._release_leases(child.status.pid)
+                    await self._release(child)
                 if child.due() and not self._stop.is_set():
                     if await self._redis_missing(child, bool(redis_children)):
                         continue  # its Redis is coming back first
@@ -226,26 +225,41 @@ class Supervisor:
                 return
             await asyncio.sleep(0.05)
 
-    async def _release_leases(self, pid: int | None) -> None:
-        """The dead orchestrator's leases go at once (its successor need not wait
-        for them to lapse). Only this process could know that child is dead."""
-        if pid is None:
+    async def _release(self, child: Child) -> None:
+        """What a dead child held goes at once, not when it would lapse: an
+        orchestrator's shard leases, a worker's tasks in hand (marked stale, so a live
+        worker reclaims them at its next pass). Only this process knows the child is
+        dead (it reaped it), so nothing of a live process is taken."""
+        pid = child.status.pid
+        if pid is None or child.plan.kind == "redis":
             return
         from contreact_bus.connection import connect
-        from contreact_events.names import DEFAULT_INBOX_SHARDS, INBOX_SHARDS_KEY
-        from contreact_orchestrator.leases import release_owner, replica_name
+        from contreact_bus.service import instance_name
+        from contreact_bus.task_stream import release_consumer
+        from contreact_events.names import DEFAULT_INBOX_SHARDS, INBOX_SHARDS_KEY, WORKER_GROUPS
+        from contreact_orchestrator.leases import release_owner
 
+        name = instance_name(pid)
         try:
             redis = await connect(self.plan.redis_url)
         except Exception as exc:
-            log.warning("could not release the leases of orchestrator pid %d: %s", pid, exc)
+            log.warning("%s: could not release what pid %d held: %s", child.plan.name, pid, exc)
             return
         try:
-            shards = int(await redis.get(INBOX_SHARDS_KEY) or DEFAULT_INBOX_SHARDS)
-            await release_owner(redis, replica_name(pid), range(shards))
-            log.info("released the shard leases of orchestrator pid %d", pid)
+            if child.plan.kind == "orchestrator":
+                shards = int(await redis.get(INBOX_SHARDS_KEY) or DEFAULT_INBOX_SHARDS)
+                await release_owner(redis, name, range(shards))
+                log.info("%s: released the shard leases of pid %d", child.plan.name, pid)
+                return
+            freed = 0
+            for stream, group in WORKER_GROUPS:
+                freed += await release_consumer(redis, stream, group, name)
+            if freed:
+                log.info(
+                    "%s: %d task(s) pid %d held go to a live worker", child.plan.name, freed, pid
+                )
         except Exception as exc:
-            log.warning("could not release the leases of orchestrator pid %d: %s", pid, exc)
+            log.warning("%s: could not release what pid %d held: %s", child.plan.name, pid, exc)
         finally:
             await redis.aclose()
 

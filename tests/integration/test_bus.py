@@ -17,7 +17,13 @@ from contreact_bus.local_redis import free_port, redis_server_argv, wait_until_a
 from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import load_events
-from contreact_bus.task_stream import Consumer, ConsumerSettings, TaskStream, serve
+from contreact_bus.task_stream import (
+    Consumer,
+    ConsumerSettings,
+    TaskStream,
+    release_consumer,
+    serve,
+)
 from contreact_events.catalog import Event
 from contreact_events.exceptions import CorruptEvent
 from contreact_events.names import DEAD_LETTER_STREAM, run_log_key
@@ -327,3 +333,19 @@ async def test_a_consumer_waits_out_a_redis_restart_and_carries_on(tmp_path: Pat
         await client.aclose()
         server.kill()
         server.wait()
+
+
+async def test_a_dead_consumers_tasks_are_freed_at_once(aredis: aioredis.Redis) -> None:
+    """The supervisor saw the consumer's process die: its entries go to the next
+    reclaim pass, not after the reclaim idle time."""
+    await TaskStream(aredis, STREAM).send(task(1))
+    patient = ConsumerSettings(block_ms=20, reclaim_idle_ms=600_000, reclaim_every_s=0.0)
+    dead = Consumer(aredis, STREAM, GROUP, "dead-host-123", patient)
+    await dead.ensure_group()
+    assert len(await dead.read(block=False)) == 1
+    survivor = Consumer(aredis, STREAM, GROUP, "survivor", patient)
+    assert await survivor.reclaim() == []  # a minute of idle time is far away
+    assert await release_consumer(aredis, STREAM, GROUP, "dead-host-123") == 1
+    (taken,) = await survivor.reclaim()
+    assert taken.deliveries == 2
+    assert await release_consumer(aredis, "no-such-stream", GROUP, "x") == 0

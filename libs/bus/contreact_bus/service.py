@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TypeVar
 
@@ -30,6 +32,12 @@ def setup_logging(level: str = "INFO") -> None:
 
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def instance_name(pid: int | None = None, host: str | None = None) -> str:
+    """A service process's default consumer (or replica) name: host and process id, so
+    the supervisor that started it can name what a child it saw die was holding."""
+    return f"{host or socket.gethostname()}-{pid or os.getpid()}"
 
 
 @contextlib.contextmanager

@@ -341,6 +341,28 @@ class Consumer:
                 log.exception("%s: renewing claims failed", self.stream)
 
 
+STALE_IDLE_MS = 10**9
+"""The idle time given to a dead consumer's entries: past any reclaim threshold."""
+
+
+async def release_consumer(redis: aioredis.Redis, stream: str, group: str, consumer: str) -> int:
+    """Mark every entry a dead consumer holds as stale, so that the next reclaim pass
+    of any live consumer takes it (instead of after the reclaim idle time). Only for a
+    consumer known to be dead: the supervisor calls it for a child it saw die. The
+    entries keep their owner and delivery count until reclaimed. Returns how many."""
+    try:
+        pending = await redis.xpending_range(
+            stream, group, min="-", max="+", count=10_000, consumername=consumer
+        )
+    except ResponseError:  # no such stream or group
+        return 0
+    ids: list[Any] = [p["message_id"] for p in pending]
+    if not ids:
+        return 0
+    await redis.xclaim(stream, group, consumer, 0, ids, idle=STALE_IDLE_MS, justid=True)
+    return len(ids)
+
+
 async def read_resiliently(
     consumer: Consumer, backoff: Backoff, *, block: bool, count: int | None = None
 ) -> list[Delivery] | None:

@@ -48,6 +48,13 @@ MEMORY_GROUP = "memory-workers"
 EMBED_TASKS_STREAM = "tasks:embed"
 EMBED_GROUP = "embedders"
 
+WORKER_GROUPS: tuple[tuple[str, str], ...] = (
+    (LLM_TASKS_STREAM, LLM_GROUP),
+    (MEMORY_TASKS_STREAM, MEMORY_GROUP),
+    (EMBED_TASKS_STREAM, EMBED_GROUP),
+)
+"""Every worker task stream with its consumer group."""
+
 DEAD_LETTER_STREAM = "deadletter"
 
 RUNS_INDEX = "runs:index"

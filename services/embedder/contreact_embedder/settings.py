@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import socket
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
+from contreact_bus.service import instance_name
 from contreact_bus.task_stream import ConsumerSettings
-
-
-def default_consumer_name() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
 
 
 class EmbedderSettings(BaseSettings):
@@ -35,7 +30,7 @@ class EmbedderSettings(BaseSettings):
     """Most waiting tasks taken by one read and embedded in one model call (which
     sorts them by length and runs them ``batch_size`` at a time). More than
     ``batch_size`` so that a flood is padded as little as one long encode is."""
-    consumer_name: str = Field(default_factory=default_consumer_name)
+    consumer_name: str = Field(default_factory=instance_name)
     block_ms: int = Field(default=1000, gt=0)
     reclaim_idle_ms: int = Field(default=10_000, gt=0)
     heartbeat_s: float = Field(default=2.0, gt=0)

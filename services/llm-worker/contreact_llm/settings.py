@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import socket
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
-
-
-def _default_consumer_name() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
+from contreact_bus.service import instance_name
 
 
 class LLMWorkerSettings(BaseSettings):
@@ -23,7 +18,7 @@ class LLMWorkerSettings(BaseSettings):
         default=DEFAULT_REDIS_URL,
         validation_alias=AliasChoices("redis_url", "CONTREACT_LLM_REDIS_URL", "REDIS_URL"),
     )
-    consumer_name: str = Field(default_factory=_default_consumer_name)
+    consumer_name: str = Field(default_factory=instance_name)
     concurrency: int = Field(default=8, gt=0)
     """Tasks handled at once by this process (across models)."""
     ollama_per_model: int = Field(default=2, gt=0)

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import socket
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
+from contreact_bus.service import instance_name
 from contreact_bus.task_stream import ConsumerSettings
-
-
-def default_consumer_name() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
 
 
 class MemorySettings(BaseSettings):
@@ -32,7 +27,7 @@ class MemorySettings(BaseSettings):
     )
     db_path: Path | None = None
     """The SQLite file; default ``{data_dir}/memory.db``."""
-    consumer_name: str = Field(default_factory=default_consumer_name)
+    consumer_name: str = Field(default_factory=instance_name)
     block_ms: int = Field(default=1000, ge=1)
     reclaim_idle_ms: int = Field(default=10_000, ge=1)
     heartbeat_s: float = Field(default=2.0, gt=0)

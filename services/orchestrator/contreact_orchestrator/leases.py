@@ -15,8 +15,6 @@ so a replica joining or leaving moves only its share of the shards.
 from __future__ import annotations
 
 import hashlib
-import os
-import socket
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -58,12 +56,6 @@ return 0
 """
 """Drop the lease if ``ARGV[1]`` owns it (any token): a graceful stop, or a supervisor
 releasing the leases of a replica it saw die."""
-
-
-def replica_name(pid: int | None = None, host: str | None = None) -> str:
-    """A replica's name: host and process id, so the supervisor that started it can
-    name the leases of a child it saw die."""
-    return f"{host or socket.gethostname()}-{pid or os.getpid()}"
 
 
 @dataclass

@@ -11,10 +11,9 @@ import redis.asyncio as aioredis
 
 from contreact_bus.connection import connect
 from contreact_bus.inbox import Inbox
-from contreact_bus.service import serving, setup_logging
+from contreact_bus.service import instance_name, serving, setup_logging
 from contreact_events.names import INBOX_SHARDS_KEY
 from contreact_orchestrator.exceptions import ShardCountMismatch
-from contreact_orchestrator.leases import replica_name
 from contreact_orchestrator.orchestrator import Orchestrator
 from contreact_orchestrator.replica import Replica
 from contreact_orchestrator.settings import OrchestratorSettings
@@ -47,7 +46,7 @@ async def run(settings: OrchestratorSettings, *, burst: bool = False) -> None:
             log_retention_s=settings.log_retention_s,
         )
         replica = Replica(
-            redis, orchestrator, settings.replica_name or replica_name(), settings.replica()
+            redis, orchestrator, settings.replica_name or instance_name(), settings.replica()
         )
         async with serving(redis, "orchestrator", replica.name, settings.heartbeat_s) as stop:
             await replica.run(stop, burst=burst)
