@@ -59,6 +59,9 @@ bench: install
 	$(BIN)/python -m bench.log_growth
 	$(BIN)/python -m bench.embedder_throughput
 	$(BIN)/python -m bench.similarity_search
+	$(BIN)/python -m bench.orchestrator_scaleout
+	$(BIN)/python -m bench.recovery
+	$(BIN)/python -m bench.redis_memory
 
 up: install
 	$(BIN)/contreact up

@@ -38,6 +38,7 @@ def cmd_up(args: argparse.Namespace, settings: CLISettings) -> int:
         llm_workers=args.llm_workers,
         memory_workers=args.memory_workers,
         orchestrators=args.orchestrators,
+        embedders=args.embedders,
     ):
         out(line)
     for line in asyncio.run(commands.wait_until_up(settings, args.wait)):
@@ -264,6 +265,17 @@ def cmd_deadletters(args: argparse.Namespace, settings: CLISettings) -> int:
     return 0
 
 
+def count(text: str) -> int:
+    """A number of processes: a whole number from 1 to 64."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"{value} is not between 1 and 64")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="contreact", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -278,10 +290,16 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     p = add("up", cmd_up, "start a local Redis (unless REDIS_URL is set) and every service")
-    p.add_argument("--llm-workers", type=int, default=1)
-    p.add_argument("--memory-workers", type=int, default=1)
+    p.add_argument("--llm-workers", type=count, default=1, help="LLM workers (default 1)")
+    p.add_argument("--memory-workers", type=count, default=1, help="memory services (default 1)")
     p.add_argument(
-        "--orchestrators", type=int, default=1, help="orchestrator replicas (they share shards)"
+        "--orchestrators", type=count, default=1, help="orchestrator replicas (they share shards)"
+    )
+    p.add_argument(
+        "--embedders",
+        type=count,
+        default=1,
+        help="embedders (a second one takes over at once when one dies; each loads the model)",
     )
     p.add_argument(
         "--wait",

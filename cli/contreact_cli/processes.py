@@ -73,6 +73,7 @@ def up(
     llm_workers: int = 1,
     memory_workers: int = 1,
     orchestrators: int = 1,
+    embedders: int = 1,
 ) -> list[str]:
     """Start the supervisor (unless it runs already); return lines saying what was done.
     Readiness is `wait_until_up`'s business."""
@@ -98,7 +99,7 @@ def up(
         "orchestrator": orchestrators,
         "llm-worker": llm_workers,
         "memory": memory_workers,
-        "embedder": 1,
+        "embedder": embedders,
     }
     for service, module in SERVICE_MODULES.items():
         for index in range(counts.get(service, 1)):
@@ -123,6 +124,12 @@ def up(
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
+    plan_path = str(plan_file(settings).resolve())
+    deadline = time.monotonic() + 10
+    while not _is_process(proc.pid, plan_path):  # until it runs the supervisor (exec'd)
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise CLIError(f"the supervisor did not start: see {log_path}")
+        time.sleep(0.01)
     _write_pid_file(supervisor_pid_file(settings), proc.pid)
     lines.append(f"supervisor: started (pid {proc.pid}, log {log_path})")
     lines += [f"{c.name}: supervised (log {log_dir(settings) / c.name}.log)" for c in children]

@@ -1,0 +1,197 @@
+"""Orchestrator tier scale-out: inputs per second with 1, 2 and 4 replicas.
+
+A synthetic load: RUNS runs of CYCLES one-call cycles (no tools, no diversity), whose
+model checks and LLM calls are answered at once by a driver in this process (it reads
+``tasks:llm`` in batches and writes answers in pipelines), so the orchestrators, not
+the workers, are what is measured. For each replica count: a flushed Redis, the
+replicas as processes (``python -m contreact_orchestrator``, 8 inbox shards), all
+shards held, then every run submitted at once; the figure is input events decided per
+second from the first submission to the last run's end. The baseline is 1 replica,
+measured in the same run.
+
+    .venv/bin/python -m bench.orchestrator_scaleout [--runs 48] [--cycles 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from bench._support import ROOT, header, ratio, redis_server, row, stop_process, verdict
+from contreact_bus.inbox import Inbox
+from contreact_bus.replies import stream_entries
+from contreact_bus.task_stream import Consumer
+from contreact_events.codec import message_from_fields
+from contreact_events.config import parse_run_config
+from contreact_events.messages import AssistantMessage, LLMUsage
+from contreact_events.names import (
+    INBOX_SHARDS_KEY,
+    LLM_GROUP,
+    LLM_TASKS_STREAM,
+    ORCHESTRATOR_REPLICAS,
+    run_meta_key,
+)
+from contreact_events.tasks import InboxMessage, LLMTask, llm_responded, model_checked
+
+SHARDS = 8
+
+
+def config(run_id: str, cycles: int) -> dict[str, Any]:
+    data = {
+        "run_id": run_id,
+        "model_name": "synthetic",
+        "cycle_count": cycles,
+        "backend": "scripted",
+        "script": {"replies": [{"content": "x"}]},
+        "diversity": {"enabled": False},
+    }
+    return parse_run_config(data).model_dump(mode="json")
+
+
+async def drive(redis: aioredis.Redis, stop: asyncio.Event) -> int:
+    """Answer every LLM task at once; return how many were answered."""
+    consumer = Consumer(redis, LLM_TASKS_STREAM, LLM_GROUP, "driver")
+    await consumer.ensure_group()
+    inbox = await Inbox.open(redis)
+    answered = 0
+    while not stop.is_set():
+        reply = await redis.xreadgroup(
+            LLM_GROUP, "driver", {LLM_TASKS_STREAM: ">"}, count=256, block=200
+        )
+        batch = stream_entries(reply)
+        if not batch:
+            continue
+        async with redis.pipeline(transaction=False) as pipe:
+            for entry_id, fields in batch:
+                task = message_from_fields(LLMTask, fields)
+                if task.kind == "check":
+                    message = model_checked(task, ok=True, backend="scripted", detail="bench")
+                else:
+                    content = f"reflection {task.cycle}"
+                    message = llm_responded(
+                        task, AssistantMessage(content=content), LLMUsage(), "synthetic"
+                    )
+                inbox.queue(pipe, message)
+                pipe.xack(LLM_TASKS_STREAM, LLM_GROUP, entry_id)
+            await pipe.execute()
+        answered += len(batch)
+    return answered
+
+
+async def measure(url: str, replicas: int, runs: int, cycles: int) -> tuple[float, int]:
+    redis = aioredis.Redis.from_url(url)
+    await redis.flushdb()
+    await redis.set(INBOX_SHARDS_KEY, SHARDS)
+    procs: list[subprocess.Popen[bytes]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-scaleout-") as workdir:
+        env = {
+            **os.environ,
+            "REDIS_URL": url,
+            "CONTREACT_DATA_DIR": workdir,
+            "CONTREACT_ORCH_SHARDS": str(SHARDS),
+            "CONTREACT_ORCH_LOG_LEVEL": "WARNING",
+        }
+        try:
+            procs = start_replicas(replicas, env, Path(workdir))
+            deadline = time.monotonic() + 60
+            while await redis.zcard(ORCHESTRATOR_REPLICAS) < replicas or not await _all_held(redis):
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"bench: {replicas} replicas did not take the shards")
+                await asyncio.sleep(0.1)
+            stop = asyncio.Event()
+            driver = asyncio.create_task(drive(redis, stop))
+            inbox = await Inbox.open(redis)
+            started = time.perf_counter()
+            async with redis.pipeline(transaction=False) as pipe:
+                for n in range(runs):
+                    run_id = f"scale-{n}"
+                    request = {"config": config(run_id, cycles)}
+                    inbox.queue(
+                        pipe, InboxMessage(run_id=run_id, kind="RunRequested", data=request)
+                    )
+                await pipe.execute()
+            ids = [f"scale-{n}" for n in range(runs)]
+            while True:
+                async with redis.pipeline(transaction=False) as pipe:
+                    for run_id in ids:
+                        pipe.hget(run_meta_key(run_id), "status")
+                    statuses = await pipe.execute()
+                if all(s == b"completed" for s in statuses):
+                    break
+                if time.perf_counter() - started > 900:
+                    raise SystemExit("bench: the runs did not end within 15 minutes")
+                await asyncio.sleep(0.05)
+            wall = time.perf_counter() - started
+            stop.set()
+            answered = await driver
+        finally:
+            for proc in procs:
+                stop_process(proc)
+            await redis.aclose()
+    inputs = runs * (1 + 1 + cycles)  # RunRequested, ModelChecked, one answer per cycle
+    assert answered == runs * (1 + cycles), answered
+    return wall, inputs
+
+
+def start_replicas(count: int, env: dict[str, str], logs: Path) -> list[subprocess.Popen[bytes]]:
+    procs = []
+    for n in range(count):
+        with (logs / f"orchestrator-{n}.log").open("ab") as log:
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "contreact_orchestrator"],
+                    env=env,
+                    cwd=ROOT,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            )
+    return procs
+
+
+async def _all_held(redis: aioredis.Redis) -> bool:
+    from contreact_events.names import shard_lease_key
+
+    async with redis.pipeline(transaction=False) as pipe:
+        for shard in range(SHARDS):
+            pipe.exists(shard_lease_key(shard))
+        return all(await pipe.execute())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="bench.orchestrator_scaleout")
+    parser.add_argument("--runs", type=int, default=48)
+    parser.add_argument("--cycles", type=int, default=30)
+    args = parser.parse_args()
+    header("orchestrator scale-out: inputs decided per second, 1 / 2 / 4 replicas")
+    print(f"   {args.runs} runs x {args.cycles} one-call cycles, {SHARDS} shards, answers at once")
+    rates: dict[int, float] = {}
+    with redis_server() as url:
+        for replicas in (1, 2, 4, 1):  # 1 again at the end: the machine's drift
+            wall, inputs = asyncio.run(measure(url, replicas, args.runs, args.cycles))
+            rate = inputs / wall
+            row(f"{replicas} replica(s): {inputs:,} inputs in", wall, "s", f"{rate:,.0f}/s")
+            rates[replicas] = (rates[replicas] + rate) / 2 if replicas in rates else rate
+    base = rates[1]
+    two = ratio("2 replicas / 1 replica", rates[2], base)
+    four = ratio("4 replicas / 1 replica", rates[4], base)
+    cores = os.cpu_count() or 1
+    verdict(
+        "scale-out",
+        two >= 0.9 and four >= 0.9,
+        f"2 replicas {two:.2f}x, 4 replicas {four:.2f}x of one on {cores} core(s) shared "
+        "with Redis and the driver (target: no loss from sharding; gains up to the cores)",
+    )
+
+
+if __name__ == "__main__":
+    main()
