@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from contreact_events.catalog import EVENT_CLASSES
+from contreact_events.catalog import EVENT_CLASSES, SCHEMA_VERSIONS
 from contreact_events.codec import event_from_json
 from contreact_events.export import export_records
 from contreact_events.fold import fold_all
@@ -41,7 +41,7 @@ def test_a_saved_log_folds_replays_and_exports(path: Path) -> None:
 
 def test_version_1_runs_are_read_as_runs_without_the_diversity_check() -> None:
     events = load(FIXTURES / "runlog-v1-completed.jsonl")
-    assert events[0].schema_version == 2  # upcast on read
+    assert events[0].schema_version == SCHEMA_VERSIONS["RunRequested"]  # upcast on read
     state = fold_all(events)
     assert state.config is not None and state.config.diversity.enabled is False
     raw = (FIXTURES / "runlog-v1-completed.jsonl").read_text().splitlines()[0]

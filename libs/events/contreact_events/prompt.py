@@ -7,6 +7,11 @@ followed by the whole message history.
 
 from __future__ import annotations
 
+import hashlib
+from typing import Any
+
+import orjson
+
 from contreact_events.corpus import scope_for
 from contreact_events.messages import ChatMessage
 from contreact_events.state import AgentState
@@ -22,12 +27,32 @@ def system_message(state: AgentState) -> ChatMessage:
 
 
 def prompt_messages(state: AgentState) -> tuple[ChatMessage, ...]:
-    """The messages an LLM call made in ``state`` sends; while an answer is asked for
-    again, the repetition feedback comes last, before the model's turn."""
-    messages = (system_message(state), *state.message_history)
-    if state.regeneration_feedback:
-        messages = (*messages, ChatMessage(role="user", content=state.regeneration_feedback))
-    return messages
+    """The messages an LLM call made in ``state`` sends. While an answer is asked for
+    again, the repetition feedback stands where the rejected answer was (pinned:
+    the new attempt's tool calls and results follow it), or, for runs recorded
+    before that (version-1 ``RegenerationRequested``), after the newest message."""
+    history = state.message_history
+    if not state.regeneration_feedback:
+        return (system_message(state), *history)
+    feedback = ChatMessage(role="user", content=state.regeneration_feedback)
+    at = len(history) if state.regeneration_at is None else state.regeneration_at
+    return (system_message(state), *history[:at], feedback, *history[at:])
+
+
+def offered_tools_now(state: AgentState) -> tuple[dict[str, Any], ...]:
+    """The tool definitions the next LLM call offers: none for the final call at the
+    step cap."""
+    return () if state.final_call else state.tools
+
+
+def prompt_sha256(state: AgentState) -> str:
+    """SHA-256 of exactly what the next LLM call sends as messages and tools
+    (canonical JSON), recorded in ``LLMRequested``."""
+    payload = {
+        "messages": [m.as_ollama() for m in prompt_messages(state)],
+        "tools": list(offered_tools_now(state)),
+    }
+    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
@@ -48,14 +73,16 @@ def pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
                 model=config.model_name,
                 host=config.ollama_client_config.host,
                 timeout_s=config.ollama_client_config.timeout_s,
+                connect_timeout_s=config.ollama_client_config.connect_timeout_s,
                 messages=prompt_messages(state) if chat else (),
-                tools=state.tools if chat else (),
+                tools=offered_tools_now(state) if chat else (),
                 options=config.model_options.as_options(),
                 keep_alive=config.keep_alive,
                 call_index=max(state.llm_calls - 1, 0),
                 cycle=state.cycle_number,
                 step=state.step,
                 script=config.script,
+                max_content_chars=config.limits.llm_content_chars,
             )
         ]
     if state.phase == "checking_paragraphs":

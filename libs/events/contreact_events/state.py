@@ -107,6 +107,11 @@ class AgentState(BaseModel):
     """The current cycle's answers checked for repetition (regenerate mode)."""
     regeneration_feedback: str | None = None
     """While an answer is asked for again: the feedback put before the model's turn."""
+    regeneration_at: int | None = None
+    """Where in ``message_history`` the feedback stands (pinned, seed 001); None: after
+    the newest message (how version-1 ``RegenerationRequested`` placed it)."""
+    final_call: bool = False
+    """The step cap was reached: the model is called once more, without tools."""
     reflection_complete: bool = True
     """False when the current cycle's reflection was cut by the step limit."""
     pending_task_id: str | None = None

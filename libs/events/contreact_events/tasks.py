@@ -44,6 +44,10 @@ class LLMTask(_Frozen):
     cycle: int = 0
     step: int = 0
     script: ScriptConfig | None = None
+    max_content_chars: int | None = None
+    """Answer text past this is cut by the worker (``limits.llm_content_chars``)."""
+    connect_timeout_s: float = 5.0
+    """Longest wait to reach the model server (``ollama_client_config.connect_timeout_s``)."""
 
 
 class MemoryTask(_Frozen):
