@@ -13,6 +13,7 @@ from pathlib import Path
 
 from contreact_bus.exceptions import RedisUnavailable
 from contreact_bus.local_redis import answers, redis_server_argv, wait_until_answers
+from contreact_bus.redact import redact_url
 from contreact_cli.exceptions import CLIError
 from contreact_cli.settings import CLISettings
 
@@ -53,7 +54,7 @@ def up(settings: CLISettings, *, llm_workers: int = 1, memory_workers: int = 1) 
         lines.append(line)
     else:
         _check_redis(url)
-        lines.append(f"redis: using {url}")
+        lines.append(f"redis: using {redact_url(url)}")
     env = {**os.environ, "REDIS_URL": url, "CONTREACT_DATA_DIR": str(settings.data_dir.resolve())}
     counts = {"orchestrator": 1, "llm-worker": llm_workers, "memory": memory_workers, "embedder": 1}
     for service, module in SERVICE_MODULES.items():

@@ -7,6 +7,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from contreact_bus.exceptions import RedisUnavailable
+from contreact_bus.redact import redact_url
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -20,7 +21,7 @@ async def connect(url: str, *, check: bool = True) -> aioredis.Redis:
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             await client.aclose()
             raise RedisUnavailable(
-                f"Redis does not answer at {url} ({exc}). Start the services with "
+                f"Redis does not answer at {redact_url(url)} ({exc}). Start the services with "
                 "`contreact up`, or set REDIS_URL to a running Redis."
             ) from None
     return client

@@ -87,6 +87,8 @@ class ModelOptions(_Strict):
 
 class OllamaClientConfig(_Strict):
     host: Name = DEFAULT_OLLAMA_HOST
+    """The server's URL. No credentials: the config is recorded in the run log and
+    its exports, so a ``user:password@`` in it is refused."""
     timeout_s: StrictFloat | None = Field(default=600.0, gt=0)
     """Longest wait for one answer (a long generation included)."""
     connect_timeout_s: StrictFloat = Field(default=5.0, gt=0, le=600)
@@ -219,6 +221,16 @@ class RunConfig(_Strict):
     @classmethod
     def _run_id_shape(cls, value: str) -> str:
         return check_identifier("run_id", value)
+
+    @field_validator("ollama_client_config")
+    @classmethod
+    def _no_credentials(cls, value: OllamaClientConfig) -> OllamaClientConfig:
+        if re.match(r"^[a-z][a-z0-9+.-]*://[^/@]*@", value.host, re.IGNORECASE):
+            raise ValueError(
+                "ollama_client_config.host must not hold credentials (user:password@): the "
+                "config is recorded in the run log and its exports; put a proxy in front"
+            )
+        return value
 
     @field_validator("experiment")
     @classmethod
