@@ -130,7 +130,7 @@ async def submit_run(
         if not follow:
             out(f"run {run_id} accepted; follow it with `contreact watch {run_id}`")
             return 0
-        return await follow_run(redis, run_id, out)
+        return await follow_run(redis, run_id, out, progress_every_s=settings.progress_every_s)
 
 
 async def _wait_for_decision(
@@ -163,18 +163,20 @@ async def watch_run(settings: CLISettings, run_id: str, out: Printer) -> int:
             for event in events:
                 printer.show(event)
             return _exit_code(fold_all(events))
-        return await follow_run(redis, run_id, out)
+        return await follow_run(redis, run_id, out, progress_every_s=settings.progress_every_s)
 
 
 PROGRESS_EVERY_S = 10.0
 """While a run waits on its model without news, a line this often says so."""
 
 
-async def follow_run(redis: aioredis.Redis, run_id: str, out: Printer) -> int:
+async def follow_run(
+    redis: aioredis.Redis, run_id: str, out: Printer, *, progress_every_s: float = PROGRESS_EVERY_S
+) -> int:
     """Print the run's progress until it ends. Ctrl-C stops following, not the run.
 
     A failed run's reason is printed once, on stderr. While the model check or a
-    model call takes long, a line every ``PROGRESS_EVERY_S`` says what is awaited.
+    model call takes long, a line every ``progress_every_s`` says what is awaited.
     Interactive and asked by the agent, the ``your reply>`` prompt follows the run:
     a reply given elsewhere closes it with a note, and a line typed when no question
     waits is said not to be sent, never dropped silently."""
@@ -195,7 +197,7 @@ async def follow_run(redis: aioredis.Redis, run_id: str, out: Printer) -> int:
             news = await log.follow(run_id, last, block_ms=block_ms)
             if not news and state is not None:
                 waited = time.monotonic() - quiet_since
-                if waited >= PROGRESS_EVERY_S * (reported + 1):
+                if waited >= progress_every_s * (reported + 1):
                     reported += 1
                     line = waiting_line(state, waited)
                     if line:

@@ -21,6 +21,8 @@ class CLISettings(BaseSettings):
     local_redis_port: int = 6390
     """Port of the Redis that `contreact up` starts (not 6379: a system Redis may be there)."""
     heartbeat_fresh_s: float = 10.0
+    progress_every_s: float = Field(default=10.0, gt=0)
+    """While a followed run waits on its model without news, a line this often."""
 
     @property
     def archive_dir(self) -> Path:
