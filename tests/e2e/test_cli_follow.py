@@ -55,6 +55,8 @@ def test_of_five_concurrent_submissions_of_one_run_id_one_is_accepted(
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     runs = [r for r in stack.json("runs") if r["run_id"] == "same-id"]
     assert len(runs) == 1
+    # The run records the code that decided it: version, commit, dirty flag.
+    assert "+g" in stack.json("show", "same-id")["code_version"]
 
 
 def test_a_host_that_drops_packets_fails_fast_with_progress_and_one_message(

@@ -49,6 +49,9 @@ async def test_auto_check_resolves_to_embedded() -> None:
     assert message.data["ok"] is True
     assert message.data["backend"] == "embedded"
     assert "chose embedded" in message.data["detail"]
+    # The run records which model file answered: its digest, as Ollama reports one.
+    digest = message.data["model_digest"]
+    assert digest.startswith("sha256:") and len(digest) == 7 + 64
 
 
 async def test_chat_with_tools_gives_a_valid_answer() -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from importlib.metadata import version
+from pathlib import Path
 
+from contreact_bus.code_version import code_version
 from contreact_bus.connection import connect
 from contreact_bus.service import serving, setup_logging
 from contreact_bus.task_stream import Consumer, ConsumerSettings, serve
@@ -28,7 +29,8 @@ async def run(settings: OrchestratorSettings, *, burst: bool = False) -> int:
         Consumer(redis, inbox_stream(i), INBOX_GROUP, settings.consumer_name, consumer_settings)
         for i in range(shards)
     ]
-    orchestrator = Orchestrator(redis, settings.archive_dir, version("contreact-orchestrator"))
+    stamp = code_version("contreact-orchestrator", Path(__file__))
+    orchestrator = Orchestrator(redis, settings.archive_dir, stamp)
     for consumer in consumers:
         await consumer.ensure_group()
     await orchestrator.recover()
