@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
 import redis.asyncio as aioredis
 
 from contreact_bus.archive import archived_run_ids
@@ -28,6 +27,7 @@ from contreact_cli.progress import Printer, ProgressPrinter
 from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_events.catalog import TERMINAL_TYPES
+from contreact_events.codec import dumps
 from contreact_events.config import RunConfig
 from contreact_events.export import export_records
 from contreact_events.fold import fold_all
@@ -516,7 +516,7 @@ def write_export(events: list[Any], path: Path) -> tuple[Path, dict[str, int]]:
     with tmp.open("wb") as handle:
         for record in export_records(events):
             counts[record["event_type"]] = counts.get(record["event_type"], 0) + 1
-            handle.write(orjson.dumps(record) + b"\n")
+            handle.write(dumps(record) + b"\n")
     tmp.replace(path)
     return path, counts
 

@@ -114,11 +114,11 @@ def test_llm_requested_carries_the_hash_of_what_is_sent() -> None:
     (task,) = decision.tasks
     assert requested.type == "LLMRequested" and isinstance(task, LLMTask)
     import hashlib
-
-    import orjson
+    import json
 
     payload = {"messages": [m.as_ollama() for m in task.messages], "tools": list(task.tools)}
-    expected = hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    expected = hashlib.sha256(canonical.encode()).hexdigest()
     assert requested.prompt_sha256 == expected
 
 

@@ -8,9 +8,8 @@ followed by the whole message history.
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
-
-import orjson
 
 from contreact_events.corpus import scope_for
 from contreact_events.messages import ChatMessage
@@ -52,7 +51,10 @@ def prompt_sha256(state: AgentState) -> str:
         "messages": [m.as_ollama() for m in prompt_messages(state)],
         "tools": list(offered_tools_now(state)),
     }
-    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    # json, not orjson: tool arguments are the model's JSON, and may hold integers
+    # past 64 bits or lone surrogates (escaped here), which must not stop a run.
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:

@@ -6,7 +6,6 @@ import hashlib
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-import orjson
 from pydantic import BaseModel, ConfigDict
 
 from contreact_events.config import ResolvedBackend, RunConfig
@@ -142,7 +141,9 @@ class AgentState(BaseModel):
 
     def digest(self) -> str:
         """SHA-256 of the state's canonical JSON: equal digests, equal states."""
-        canonical = orjson.dumps(self.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+        from contreact_events.codec import dumps  # codec -> catalog -> events: no cycle
+
+        canonical = dumps(self.model_dump(mode="json"), sort_keys=True)
         return hashlib.sha256(canonical).hexdigest()
 
 
