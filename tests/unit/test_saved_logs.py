@@ -46,3 +46,23 @@ def test_version_1_runs_are_read_as_runs_without_the_diversity_check() -> None:
     assert state.config is not None and state.config.diversity.enabled is False
     raw = (FIXTURES / "runlog-v1-completed.jsonl").read_text().splitlines()[0]
     assert '"schema_version":1' in raw and "diversity" not in raw  # the file is untouched
+
+
+def test_version_2_runs_are_read_as_runs_without_caps_or_final_call() -> None:
+    events = load(FIXTURES / "runlog-v2-regenerate.jsonl")
+    state = fold_all(events)
+    assert state.config is not None
+    assert state.config.final_call_at_step_cap is False
+    assert state.config.limits.memory_value_chars is None
+    assert state.config.diversity.feedback_placement == "after_newest"
+    regen = next(e for e in events if e.type == "RegenerationRequested")
+    assert regen.pinned is False
+    assert all(e.prompt_sha256 is None for e in events if e.type == "LLMRequested")
+
+
+def test_version_3_logs_record_the_prompt_hashes() -> None:
+    events = load(FIXTURES / "runlog-v3-caps-final-call.jsonl")
+    assert all(e.prompt_sha256 for e in events if e.type == "LLMRequested")
+    started = next(e for e in events if e.type == "RunStarted")
+    assert "system_prompt_with_tools" in started.prompt_hashes
+    assert any(e.type == "StepLimitReached" and e.final_call for e in events)

@@ -181,7 +181,8 @@ class LimitsConfig(_Strict):
     tool_argument_chars: StrictInt | None = Field(default=4_000, gt=0)
     """Longest other text argument (keys, patterns, queries, operator messages)."""
     tool_output_chars: StrictInt | None = Field(default=20_000, gt=0)
-    """Longest tool output put into the prompt (the log keeps the whole output)."""
+    """Longest tool output put into the prompt (the log keeps the whole output); tool
+    errors are never cut."""
     llm_content_chars: StrictInt | None = Field(default=50_000, gt=0)
     """Longest answer text the LLM worker passes on (the rest is cut and counted)."""
 

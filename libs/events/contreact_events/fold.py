@@ -269,8 +269,8 @@ def _(event: OperatorReplied, state: AgentState) -> dict[str, Any]:
 def _(event: ToolCallCompleted, state: AgentState) -> dict[str, Any]:
     _head(state, event, event.task_id)
     rest = state.tool_queue[1:]
-    cap = state.config.limits.tool_output_chars if state.config else None
-    output = bounded_output(event.output, cap)
+    cap = state.config.limits.tool_output_chars if state.config and event.ok else None
+    output = bounded_output(event.output, cap)  # errors are short and must stay whole
     result = ChatMessage(role="tool", content=output, tool_name=event.tool_name)
     m = state.metrics
     metrics = m if event.ok else evolve(m, {"tool_errors": m.tool_errors + 1})
