@@ -114,11 +114,11 @@ def test_llm_requested_carries_the_hash_of_what_is_sent() -> None:
     (task,) = decision.tasks
     assert requested.type == "LLMRequested" and isinstance(task, LLMTask)
     import hashlib
-    import json
+
+    from contreact_events.codec import dumps
 
     payload = {"messages": [m.as_ollama() for m in task.messages], "tools": list(task.tools)}
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    expected = hashlib.sha256(canonical.encode()).hexdigest()
+    expected = hashlib.sha256(dumps(payload, sort_keys=True)).hexdigest()
     assert requested.prompt_sha256 == expected
 
 

@@ -26,7 +26,7 @@ def dumps(data: Any, *, sort_keys: bool = False) -> bytes:
     refuses: the model's tool arguments may hold integers past 64 bits."""
     try:
         return orjson.dumps(data, option=orjson.OPT_SORT_KEYS if sort_keys else None)
-    except TypeError:
+    except TypeError:  # ensure_ascii: lone surrogates become escapes, never an error
         return json.dumps(data, sort_keys=sort_keys, separators=(",", ":")).encode()
 
 

@@ -8,9 +8,9 @@ followed by the whole message history.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
+from contreact_events.codec import dumps
 from contreact_events.corpus import scope_for
 from contreact_events.messages import ChatMessage
 from contreact_events.state import AgentState
@@ -51,10 +51,9 @@ def prompt_sha256(state: AgentState) -> str:
         "messages": [m.as_ollama() for m in prompt_messages(state)],
         "tools": list(offered_tools_now(state)),
     }
-    # json, not orjson: tool arguments are the model's JSON, and may hold integers
-    # past 64 bits or lone surrogates (escaped here), which must not stop a run.
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    # codec.dumps: orjson, or json for what orjson refuses (integers past 64 bits,
+    # lone surrogates in the model's tool arguments): a prompt never stops a run.
+    return hashlib.sha256(dumps(payload, sort_keys=True)).hexdigest()
 
 
 def pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
