@@ -64,6 +64,7 @@ bench: install
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-bench.txt
 	$(BIN)/python -m bench.bus_overhead
 	$(BIN)/python -m bench.fold_speed
+	$(BIN)/python -m bench.replay_speed
 	$(BIN)/python -m bench.log_growth
 	$(BIN)/python -m bench.embedder_throughput
 	$(BIN)/python -m bench.similarity_search

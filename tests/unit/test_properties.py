@@ -21,6 +21,12 @@ from contreact_events.exceptions import ConfigError
 from contreact_events.export import export_records
 from contreact_events.fold import fold_all
 from contreact_events.messages import AssistantMessage, ToolCall
+from contreact_events.prompt import (
+    offered_tools_now,
+    prompt_messages,
+    prompt_sha256,
+    sha256_of_prompt,
+)
 from contreact_events.replay import replay_check
 from contreact_events.tools import ALL_TOOLS, check_arguments, size_problem
 from contreact_llm.chat_prompt import parse_arguments
@@ -73,6 +79,11 @@ def test_any_prefix_of_a_valid_log_folds_and_folding_is_deterministic(
     assert fold_all(log).digest() == fold_all(list(log)).digest() == sim.state.digest()
     report = replay_check(log)
     assert report.ok, report.divergence and report.divergence.describe()
+    # The cached prompt hash equals its definition, computed afresh.
+    for end in range(1, len(log) + 1, 7):
+        state = fold_all(log[:end])
+        fresh = sha256_of_prompt(prompt_messages(state), offered_tools_now(state))
+        assert prompt_sha256(state) == fresh
 
 
 @PROFILE

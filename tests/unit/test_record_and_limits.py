@@ -117,9 +117,39 @@ def test_llm_requested_carries_the_hash_of_what_is_sent() -> None:
 
     from contreact_events.codec import dumps
 
-    payload = {"messages": [m.as_ollama() for m in task.messages], "tools": list(task.tools)}
-    expected = hashlib.sha256(dumps(payload, sort_keys=True)).hexdigest()
-    assert requested.prompt_sha256 == expected
+    def digest(message: Any) -> bytes:  # the definition, computed afresh
+        return hashlib.sha256(dumps(message.as_ollama(), sort_keys=True)).digest()
+
+    chain = bytes(32)
+    for message in task.messages[1:]:
+        chain = hashlib.sha256(chain + digest(message)).digest()
+    total = hashlib.sha256(hashlib.sha256(dumps(list(task.tools), sort_keys=True)).digest())
+    total.update(digest(task.messages[0]))
+    total.update(chain)
+    assert requested.prompt_sha256 == total.hexdigest()
+    assert requested.prompt_sha256 == prompt_module.sha256_of_prompt(task.messages, task.tools)
+
+
+def test_the_prompt_hash_is_the_hash_of_every_call_sent() -> None:
+    """The cached chain equals the definition for every call of a run with
+    regenerations (pinned feedback in the middle), final calls and long histories."""
+    sim = regen_sim(max_attempts=3)
+    sim.start()
+    replies = [say(PARA_A), say(PARA_A), say("", ("list", {})), say(PARA_B), say(PARA_A)]
+    checked = 0
+    for reply in replies:
+        (task,) = sim.tasks
+        if isinstance(task, LLMTask):
+            requested = sim.log[-1]
+            assert requested.type == "LLMRequested"
+            expected = prompt_module.sha256_of_prompt(task.messages, task.tools)
+            assert requested.prompt_sha256 == expected
+            checked += 1
+            sim.answer_llm(reply)
+        while sim.tasks and not isinstance(sim.tasks[0], LLMTask):
+            sim.answer_embedding() if sim.tasks[
+                0
+            ].__class__.__name__ == "EmbedTask" else sim.answer_memory()
 
 
 def test_replay_catches_a_change_in_prompt_assembly(monkeypatch: pytest.MonkeyPatch) -> None:
