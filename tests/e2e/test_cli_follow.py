@@ -10,16 +10,40 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 import yaml
 
 from tests.e2e.conftest import Stack
 from tests.fake_ollama import dropping_host
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
+
+
+@pytest.fixture(scope="module")
+def stack(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """One stack for this module's tests (each uses its own run ids): starting every
+    service, the embedder's model included, is most of an e2e test's time."""
+    client = redis.Redis.from_url(redis_server)
+    client.flushdb()
+    client.close()
+    workdir = tmp_path_factory.mktemp("cli-follow")
+    env = {
+        **os.environ,
+        "REDIS_URL": redis_server,
+        "CONTREACT_DATA_DIR": str(workdir / "data"),
+        "CONTREACT_PROGRESS_EVERY_S": "1",
+    }
+    stack = Stack(env=env, data_dir=workdir / "data", workdir=workdir)
+    stack.cli("up", check=True)
+    try:
+        yield stack
+    finally:
+        stack.cli("down")
 
 
 def write(tmp_path: Path, name: str, **data: Any) -> Path:
@@ -71,7 +95,6 @@ def test_a_host_that_drops_packets_fails_fast_with_progress_and_one_message(
             ollama_client_config={"host": host, "connect_timeout_s": 3},
         )
         started = time.monotonic()
-        stack.env["CONTREACT_PROGRESS_EVERY_S"] = "1"
         proc = stack.cli("run", str(config), timeout=120)
         elapsed = time.monotonic() - started
     assert proc.returncode == 1, proc.stdout + proc.stderr
