@@ -9,15 +9,15 @@ PACKAGES := libs/events libs/bus services/orchestrator services/llm-worker servi
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install redis demo test check lint schema bench up down clean
+.PHONY: install redis demo test check lint schema bench up down clean lock
 
-$(STAMP): $(PYPROJECTS) requirements-dev.txt
+$(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@# PyTorch first, pinned: sentence-transformers would otherwise pull the newest build.
-	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -c constraints.txt torch==2.13.0
 	@echo "installing the packages (the first time builds llama-cpp-python: several minutes)"
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt \
+	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-dev.txt \
 	  -e libs/events -e libs/bus -e services/orchestrator -e 'services/llm-worker[embedded]' \
 	  -e services/memory -e services/embedder -e cli
 	@touch $(STAMP)
@@ -41,7 +41,8 @@ demo: install
 	$(BIN)/contreact run configs/sample.yaml
 	@echo "the services keep running: \`$(BIN)/contreact down\` stops them"
 
-test: install
+# What CI runs (.ci/run): the static checks, then the whole test suite.
+test: check
 	$(BIN)/pytest
 
 check: install
@@ -49,13 +50,21 @@ check: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy libs services cli tests bench
 
+# Pin what is installed now (after the tests passed with it) for every later install.
+lock: install
+	@{ sed -n '1,/^# own packages/p' constraints.txt; \
+	   $(BIN)/python -m pip freeze --exclude-editable | grep -v '^#' \
+	   | sed 's/^torch==2.13.0+cpu$$/torch==2.13.0/' | sort -f; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+
 schema: install
 	$(BIN)/python -m contreact_events.schema
 
 bench: install
-	$(BIN)/python -m pip install --quiet -r requirements-bench.txt
+	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-bench.txt
 	$(BIN)/python -m bench.bus_overhead
 	$(BIN)/python -m bench.fold_speed
+	$(BIN)/python -m bench.replay_speed
 	$(BIN)/python -m bench.log_growth
 	$(BIN)/python -m bench.embedder_throughput
 	$(BIN)/python -m bench.similarity_search

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -12,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
 import redis.asyncio as aioredis
 
 from contreact_bus.archive import archived_run_ids
 from contreact_bus.connection import connect
 from contreact_bus.inbox import Inbox
+from contreact_bus.redact import redact_url
 from contreact_bus.replies import entries, text_map
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import heartbeats, list_runs, load_events
@@ -26,6 +27,7 @@ from contreact_cli.progress import Printer, ProgressPrinter
 from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_events.catalog import TERMINAL_TYPES
+from contreact_events.codec import dumps
 from contreact_events.config import RunConfig
 from contreact_events.export import export_records
 from contreact_events.fold import fold_all
@@ -40,9 +42,12 @@ from contreact_events.tasks import DIGEST_REQUEST, InboxMessage
 
 
 def required_services(config: RunConfig | None) -> tuple[str, ...]:
-    """The services a run needs (the embedder only when its diversity check is on)."""
+    """The services a run needs: the embedder only when something of the config asks
+    it (the diversity check, the paragraph guard, or the ``search_memory`` tool)."""
     base = ("orchestrator", "llm-worker", "memory")
-    return (*base, "embedder") if config is None or config.diversity.enabled else base
+    if config is None or config.diversity.enabled or config.tools.search_memory:
+        return (*base, "embedder")
+    return base
 
 
 @asynccontextmanager
@@ -73,7 +78,7 @@ async def wait_for_services(
         if time.monotonic() > deadline:
             raise ServicesNotRunning(
                 f"no running {', '.join(missing)} service(s) answer on "
-                f"{settings.resolved_redis_url()}: start them with `contreact up`"
+                f"{redact_url(settings.resolved_redis_url())}: start them with `contreact up`"
             )
         await asyncio.sleep(0.2)
 
@@ -149,10 +154,33 @@ async def submit_run(
             run_id=run_id, kind="RunRequested", data={"config": config.model_dump(mode="json")}
         )
         await (await Inbox.open(redis)).send(request)
+        await _wait_for_decision(redis, run_id, request.msg_id, wait_s)
         if not follow:
-            out(f"submitted run {run_id}; follow it with `contreact watch {run_id}`")
+            out(f"run {run_id} accepted; follow it with `contreact watch {run_id}`")
             return 0
-        return await follow_run(redis, run_id, out)
+        return await follow_run(redis, run_id, out, progress_every_s=settings.progress_every_s)
+
+
+async def _wait_for_decision(
+    redis: aioredis.Redis, run_id: str, msg_id: str, wait_s: float
+) -> None:
+    """Return once the orchestrator took this request as the run's first event;
+    raise when it took another request for the same run id, or none in time."""
+    deadline = time.monotonic() + max(wait_s, 5.0)
+    while time.monotonic() < deadline:
+        first = await RunLog(redis).follow(run_id, "0-0", block_ms=250)
+        if first:
+            event = first[0][1]
+            if event.event_id == msg_id:
+                return
+            raise CLIError(
+                f"run '{run_id}' already exists (another submission was taken first): "
+                "set another run_id in the config or pass --run-id"
+            )
+    raise CLIError(
+        f"the orchestrator did not take run '{run_id}' within {max(wait_s, 5.0):.0f} s: "
+        "is it running (`contreact status`)? The request stays queued."
+    )
 
 
 async def watch_run(settings: CLISettings, run_id: str, out: Printer) -> int:
@@ -163,27 +191,60 @@ async def watch_run(settings: CLISettings, run_id: str, out: Printer) -> int:
             for event in events:
                 printer.show(event)
             return _exit_code(fold_all(events))
-        return await follow_run(redis, run_id, out)
+        return await follow_run(redis, run_id, out, progress_every_s=settings.progress_every_s)
 
 
-async def follow_run(redis: aioredis.Redis, run_id: str, out: Printer) -> int:
-    """Print the run's progress until it ends. Ctrl-C stops following, not the run."""
+PROGRESS_EVERY_S = 10.0
+"""While a run waits on its model without news, a line this often says so."""
+
+
+async def follow_run(
+    redis: aioredis.Redis, run_id: str, out: Printer, *, progress_every_s: float = PROGRESS_EVERY_S
+) -> int:
+    """Print the run's progress until it ends. Ctrl-C stops following, not the run.
+
+    A failed run's reason is printed once, on stderr. While the model check or a
+    model call takes long, a line every ``progress_every_s`` says what is awaited.
+    Interactive and asked by the agent, the ``your reply>`` prompt follows the run:
+    a reply given elsewhere closes it with a note, and a line typed when no question
+    waits is said not to be sent, never dropped silently."""
     log = RunLog(redis)
     printer = ProgressPrinter(out)
     last: bytes | str = "0-0"
     state: AgentState | None = None
-    interactive = sys.stdin.isatty()
+    prompt = OperatorPrompt(redis, run_id, out) if sys.stdin.isatty() else None
+    quiet_since = time.monotonic()
+    reported = 0
     try:
+        if prompt is not None:
+            prompt.open()
         while True:
-            for entry_id, event in await log.follow(run_id, last, block_ms=1000):
+            if prompt is not None:
+                await prompt.send_typed(state)
+            block_ms = 250 if prompt is not None else 1000
+            news = await log.follow(run_id, last, block_ms=block_ms)
+            if not news and state is not None:
+                waited = time.monotonic() - quiet_since
+                if waited >= progress_every_s * (reported + 1):
+                    reported += 1
+                    line = waiting_line(state, waited)
+                    if line:
+                        out(line)
+            for entry_id, event in news:
                 last = entry_id
+                quiet_since, reported = time.monotonic(), 0
                 state = fold_all([event], state)
-                printer.show(event)
-                if event.type == "OperatorMessageSent" and state.waiting_for is not None:
-                    await _ask_operator(redis, state, out, interactive)
                 if event.type == "RunFailed":
                     print(f"contreact: error: {safe(event.reason, one_line=True)}", file=sys.stderr)
                     return 1
+                printer.show(event)
+                if prompt is not None and event.type == "OperatorReplied":
+                    prompt.answered(event.task_id, event.event_id, event.text)
+                if event.type == "OperatorMessageSent" and state.waiting_for is not None:
+                    if prompt is not None:
+                        prompt.ask(state.waiting_for.task_id)
+                    else:
+                        out(f'  the run waits for the operator: `contreact reply {run_id} "..."`')
                 if event.type in TERMINAL_TYPES:
                     _print_next_steps(run_id, out)
                     return _exit_code(state)
@@ -193,21 +254,98 @@ async def follow_run(redis: aioredis.Redis, run_id: str, out: Printer) -> int:
             f"`contreact cancel {run_id}`)"
         )
         return 130
+    finally:
+        if prompt is not None:
+            prompt.close()
 
 
-async def _ask_operator(
-    redis: aioredis.Redis, state: AgentState, out: Printer, interactive: bool
-) -> None:
-    head = state.waiting_for
-    assert head is not None
-    if not interactive:
-        out(f'  the run waits for the operator: `contreact reply {state.run_id} "..."`')
-        return
-    text = await asyncio.to_thread(input, "  your reply> ")
-    await _send_reply(redis, state.run_id, head.task_id, text)
+def waiting_line(state: AgentState, waited_s: float) -> str | None:
+    """What a run that has been quiet for ``waited_s`` waits on, if it is worth a line."""
+    config = state.config
+    if config is None:
+        return None
+    if state.phase == "checking":
+        where = ""
+        if config.backend in ("ollama", "auto"):
+            host = config.ollama_client_config.host
+            where = (
+                f" at {safe(host, 80, one_line=True)} (connect timeout "
+                f"{config.ollama_client_config.connect_timeout_s:g} s)"
+            )
+        return f"  still checking the model{where}: {waited_s:.0f} s"
+    if state.phase == "awaiting_llm":
+        where = f"cycle {state.cycle_number}, step {state.step}"
+        return f"  the model is still answering ({where}): {waited_s:.0f} s"
+    return None
 
 
-async def _send_reply(redis: aioredis.Redis, run_id: str, task_id: str, text: str) -> None:
+class OperatorPrompt:
+    """The ``your reply>`` prompt of a followed run, reading the terminal without
+    blocking, so the follower keeps reading the run log while the operator types."""
+
+    def __init__(self, redis: aioredis.Redis, run_id: str, out: Printer) -> None:
+        self._redis = redis
+        self._run_id = run_id
+        self._out = out
+        self._lines: asyncio.Queue[str] = asyncio.Queue()
+        self._task_id: str | None = None
+        """The question open now (its tool call's task id)."""
+        self._sent: dict[str, str] = {}
+        """task id -> id of the reply sent from here."""
+        self._fd = sys.stdin.fileno()
+
+    def open(self) -> None:
+        asyncio.get_running_loop().add_reader(self._fd, self._readable)
+
+    def close(self) -> None:
+        asyncio.get_running_loop().remove_reader(self._fd)
+
+    def _readable(self) -> None:
+        line = sys.stdin.readline()
+        if not line:  # end of input: nothing more will be typed
+            self.close()
+            return
+        self._lines.put_nowait(line.rstrip("\n"))
+
+    def ask(self, task_id: str) -> None:
+        _discard_typeahead(self._fd)
+        self._task_id = task_id
+        print("  your reply> ", end="", flush=True)
+
+    async def send_typed(self, state: AgentState | None) -> None:
+        """Send a typed line as the reply to the open question; say so when none is open."""
+        while not self._lines.empty():
+            line = self._lines.get_nowait()
+            task_id = self._task_id
+            if task_id is None or state is None or state.waiting_for is None:
+                self._out("  (no question is waiting: that line was not sent)")
+                continue
+            self._sent[task_id] = await _send_reply(self._redis, self._run_id, task_id, line)
+            self._task_id = None
+
+    def answered(self, task_id: str, reply_id: str, text: str) -> None:
+        """The log has the reply to ``task_id``: close its question; if the reply came
+        from elsewhere, say so (and that a reply sent from here was not used)."""
+        if self._sent.get(task_id) == reply_id:
+            return
+        if self._task_id == task_id or task_id in self._sent:
+            self._task_id = None
+            unused = " (the reply typed here was not used)" if task_id in self._sent else ""
+            self._out(f"\n  the question was answered elsewhere{unused}")
+
+
+def _discard_typeahead(fd: int) -> None:
+    """Lines typed before a question was asked are not its answer."""
+    try:
+        import termios
+
+        termios.tcflush(fd, termios.TCIFLUSH)
+    except (ImportError, OSError):
+        pass
+
+
+async def _send_reply(redis: aioredis.Redis, run_id: str, task_id: str, text: str) -> str:
+    """Send the reply; return its message id (the event id it gets when taken)."""
     reply = InboxMessage(
         run_id=run_id,
         kind="OperatorReplied",
@@ -215,6 +353,7 @@ async def _send_reply(redis: aioredis.Redis, run_id: str, task_id: str, text: st
         data={"task_id": task_id, "text": text, "by": "operator"},
     )
     await (await Inbox.open(redis)).send(reply)
+    return reply.msg_id
 
 
 def _print_next_steps(run_id: str, out: Printer) -> None:
@@ -375,8 +514,26 @@ async def _poll_hash(redis: aioredis.Redis, key: str, timeout_s: float) -> dict[
 
 
 async def export(settings: CLISettings, run_id: str, out_dir: Path) -> tuple[Path, dict[str, int]]:
+    check_out_dir(out_dir)
     events, _state = await load_state(settings, run_id)
-    return await asyncio.to_thread(write_export, events, out_dir / f"{run_id}.jsonl")
+    try:
+        return await asyncio.to_thread(write_export, events, out_dir / f"{run_id}.jsonl")
+    except OSError as exc:
+        raise CLIError(
+            f"cannot write the export into {out_dir} ({exc.strerror or exc}): "
+            "choose another folder with --out"
+        ) from None
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse an output folder that is a file or cannot be written, before any work."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise CLIError(f"--out {out_dir} is a file, not a folder: name a folder")
+    probe = out_dir
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise CLIError(f"--out {out_dir}: {probe} is not a writable folder: choose another")
 
 
 def write_export(events: list[Any], path: Path) -> tuple[Path, dict[str, int]]:
@@ -387,7 +544,7 @@ def write_export(events: list[Any], path: Path) -> tuple[Path, dict[str, int]]:
     with tmp.open("wb") as handle:
         for record in export_records(events):
             counts[record["event_type"]] = counts.get(record["event_type"], 0) + 1
-            handle.write(orjson.dumps(record) + b"\n")
+            handle.write(dumps(record) + b"\n")
     tmp.replace(path)
     return path, counts
 

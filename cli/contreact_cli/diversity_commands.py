@@ -6,7 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from contreact_bus.archive import archived_run_ids
 from contreact_bus.replies import texts
+from contreact_bus.run_log import RunLog
 from contreact_bus.runs import experiment_run_ids, load_events
 from contreact_cli.commands import optional_redis, redis_client, runs
 from contreact_cli.exceptions import CLIError
@@ -70,6 +72,12 @@ async def corpus_clear(settings: CLISettings, run_id: str | None, experiment: st
     scope = scope_of(run_id, experiment)
     now = datetime.now(UTC).isoformat()
     async with redis_client(settings) as redis:
+        if run_id and not (
+            await RunLog(redis).exists(run_id) or run_id in archived_run_ids(settings.archive_dir)
+        ):
+            raise CLIError(f"no run '{run_id}' in Redis or the archive (see `contreact runs`)")
+        if experiment and not await experiment_run_ids(redis, experiment):
+            raise CLIError(f"no experiment '{experiment}': no run names it (see `contreact runs`)")
         await redis.set(corpus_cleared_key(scope), now)
     return f"corpus {scope} cleared at {now}"
 

@@ -15,8 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from redis.exceptions import RedisError
+
 from contreact_bus.exceptions import BusError
+from contreact_bus.redact import redact_url
 from contreact_cli import commands, processes
+from contreact_cli.args import Parser, bounded_int, experiment, positive_seconds, run_id, text
 from contreact_cli.config_file import load_config
 from contreact_cli.exceptions import CLIError
 from contreact_cli.settings import CLISettings
@@ -81,9 +85,10 @@ def cmd_status(args: argparse.Namespace, settings: CLISettings) -> int:
         for name, ts in beats.items()
     ]
     if args.json:
-        _json({"redis_url": settings.resolved_redis_url(), "processes": rows, "services": services})
+        redis_url = redact_url(settings.resolved_redis_url())
+        _json({"redis_url": redis_url, "processes": rows, "services": services})
         return 0
-    out(f"redis: {settings.resolved_redis_url()}")
+    out(f"redis: {redact_url(settings.resolved_redis_url())}")
     for row in rows:
         restarts = f"{row['restarts']} restart(s)" if row["restarts"] else ""
         out(
@@ -265,19 +270,8 @@ def cmd_deadletters(args: argparse.Namespace, settings: CLISettings) -> int:
     return 0
 
 
-def count(text: str) -> int:
-    """A number of processes: a whole number from 1 to 64."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= 64:
-        raise argparse.ArgumentTypeError(f"{value} is not between 1 and 64")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="contreact", description=__doc__)
+    parser = Parser(prog="contreact", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(
@@ -290,20 +284,23 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     p = add("up", cmd_up, "start a local Redis (unless REDIS_URL is set) and every service")
-    p.add_argument("--llm-workers", type=count, default=1, help="LLM workers (default 1)")
-    p.add_argument("--memory-workers", type=count, default=1, help="memory services (default 1)")
+    p.add_argument("--llm-workers", type=bounded_int(1, 64), default=1, help="LLM workers")
+    p.add_argument("--memory-workers", type=bounded_int(1, 64), default=1, help="memory services")
     p.add_argument(
-        "--orchestrators", type=count, default=1, help="orchestrator replicas (they share shards)"
+        "--orchestrators",
+        type=bounded_int(1, 64),
+        default=1,
+        help="orchestrator replicas (they share the inbox shards)",
     )
     p.add_argument(
         "--embedders",
-        type=count,
+        type=bounded_int(1, 64),
         default=1,
         help="embedders (a second one takes over at once when one dies; each loads the model)",
     )
     p.add_argument(
         "--wait",
-        type=float,
+        type=positive_seconds,
         default=120.0,
         help="seconds to wait for every service to answer (default 120)",
     )
@@ -311,42 +308,46 @@ def build_parser() -> argparse.ArgumentParser:
     add("status", cmd_status, "show the processes and service heartbeats", listing=True)
     p = add("run", cmd_run, "submit a run from a config file and follow its progress")
     p.add_argument("config", help="YAML config (seed 003 format and extensions)")
-    p.add_argument("--run-id", help="override the config's run_id")
-    p.add_argument("--detach", action="store_true", help="submit and return")
+    p.add_argument("--run-id", type=run_id, help="override the config's run_id")
+    p.add_argument(
+        "--detach",
+        action="store_true",
+        help="submit, wait for the orchestrator to take or refuse the run, and return",
+    )
     p.add_argument(
         "--wait",
-        type=float,
+        type=positive_seconds,
         default=60.0,
         help="seconds to wait for the services to answer (default 60)",
     )
     p = add("watch", cmd_watch, "follow a run's progress")
-    p.add_argument("run")
+    p.add_argument("run", type=run_id)
     add("runs", cmd_runs, "list runs with their status", listing=True)
     p = add("show", cmd_show, "a run's state, metrics per cycle and reflections", listing=True)
-    p.add_argument("run")
+    p.add_argument("run", type=run_id)
     p = add("reply", cmd_reply, "answer the agent's message to the operator")
-    p.add_argument("run")
-    p.add_argument("text")
+    p.add_argument("run", type=run_id)
+    p.add_argument("text", type=text)
     p = add("cancel", cmd_cancel, "cancel a run")
-    p.add_argument("run")
-    p.add_argument("--reason", default="cancelled by the operator")
+    p.add_argument("run", type=run_id)
+    p.add_argument("--reason", type=text, default="cancelled by the operator")
     p = add(
         "rebuild",
         cmd_rebuild,
         "fold a run's log; compare with the orchestrator's state",
         listing=True,
     )
-    p.add_argument("run")
+    p.add_argument("run", type=run_id)
     p = add(
         "replay",
         cmd_replay,
         "re-run decide over a logged run; report the first divergence",
         listing=True,
     )
-    p.add_argument("run")
+    p.add_argument("run", type=run_id)
     p.add_argument("--check", action="store_true", help="compare with the log (the default)")
     p = add("export", cmd_export, "write the run as seed-003 JSONL LogRecords")
-    p.add_argument("run")
+    p.add_argument("run", type=run_id)
     p.add_argument("--out", default="logs", help="output folder (default: logs)")
     p = add(
         "memory-rebuild",
@@ -354,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
         "rebuild the memory store from the run logs and compare it with the live one",
         listing=True,
     )
-    p.add_argument("runs", nargs="*", help="run ids (default: every run)")
+    p.add_argument("runs", nargs="*", type=run_id, help="run ids (default: every run)")
     p.add_argument("--out", help="keep the rebuilt store at this new file")
     p = add(
         "similarity",
@@ -362,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
         "a run's cycle-by-cycle reflection similarity matrix (from the log)",
         listing=True,
     )
-    p.add_argument("run")
+    p.add_argument("run", type=run_id)
     p = add(
         "corpus",
         cmd_corpus,
@@ -370,19 +371,21 @@ def build_parser() -> argparse.ArgumentParser:
         listing=True,
     )
     p.add_argument("action", choices=("stats", "clear"))
-    p.add_argument("--run", help="the corpus of one run")
-    p.add_argument("--experiment", help="the corpus shared by an experiment's runs")
+    p.add_argument("--run", type=run_id, help="the corpus of one run")
+    p.add_argument(
+        "--experiment", type=experiment, help="the corpus shared by an experiment's runs"
+    )
     p = add(
         "search",
         cmd_search,
         "semantic search over reflections and accepted paragraphs",
         listing=True,
     )
-    p.add_argument("text")
-    p.add_argument("--k", type=int, default=5, help="how many results (default 5)")
-    p.add_argument("--run", help="only this run")
+    p.add_argument("text", type=text)
+    p.add_argument("--k", type=bounded_int(1, 100), default=5, help="how many results (default 5)")
+    p.add_argument("--run", type=run_id, help="only this run")
     p = add("deadletters", cmd_deadletters, "messages that could not be processed", listing=True)
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=bounded_int(1, 10_000), default=50, help="newest N (default 50)")
     return parser
 
 
@@ -392,7 +395,16 @@ def main(argv: list[str] | None = None) -> None:
         settings = CLISettings()
         code = args.func(args, settings)
     except (CLIError, ContReActEventError, BusError) as exc:
-        print(f"contreact: error: {exc}", file=sys.stderr)
+        print(f"contreact: error: {safe(str(exc), 2000, one_line=True)}", file=sys.stderr)
+        code = 2
+    except RedisError as exc:  # Redis went away in the middle of a command
+        print(
+            f"contreact: error: Redis failed: {safe(str(exc), 300, one_line=True)}", file=sys.stderr
+        )
+        code = 2
+    except OSError as exc:  # a folder that cannot be written, a file that cannot be read
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"contreact: error: {exc.strerror or exc}{where}", file=sys.stderr)
         code = 2
     except KeyboardInterrupt:
         code = 130

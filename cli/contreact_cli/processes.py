@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from contreact_bus.local_redis import answers, redis_server_argv
+from contreact_bus.redact import redact_url
 from contreact_cli.exceptions import CLIError
 from contreact_cli.settings import CLISettings
 from contreact_cli.supervisor import ChildPlan, Plan
@@ -90,9 +91,9 @@ def up(
         lines.append(line)
         children.append(redis_child)
     elif not answers(url):
-        raise CLIError(f"REDIS_URL is set to {url}, but no Redis answers there")
+        raise CLIError(f"REDIS_URL is set to {redact_url(url)}, but no Redis answers there")
     else:
-        lines.append(f"redis: using {url}")
+        lines.append(f"redis: using {redact_url(url)}")
     data_dir = str(settings.data_dir.resolve())
     env = {"REDIS_URL": url, "CONTREACT_DATA_DIR": data_dir, "PYTHONUNBUFFERED": "1"}
     counts = {

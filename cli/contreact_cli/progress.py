@@ -34,7 +34,7 @@ class ProgressPrinter:
             case "ModelChecked":
                 if event.ok:
                     return f"backend: {event.backend} ({safe(event.detail, one_line=True)})"
-                return f"model check failed: {safe(event.detail, one_line=True)}"
+                return None  # RunFailed follows with the same reason: said once
             case "CycleStarted":
                 advisory = " (diversity advisory in force)" if event.advisory else ""
                 return f"cycle {event.cycle}/{self._cycles}{advisory}"
@@ -67,9 +67,10 @@ class ProgressPrinter:
             case "EmbeddingFailed":
                 return f"  embedding failed, no similarity check: {safe(event.error, 160)}"
             case "StepLimitReached":
+                then = "a last call without tools" if event.final_call else "cycle ends"
                 return (
                     f"  step limit reached ({event.steps} steps): "
-                    f"{event.dropped_tool_calls} tool call(s) not run, cycle ends"
+                    f"{event.dropped_tool_calls} tool call(s) not run, {then}"
                 )
             case "ReflectionRecorded":
                 return f"  reflection: {safe(event.text, 160, one_line=True) or '(empty)'}"

@@ -22,6 +22,8 @@ class CLISettings(BaseSettings):
     """Port of the Redis that `contreact up` starts (not 6379: a system Redis may be there)."""
     heartbeat_fresh_s: float = 6.0
     """A service whose last heartbeat is older is taken as gone (services beat every 2 s)."""
+    progress_every_s: float = Field(default=10.0, gt=0)
+    """While a followed run waits on its model without news, a line this often."""
 
     @property
     def archive_dir(self) -> Path:

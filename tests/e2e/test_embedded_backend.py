@@ -49,6 +49,9 @@ async def test_auto_check_resolves_to_embedded() -> None:
     assert message.data["ok"] is True
     assert message.data["backend"] == "embedded"
     assert "chose embedded" in message.data["detail"]
+    # The run records which model file answered: its digest, as Ollama reports one.
+    digest = message.data["model_digest"]
+    assert digest.startswith("sha256:") and len(digest) == 7 + 64
 
 
 async def test_chat_with_tools_gives_a_valid_answer() -> None:
@@ -87,3 +90,22 @@ async def test_long_history_is_trimmed_to_the_context() -> None:
     assert outcome.usage.done_reason is not None
     assert "dropped" in outcome.usage.done_reason
     assert outcome.usage.prompt_tokens <= 1024
+
+
+async def test_the_final_call_without_tools_gives_a_written_reflection() -> None:
+    """At the step cap the model is called without tools: the embedded model then
+    writes text, so the demo's cycles end on a reflection, not on an empty answer."""
+    final = task(
+        tools=(),
+        messages=(
+            *task().messages,
+            ChatMessage(
+                role="user",
+                content="Tools are off now: write your note to yourself for the next cycle.",
+            ),
+        ),
+    )
+    outcome = await EmbeddedBackend().chat(final)
+    assert isinstance(outcome, ChatReply)
+    assert outcome.message.tool_calls == ()
+    assert outcome.message.content.strip()

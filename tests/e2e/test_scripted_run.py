@@ -212,5 +212,9 @@ def test_a_short_run_on_the_embedded_model(stack: Stack, tmp_path: Path) -> None
     show = stack.json("show", "e2e-embedded")
     assert show["backend"] == "embedded" and len(show["cycle_metrics"]) == 2
     assert all(m["completion_tokens"] > 0 for m in show["cycle_metrics"])
+    # Whether the model stops calling tools or hits the cap (then it gets a last call
+    # without tools), every cycle ends with a reflection it wrote: the demo shows one.
+    assert all(text.strip() for text in show["reflection_history"]), show["reflection_history"]
+    assert show["model_digest"].startswith("sha256:")
     assert stack.json("replay", "e2e-embedded", "--check")["divergence"] is None
     assert stack.json("rebuild", "e2e-embedded")["equal"] is True

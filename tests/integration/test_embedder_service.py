@@ -250,3 +250,39 @@ async def test_the_entry_point_serves_in_burst_mode(
     assert [embedded(m).task_id for m in await inbox(aredis)] == ["t1", "t2"]
     assert await aredis.hget(SERVICES_HEARTBEAT, "embedder:unit") is not None
     assert await pending(aredis) == 0
+
+
+async def test_a_task_with_a_bad_setting_or_corpus_fails_alone(
+    aredis: aioredis.Redis, service: EmbeddingService
+) -> None:
+    """One run's invalid pattern, another's corrupt log: each fails its own task; the
+    batch mates of other runs are answered, and nothing stays pending."""
+    paragraph = "A long enough paragraph about tides, moons and the shape of the coast here."
+
+    def check(task_id: str, run_id: str, **extra: Any) -> EmbedTask:
+        return EmbedTask(
+            kind="paragraphs",
+            task_id=task_id,
+            run_id=run_id,
+            cycle=1,
+            text=paragraph,
+            model="all-MiniLM-L6-v2",
+            scope=f"run:{run_id}",
+            **extra,
+        )
+
+    await aredis.xadd("run:{run-corrupt}", {"type": "RunRequested", "event": b"{not json"})
+    await send(
+        aredis,
+        check("p1", "run-pattern", extra_patterns=("(unclosed",)),
+        task("r1", "run-fine", "I mapped the tides."),
+        check("p2", "run-corrupt"),
+        check("p3", "run-fine2"),
+    )
+    assert await drain(aredis, service) == 4
+    answers = {m.causation_id: m for m in await inbox(aredis)}
+    assert answers["r1"].kind == "ReflectionEmbedded"
+    assert answers["p3"].kind == "ParagraphsChecked"
+    assert "the paragraph check failed" in failed(answers["p1"]).error
+    assert "the paragraph check failed" in failed(answers["p2"]).error
+    assert await pending(aredis) == 0

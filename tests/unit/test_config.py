@@ -97,3 +97,14 @@ def test_run_id_is_generated_when_absent(tmp_path: Path) -> None:
 def test_parse_refuses_non_mappings() -> None:
     with pytest.raises(ConfigError, match="expected a mapping"):
         parse_run_config("run_id: x")
+
+
+def test_the_required_services_follow_from_the_config() -> None:
+    from contreact_cli.commands import required_services
+    from tests.support.sim import make_config
+
+    base = ("orchestrator", "llm-worker", "memory")
+    assert required_services(make_config()) == base  # diversity off, no search
+    search = make_config(tools={"search_memory": True})
+    assert required_services(search) == (*base, "embedder")  # search_memory needs it
+    assert required_services(make_config(diversity={"enabled": True})) == (*base, "embedder")

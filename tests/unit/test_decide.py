@@ -164,7 +164,7 @@ def test_unreadable_arguments_are_reported_to_the_model() -> None:
 
 
 def test_step_cap_ends_the_cycle_explicitly() -> None:
-    sim = Sim(make_config(cycle_count=1, max_steps_per_cycle=3))
+    sim = Sim(make_config(cycle_count=1, max_steps_per_cycle=3, final_call_at_step_cap=False))
     sim.start()
     loop = say("", ("list", {}))
     sim.answer_llm(loop)
@@ -192,7 +192,42 @@ def test_the_step_cap_bounds_an_endless_tool_loop() -> None:
     sim = Sim(make_config(cycle_count=2))  # default cap: 25 steps per cycle
     state = sim.drive([say("", ("list", {}))])
     assert state.status == "completed"
-    assert [m.llm_calls for m in state.cycle_metrics] == [25, 25]
+    assert [m.llm_calls for m in state.cycle_metrics] == [26, 26]  # 25 + the final call
+    assert all(r == "" for r in state.reflection_history)
+
+
+def test_at_the_step_cap_the_model_is_called_once_more_without_tools() -> None:
+    sim = Sim(make_config(cycle_count=1, max_steps_per_cycle=2))
+    sim.start()
+    loop = say("", ("list", {}))
+    sim.answer_llm(loop)
+    sim.answer_memory()
+    decision = sim.answer_llm(say("", ("list", {}), ("read", {"key": "a"})))
+    assert types(decision) == ["LLMResponded", "StepLimitReached", "LLMRequested"]
+    limit = decision.events[1]
+    assert (limit.steps, limit.dropped_tool_calls, limit.final_call) == (2, 2, True)
+    (task,) = decision.tasks
+    assert task.tools == ()  # no tools: the answer is the reflection
+    assert [m.role for m in task.messages[-2:]] == ["tool", "tool"]
+    assert "answer without calling a tool" in task.messages[-1].content
+    decision = sim.answer_llm(say("What I learned this cycle."))
+    assert types(decision)[1:] == ["ReflectionRecorded", "CycleEnded", "RunCompleted"]
+    assert decision.events[1].text == "What I learned this cycle."
+    assert decision.events[1].complete is True
+    assert decision.events[2].ended_by == "step_limit"
+
+
+def test_a_final_call_that_still_calls_tools_ends_the_cycle_on_its_text() -> None:
+    sim = Sim(make_config(cycle_count=2, max_steps_per_cycle=1))
+    sim.start()
+    sim.answer_llm(say("", ("list", {})))
+    decision = sim.answer_llm(say("half a thought", ("list", {})))
+    assert types(decision)[1:4] == ["StepLimitReached", "ReflectionRecorded", "CycleEnded"]
+    assert decision.events[1].final_call is False
+    assert decision.events[2].complete is False
+    # The next cycle offers the tools again.
+    (task,) = decision.tasks
+    assert task.tools != ()
 
 
 def test_operator_auto_policy_answers_at_once() -> None:

@@ -100,3 +100,19 @@ async def test_check_needs_a_script() -> None:
     missing = await backend.check(task(None, kind="check"))
     assert not missing.ok
     assert "script" in missing.detail
+
+
+async def test_the_worker_cuts_runaway_answer_text_and_says_so() -> None:
+    from contreact_llm.handler import LLMTaskHandler, ModelLimits
+
+    handler = LLMTaskHandler(
+        {"scripted": ScriptedBackend(FAST)},
+        inbox=None,  # type: ignore[arg-type]
+        limits=ModelLimits(lambda _b: 1),
+    )
+    long = {"replies": [{"content": "x" * 10_000}]}
+    message = await handler.answer(task(long, max_content_chars=100))
+    assert message.data["message"]["content"] == "x" * 100
+    assert "content cut at 100 of 10000 characters" in message.data["usage"]["done_reason"]
+    whole = await handler.answer(task(long, max_content_chars=None))
+    assert len(whole.data["message"]["content"]) == 10_000

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from contreact_events.catalog import EVENT_CLASSES
+from contreact_events.catalog import EVENT_CLASSES, SCHEMA_VERSIONS
 from contreact_events.codec import event_from_json
 from contreact_events.export import export_records
 from contreact_events.fold import fold_all
@@ -41,8 +41,28 @@ def test_a_saved_log_folds_replays_and_exports(path: Path) -> None:
 
 def test_version_1_runs_are_read_as_runs_without_the_diversity_check() -> None:
     events = load(FIXTURES / "runlog-v1-completed.jsonl")
-    assert events[0].schema_version == 2  # upcast on read
+    assert events[0].schema_version == SCHEMA_VERSIONS["RunRequested"]  # upcast on read
     state = fold_all(events)
     assert state.config is not None and state.config.diversity.enabled is False
     raw = (FIXTURES / "runlog-v1-completed.jsonl").read_text().splitlines()[0]
     assert '"schema_version":1' in raw and "diversity" not in raw  # the file is untouched
+
+
+def test_version_2_runs_are_read_as_runs_without_caps_or_final_call() -> None:
+    events = load(FIXTURES / "runlog-v2-regenerate.jsonl")
+    state = fold_all(events)
+    assert state.config is not None
+    assert state.config.final_call_at_step_cap is False
+    assert state.config.limits.memory_value_chars is None
+    assert state.config.diversity.feedback_placement == "after_newest"
+    regen = next(e for e in events if e.type == "RegenerationRequested")
+    assert regen.pinned is False
+    assert all(e.prompt_sha256 is None for e in events if e.type == "LLMRequested")
+
+
+def test_version_3_logs_record_the_prompt_hashes() -> None:
+    events = load(FIXTURES / "runlog-v3-caps-final-call.jsonl")
+    assert all(e.prompt_sha256 for e in events if e.type == "LLMRequested")
+    started = next(e for e in events if e.type == "RunStarted")
+    assert "system_prompt_with_tools" in started.prompt_hashes
+    assert any(e.type == "StepLimitReached" and e.final_call for e in events)

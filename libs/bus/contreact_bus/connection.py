@@ -8,6 +8,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from contreact_bus.backoff import REDIS_DOWN, Backoff
 from contreact_bus.exceptions import RedisUnavailable
+from contreact_bus.redact import redact_url
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -35,7 +36,7 @@ async def connect(url: str, *, check: bool = True, wait: bool = False) -> aiored
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             await client.aclose()
             raise RedisUnavailable(
-                f"Redis does not answer at {url} ({exc}). Start the services with "
+                f"Redis does not answer at {redact_url(url)} ({exc}). Start the services with "
                 "`contreact up`, or set REDIS_URL to a running Redis."
             ) from None
     return client

@@ -131,10 +131,41 @@ def _unchanged(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _config_without_caps(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 configs predate the size caps and the final call at the step cap:
+    those runs ran with neither."""
+    config = dict(data.get("config") or {})
+    config["limits"] = {
+        "memory_value_chars": None,
+        "tool_argument_chars": None,
+        "tool_output_chars": None,
+        "llm_content_chars": None,
+    }
+    config["final_call_at_step_cap"] = False
+    diversity = dict(config.get("diversity") or {})
+    config["diversity"] = {**diversity, "feedback_placement": "after_newest"}
+    return {**data, "config": config}
+
+
+def _adds(**defaults: Any) -> Upcaster:
+    """An upcaster for a version that only added fields: the old events read with
+    the value that describes how they ran."""
+
+    def step(data: dict[str, Any]) -> dict[str, Any]:
+        return {**defaults, **data}
+
+    return step
+
+
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("RunRequested", 1): _config_without_diversity,
     ("RunStarted", 1): _config_without_diversity,
     ("OperatorReplied", 1): _unchanged,
+    ("RunRequested", 2): _config_without_caps,
+    ("RunStarted", 2): lambda data: _adds(prompt_hashes={})(_config_without_caps(data)),
+    ("LLMRequested", 1): _adds(prompt_sha256=None),
+    ("StepLimitReached", 1): _adds(final_call=False),
+    ("RegenerationRequested", 1): _adds(pinned=False),
 }
 """(event type, stored version) -> function returning the data at version + 1.
 Register one here whenever an event's ``schema_version`` literal is raised."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -18,6 +19,15 @@ TYPE_FIELD = "type"
 MESSAGE_FIELD = "msg"
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def dumps(data: Any, *, sort_keys: bool = False) -> bytes:
+    """JSON of plain data (orjson, fast), falling back to ``json`` for what orjson
+    refuses: the model's tool arguments may hold integers past 64 bits."""
+    try:
+        return orjson.dumps(data, option=orjson.OPT_SORT_KEYS if sort_keys else None)
+    except TypeError:  # ensure_ascii: lone surrogates become escapes, never an error
+        return json.dumps(data, sort_keys=sort_keys, separators=(",", ":")).encode()
 
 
 def event_to_json(event: Event) -> bytes:

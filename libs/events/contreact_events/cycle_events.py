@@ -42,11 +42,16 @@ class LLMRequested(EventBase):
     """A completion was asked for. The prompt is not repeated: the fold rebuilds it."""
 
     type: Literal["LLMRequested"] = "LLMRequested"
+    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
+    """2: ``prompt_sha256`` (version 1 events read as None: not recorded)."""
     task_id: str
     cycle: int
     step: int
     call_index: int
     """How many LLM calls the run made before this one."""
+    prompt_sha256: str | None = None
+    """SHA-256 of the exact messages and tools the call sends (``prompt.prompt_sha256``),
+    so a deterministic replay also catches a change in how prompts are assembled."""
 
 
 class LLMResponded(EventBase):
@@ -74,9 +79,14 @@ class StepLimitReached(EventBase):
     """The cycle hit its cap on ReAct steps; its pending tool calls are not run."""
 
     type: Literal["StepLimitReached"] = "StepLimitReached"
+    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
+    """2: ``final_call`` (version 1 events read as False, which is how they ran)."""
     cycle: int
     steps: int
     dropped_tool_calls: int
+    final_call: bool = False
+    """The model is called once more, without tools, for the cycle's reflection
+    (``final_call_at_step_cap``); False: the cycle ends on the cut answer."""
 
 
 class ReflectionRecorded(EventBase):

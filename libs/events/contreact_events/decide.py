@@ -36,15 +36,16 @@ from contreact_events.diversity_events import (
 from contreact_events.envelope import EventBase
 from contreact_events.fold import (
     embed_task_id,
+    final_call_note,
     fold,
     llm_task_id,
     paragraph_task_id,
     tool_task_id,
 )
 from contreact_events.paragraphs import augment_prompt_with_feedback, split_paragraphs
-from contreact_events.prompt import pending_tasks
+from contreact_events.prompt import pending_tasks, prompt_sha256
 from contreact_events.run_events import RunCompleted, RunFailed, RunRequested, RunStarted
-from contreact_events.similarity import assess
+from contreact_events.similarity import HIGH_ADVISORY, MODERATE_ADVISORY, assess
 from contreact_events.state import AgentState, Attempt, Phase
 from contreact_events.task_events import TaskFailed, TaskRetried
 from contreact_events.tasks import EmbedTask, LLMTask, MemoryTask
@@ -56,6 +57,7 @@ from contreact_events.tool_events import (
 )
 from contreact_events.tools import (
     OPERATOR_TOOL,
+    TOOLS_PARAGRAPH,
     offered_tools,
     system_prompt_with_tools,
     tool_schemas,
@@ -180,6 +182,7 @@ def advance(state: AgentState, stamp: _Stamper) -> list[Event]:
                     system_prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
                     tools=tools,
                     code_version=state.code_version,
+                    prompt_hashes=prompt_hashes(config, prompt),
                 )
             ]
         case "cycle_start":
@@ -193,6 +196,7 @@ def advance(state: AgentState, stamp: _Stamper) -> list[Event]:
                     cycle=state.cycle_number,
                     step=step,
                     call_index=state.llm_calls,
+                    prompt_sha256=prompt_sha256(state),
                 )
             ]
         case "responded":
@@ -236,6 +240,8 @@ def _after_response(state: AgentState, stamp: _Stamper) -> list[Event]:
             ]
         return [stamp(ReflectionRecorded, cycle=cycle, text=response.content)]
     if state.step >= state.config.max_steps_per_cycle:
+        if state.config.final_call_at_step_cap and not state.final_call:
+            return [_final_call(state, stamp)]
         return [
             stamp(
                 StepLimitReached,
@@ -260,6 +266,19 @@ def _after_response(state: AgentState, stamp: _Stamper) -> list[Event]:
     ]
 
 
+def _final_call(state: AgentState, stamp: _Stamper) -> Event:
+    """The step cap with tools still called: one more call, without tools, so the
+    cycle ends with a reflection the model wrote as such."""
+    assert state.last_response is not None
+    return stamp(
+        StepLimitReached,
+        cycle=state.cycle_number,
+        steps=state.step,
+        dropped_tool_calls=len(state.last_response.tool_calls),
+        final_call=True,
+    )
+
+
 def _after_paragraph_check(state: AgentState, stamp: _Stamper) -> list[Event]:
     """Seed 001: accept a unique attempt; otherwise ask again with the feedback, up to
     ``max_attempts``; then accept the best one, under the relaxed threshold or, past
@@ -273,7 +292,13 @@ def _after_paragraph_check(state: AgentState, stamp: _Stamper) -> list[Event]:
     if last.attempt < diversity.max_attempts:
         feedback = augment_prompt_with_feedback(REGENERATE_REQUEST, last.feedback)
         return [
-            stamp(RegenerationRequested, cycle=cycle, attempt=last.attempt + 1, feedback=feedback)
+            stamp(
+                RegenerationRequested,
+                cycle=cycle,
+                attempt=last.attempt + 1,
+                feedback=feedback,
+                pinned=diversity.feedback_placement == "pinned",
+            )
         ]
     best = min(state.attempts, key=lambda a: (a.similarity, a.attempt))
     exhausted: list[Event] = []
@@ -346,7 +371,9 @@ def _cycle_ended(state: AgentState, stamp: _Stamper) -> Event:
     return stamp(
         CycleEnded,
         cycle=state.cycle_number,
-        ended_by="reflection" if state.reflection_complete else "step_limit",
+        ended_by="reflection"
+        if state.reflection_complete and not state.final_call
+        else "step_limit",
         metrics=state.metrics,
     )
 
@@ -403,6 +430,22 @@ def _after_task_failure(state: AgentState, config: RunConfig, stamp: _Stamper) -
     if state.phase in ("embedding", "checking_paragraphs"):
         return stamp(EmbeddingFailed, task_id=task_id, cycle=state.cycle_number, error=summary)
     return stamp(RunFailed, reason=summary)
+
+
+def prompt_hashes(config: RunConfig, prompt: str) -> dict[str, str]:
+    """SHA-256 of every text the platform puts into this run's prompts."""
+    texts = {
+        "system_prompt": config.system_prompt,
+        "system_prompt_with_tools": prompt,
+        "tools_paragraph": TOOLS_PARAGRAPH,
+        "cycle_start_message": config.cycle_start_message,
+        "operator_auto_reply": config.operator.auto_reply,
+        "advisory_high": HIGH_ADVISORY,
+        "advisory_moderate": MODERATE_ADVISORY,
+        "regeneration_request": augment_prompt_with_feedback(REGENERATE_REQUEST, "{feedback}"),
+        "final_call_note": final_call_note(0),
+    }
+    return {name: hashlib.sha256(text.encode()).hexdigest() for name, text in texts.items()}
 
 
 class _Stamper:

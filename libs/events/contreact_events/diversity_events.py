@@ -108,11 +108,18 @@ class RegenerationRequested(EventBase):
     put before its turn."""
 
     type: Literal["RegenerationRequested"] = "RegenerationRequested"
+    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
+    """2: ``pinned`` (version 1 events read as False, which is how they ran)."""
     cycle: int
     attempt: int
     """The number of the attempt asked for now (2 for the first regeneration)."""
     feedback: str
     """The text given to the model (seed 001's augmented prompt)."""
+    pinned: bool = True
+    """The feedback stays where the rejected answer was, before the tool calls and
+    results of the new attempt (seed 001: the request is augmented once, then the
+    model works). False (version 1): it was put after the newest message of every
+    call of the attempt."""
 
 
 class ParagraphsAccepted(EventBase):

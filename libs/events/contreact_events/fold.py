@@ -52,7 +52,13 @@ from contreact_events.tool_events import (
     ToolCallCompleted,
     ToolCallRequested,
 )
-from contreact_events.tools import OPERATOR_TOOL, WORKER_TOOLS, check_arguments
+from contreact_events.tools import (
+    OPERATOR_TOOL,
+    WORKER_TOOLS,
+    bounded_output,
+    check_arguments,
+    size_problem,
+)
 
 
 def fold(state: AgentState, event: Event) -> AgentState:
@@ -155,6 +161,7 @@ def _(event: CycleStarted, state: AgentState) -> dict[str, Any]:
         "attempts": (),
         "message_history": history,
         "metrics": CycleMetrics(),
+        "final_call": False,
     }
 
 
@@ -214,6 +221,7 @@ def _(event: ToolCallRequested, state: AgentState) -> dict[str, Any]:
     )
     offered = tuple(str(tool["function"]["name"]) for tool in state.tools)
     problem = problem or check_arguments(event.tool_name, event.arguments, offered)
+    problem = problem or _size_problem(state, event)
     call = QueuedToolCall(
         task_id=event.task_id,
         cycle=event.cycle,
@@ -272,7 +280,9 @@ def _(event: OperatorReplied, state: AgentState) -> dict[str, Any]:
 def _(event: ToolCallCompleted, state: AgentState) -> dict[str, Any]:
     _head(state, event, event.task_id)
     rest = state.tool_queue[1:]
-    result = ChatMessage(role="tool", content=event.output, tool_name=event.tool_name)
+    cap = state.config.limits.tool_output_chars if state.config and event.ok else None
+    output = bounded_output(event.output, cap)  # errors are short and must stay whole
+    result = ChatMessage(role="tool", content=output, tool_name=event.tool_name)
     m = state.metrics
     metrics = m if event.ok else evolve(m, {"tool_errors": m.tool_errors + 1})
     pending = None
@@ -294,9 +304,22 @@ def _(event: StepLimitReached, state: AgentState) -> dict[str, Any]:
         f"Not executed: the limit of {event.steps} steps per cycle was reached, "
         "so this cycle ends here."
     )
+    if event.final_call:
+        note = final_call_note(event.steps)
     calls = state.last_response.tool_calls if state.last_response else ()
     skipped = tuple(ChatMessage(role="tool", content=note, tool_name=c.name) for c in calls)
-    return {"message_history": (*state.message_history, *skipped)}
+    history = (*state.message_history, *skipped)
+    if event.final_call:
+        return {"message_history": history, "phase": "calling", "final_call": True}
+    return {"message_history": history}
+
+
+def final_call_note(steps: int) -> str:
+    """What each dropped tool call answers when the model gets a last call without tools."""
+    return (
+        f"Not executed: the limit of {steps} steps per cycle was reached. Tools are off "
+        "now: answer without calling a tool; your answer ends this cycle."
+    )
 
 
 @_apply.register
@@ -335,6 +358,7 @@ def _(event: RegenerationRequested, state: AgentState) -> dict[str, Any]:
         "message_history": history,
         "last_response": None,
         "regeneration_feedback": event.feedback,
+        "regeneration_at": len(history) if event.pinned else None,
         "metrics": evolve(m, {"regenerations": m.regenerations + 1}),
     }
 
@@ -363,6 +387,7 @@ def _(event: ReflectionRecorded, state: AgentState) -> dict[str, Any]:
     return {
         "phase": "reflected",
         "regeneration_feedback": None,
+        "regeneration_at": None,
         "reflection_history": (*state.reflection_history, event.text),
         "reflection_complete": event.complete,
         "metrics": metrics,
@@ -479,6 +504,18 @@ def _(event: TaskRetried, state: AgentState) -> dict[str, Any]:
             f"but the run waits on {state.pending_task_id}"
         )
     return {"task_sends": event.send, "pending_since": event.ts}
+
+
+def _size_problem(state: AgentState, event: ToolCallRequested) -> str | None:
+    if state.config is None:
+        return None
+    limits = state.config.limits
+    return size_problem(
+        event.tool_name,
+        event.arguments,
+        value_chars=limits.memory_value_chars,
+        argument_chars=limits.tool_argument_chars,
+    )
 
 
 def _head(state: AgentState, event: EventBase, task_id: str) -> QueuedToolCall:

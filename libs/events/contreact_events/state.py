@@ -6,7 +6,6 @@ import hashlib
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-import orjson
 from pydantic import BaseModel, ConfigDict
 
 from contreact_events.config import ResolvedBackend, RunConfig
@@ -107,6 +106,11 @@ class AgentState(BaseModel):
     """The current cycle's answers checked for repetition (regenerate mode)."""
     regeneration_feedback: str | None = None
     """While an answer is asked for again: the feedback put before the model's turn."""
+    regeneration_at: int | None = None
+    """Where in ``message_history`` the feedback stands (pinned, seed 001); None: after
+    the newest message (how version-1 ``RegenerationRequested`` placed it)."""
+    final_call: bool = False
+    """The step cap was reached: the model is called once more, without tools."""
     reflection_complete: bool = True
     """False when the current cycle's reflection was cut by the step limit."""
     pending_task_id: str | None = None
@@ -144,7 +148,9 @@ class AgentState(BaseModel):
 
     def digest(self) -> str:
         """SHA-256 of the state's canonical JSON: equal digests, equal states."""
-        canonical = orjson.dumps(self.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+        from contreact_events.codec import dumps  # codec -> catalog -> events: no cycle
+
+        canonical = dumps(self.model_dump(mode="json"), sort_keys=True)
         return hashlib.sha256(canonical).hexdigest()
 
 

@@ -51,6 +51,10 @@ class LLMTask(_Frozen):
     a call past it: the run has sent the task again, or given up)."""
     send: int = 1
     """Which send of the task this is (1, then 2 after a retry...)."""
+    max_content_chars: int | None = None
+    """Answer text past this is cut by the worker (``limits.llm_content_chars``)."""
+    connect_timeout_s: float = 5.0
+    """Longest wait to reach the model server (``ollama_client_config.connect_timeout_s``)."""
 
 
 class MemoryTask(_Frozen):

@@ -148,6 +148,45 @@ def check_arguments(
     return f"Error: {'; '.join(problems)}. Usage: {signature}."
 
 
+def size_problem(
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    value_chars: int | None,
+    argument_chars: int | None,
+) -> str | None:
+    """None when every text argument is within its cap (``limits`` of the run config);
+    otherwise a tool error saying the limit, so the model can shorten or split."""
+    for param, value in arguments.items():
+        if not isinstance(value, str):
+            continue
+        is_value = name == "write" and param == "value"
+        cap = value_chars if is_value else argument_chars
+        if cap is None or len(value) <= cap:
+            continue
+        advice = (
+            "Store a shorter value, or split it across several keys."
+            if is_value
+            else f"Use a shorter {param}."
+        )
+        return (
+            f"Error: {param} is {len(value)} characters long; the limit is {cap}. "
+            f"Nothing was done. {advice}"
+        )
+    return None
+
+
+def bounded_output(output: str, cap: int | None) -> str:
+    """A tool output as the model reads it: cut at ``cap`` characters, with a note
+    (the log keeps the whole output)."""
+    if cap is None or len(output) <= cap:
+        return output
+    return (
+        f"{output[:cap]}\n[output cut: {len(output)} characters, the first {cap} shown; "
+        "read a narrower part if you need more]"
+    )
+
+
 def _small_int(value: Any) -> bool:
     return (
         isinstance(value, int)

@@ -15,6 +15,8 @@ import time
 from collections.abc import Sequence
 
 import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from contreact_bus.inbox import Inbox
 from contreact_embedder.corpus_index import CorpusIndex
@@ -69,11 +71,8 @@ class EmbedHandler:
         out = []
         for task in tasks:
             span = spans.get(task.task_id)
-            if span is not None and task.kind == "paragraphs":
-                out.append(await self._check(task, embedded[span[0] : span[1]]))
-                continue
-            if span is not None and task.kind == "search":
-                out.append(await self._answer_search(task, embedded[span[0]]))
+            if span is not None and task.kind in ("paragraphs", "search"):
+                out.append(await self._isolated(task, embedded[span[0] : span[1]]))
                 continue
             result = embedded[span[0]] if span is not None else None
             if result is None:
@@ -96,6 +95,27 @@ class EmbedHandler:
                 log.warning("%s of run %s: %s", task.task_id, task.run_id, result)
                 out.append(embedding_failed(task, str(result)))
         return out
+
+    async def _isolated(
+        self, task: EmbedTask, embedded: Sequence[Embedding | EmbeddingError]
+    ) -> InboxMessage:
+        """A paragraph check or a search, failing alone: one task's bad setting (an
+        invalid pattern) or unreadable corpus (a corrupt event in a scope's log)
+        answers that task with a failure; its batch mates from other runs go on.
+        Redis going away is not the task's fault: it propagates, the batch is retried."""
+        try:
+            if task.kind == "search":
+                return await self._answer_search(task, embedded[0])
+            return await self._check(task, embedded)
+        except (RedisConnectionError, RedisTimeoutError):
+            raise
+        except Exception as exc:
+            log.warning("%s of run %s failed alone: %s", task.task_id, task.run_id, exc)
+            error = f"{type(exc).__name__}: {exc}"
+            if task.kind == "search":
+                output = f"Error: the search could not be done ({error})."
+                return tool_result(task.run_id, task.task_id, SEARCH_TOOL, output, ok=False)
+            return embedding_failed(task, f"the paragraph check failed: {error}")
 
     async def _check(
         self, task: EmbedTask, embedded: Sequence[Embedding | EmbeddingError]

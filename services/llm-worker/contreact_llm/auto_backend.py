@@ -25,6 +25,7 @@ async def resolve(task: LLMTask, ollama: LLMBackend, embedded: LLMBackend) -> Ch
             detail=f"auto: chose embedded, {local.detail}, because ollama is not usable: "
             f"{at_ollama.detail}",
             model=local.model,
+            model_digest=local.model_digest,
         )
     return CheckOutcome(
         ok=False,

@@ -80,11 +80,12 @@ def fit(
 
 def parse_arguments(name: str, text: str) -> ToolCall:
     """A tool call from generated argument text; unreadable arguments never raise."""
+    shown = repr(text) if len(text) <= 200 else f"{text[:200]!r}... ({len(text)} characters)"
     try:
         value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        problem = f"arguments are not valid JSON ({exc}): {text!r}"
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+        problem = f"arguments are not valid JSON ({type(exc).__name__}: {exc}): {shown}"
         return ToolCall(name=name, arguments_error=problem)
     if not isinstance(value, dict):
-        return ToolCall(name=name, arguments_error=f"arguments are not a JSON object: {text!r}")
+        return ToolCall(name=name, arguments_error=f"arguments are not a JSON object: {shown}")
     return ToolCall(name=name, arguments=value)

@@ -7,6 +7,7 @@ generates one answer at a time, in a thread so the event loop stays free.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
 import json
 import logging
@@ -81,6 +82,7 @@ class EmbeddedBackend:
         self._path: Path | None = None
         self._models: dict[tuple[Path, int], _LoadedModel] = {}
         self._loading = threading.Lock()
+        self._digests: dict[Path, str] = {}
 
     def _gguf(self) -> Path:
         if self._path is None:
@@ -92,12 +94,24 @@ class EmbeddedBackend:
             path = await asyncio.to_thread(self._gguf)
         except BackendError as exc:
             return CheckOutcome(ok=False, backend="embedded", detail=str(exc))
+        digest = await asyncio.to_thread(self._digest, path)
         return CheckOutcome(
             ok=True,
             backend="embedded",
             detail=f"embedded model {path.name} (llama.cpp, no server)",
             model=path.stem,
+            model_digest=digest,
         )
+
+    def _digest(self, path: Path) -> str:
+        """``sha256:...`` of the GGUF file (as Ollama reports its models), once per file."""
+        if path not in self._digests:
+            sha = hashlib.sha256()
+            with path.open("rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    sha.update(chunk)
+            self._digests[path] = f"sha256:{sha.hexdigest()}"
+        return self._digests[path]
 
     async def chat(self, task: LLMTask) -> ChatOutcome:
         started = time.monotonic()

@@ -96,6 +96,7 @@ class LLMTaskHandler:
         async with self._limits.slot(backend_name, task.model):
             answer = await backend.chat(task)
         if isinstance(answer, ChatReply):
+            answer = capped(answer, task.max_content_chars)
             return llm_responded(
                 task, answer.message, answer.usage, answer.model, answer.tool_call_error
             )
@@ -104,6 +105,22 @@ class LLMTaskHandler:
     async def aclose(self) -> None:
         for backend in self._backends.values():
             await backend.aclose()
+
+
+def capped(reply: ChatReply, cap: int | None) -> ChatReply:
+    """The reply with its text cut at ``cap`` characters (``limits.llm_content_chars``);
+    ``done_reason`` says how long it was, so the record shows the cut."""
+    content = reply.message.content
+    if cap is None or len(content) <= cap:
+        return reply
+    note = f"content cut at {cap} of {len(content)} characters"
+    reason = f"{reply.usage.done_reason} ({note})" if reply.usage.done_reason else note
+    return ChatReply(
+        message=reply.message.model_copy(update={"content": content[:cap]}),
+        usage=reply.usage.model_copy(update={"done_reason": reason}),
+        model=reply.model,
+        tool_call_error=reply.tool_call_error,
+    )
 
 
 def build_backends(settings: LLMWorkerSettings) -> dict[str, LLMBackend]:

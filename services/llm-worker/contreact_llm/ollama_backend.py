@@ -54,6 +54,11 @@ def classify(exc: Exception, host: str) -> BackendError:
         if exc.status_code == 429 or exc.status_code >= 500:
             return TransientBackendError(message)
         return BackendError(message)
+    if isinstance(exc, httpx.ConnectTimeout):
+        return TransientBackendError(
+            f"Ollama at {host} did not accept a connection within the connect timeout "
+            "(ollama_client_config.connect_timeout_s): is the host right and the server up?"
+        )
     if isinstance(exc, ConnectionError | httpx.TransportError):
         return TransientBackendError(unreachable(host, exc))
     return BackendError(f"Ollama client error talking to {host}: {type(exc).__name__}: {exc}")
@@ -64,16 +69,19 @@ class OllamaBackend:
 
     def __init__(self, retry: RetryPolicy) -> None:
         self._retry = retry
-        self._clients: dict[tuple[str, float | None], ollama.AsyncClient] = {}
+        self._clients: dict[tuple[str, float | None, float], ollama.AsyncClient] = {}
 
-    def _client(self, host: str, timeout_s: float | None) -> ollama.AsyncClient:
-        key = (host, timeout_s)
+    def _client(self, task: LLMTask) -> ollama.AsyncClient:
+        """One client per (host, timeouts). Reaching the server is bounded by the
+        short connect timeout; an answer (a long generation) by ``timeout_s``."""
+        key = (task.host, task.timeout_s, task.connect_timeout_s)
         if key not in self._clients:
-            self._clients[key] = ollama.AsyncClient(host=host, timeout=timeout_s)
+            timeout = httpx.Timeout(task.timeout_s, connect=task.connect_timeout_s)
+            self._clients[key] = ollama.AsyncClient(host=task.host, timeout=timeout)
         return self._clients[key]
 
     async def check(self, task: LLMTask) -> CheckOutcome:
-        client = self._client(task.host, task.timeout_s)
+        client = self._client(task)
         try:
             listing = await client.list()
         except Exception as exc:
@@ -133,7 +141,7 @@ class OllamaBackend:
         return ChatReply(message=message, usage=usage, model=response.model or task.model)
 
     async def _chat_once(self, task: LLMTask) -> ollama.ChatResponse:
-        client = self._client(task.host, task.timeout_s)
+        client = self._client(task)
         try:
             return await client.chat(
                 model=task.model,

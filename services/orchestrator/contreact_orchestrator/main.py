@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-from importlib.metadata import version
+from pathlib import Path
 
 import redis.asyncio as aioredis
 
+from contreact_bus.code_version import code_version
 from contreact_bus.connection import connect
 from contreact_bus.inbox import Inbox
 from contreact_bus.service import instance_name, serving, setup_logging
@@ -41,7 +42,7 @@ async def run(settings: OrchestratorSettings, *, burst: bool = False) -> None:
         orchestrator = Orchestrator(
             redis,
             settings.archive_dir,
-            version("contreact-orchestrator"),
+            code_version("contreact-orchestrator", Path(__file__)),
             inbox,
             log_retention_s=settings.log_retention_s,
         )

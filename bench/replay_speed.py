@@ -1,0 +1,72 @@
+"""Replay: ``replay_check`` (decide over every logged input, its events compared with
+the log) of a ~10,000-event run, with each LLM call's prompt hash recomputed, against
+the same replay without the hash (baseline), in the same process.
+
+Target: recomputing the prompt hashes at most doubles the replay (hashing the whole
+prompt at every call made it 10-45x slower on this run). The hash is
+computed message by message with each message's digest kept while the message lives
+(the history is shared between states), so the replay of a long run stays linear;
+hashing the whole prompt at every call would make it quadratic in the run's length
+(shown for comparison).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from bench._support import header, median_time, ratio, row, verdict
+from bench.fold_speed import generate_log
+from contreact_events.fold import fold_all
+from contreact_events.prompt import offered_tools_now, prompt_messages, sha256_of_prompt
+from contreact_events.replay import replay_check
+
+REPEATS = 3
+TARGET_RATIO = 2.0
+decide_module: Any = importlib.import_module("contreact_events.decide")
+
+
+def whole_prompt_hash(state: Any) -> str:
+    """The same hash by its definition, afresh at every call: what hashing the whole
+    prompt costs without the chain kept per message."""
+    return sha256_of_prompt(prompt_messages(state), offered_tools_now(state))
+
+
+def main() -> None:
+    header("replay speed")
+    events, state = generate_log()
+    row("events", len(events), "")
+    row("messages in the last prompt", len(state.message_history), "")
+    fold_s = median_time(lambda: fold_all(events), REPEATS)
+    report = replay_check(events)
+    assert report.ok, report.divergence
+    replay_s = median_time(lambda: replay_check(events), REPEATS)
+    unhashed = [
+        e.model_copy(update={"prompt_sha256": None}) if e.type == "LLMRequested" else e
+        for e in events
+    ]
+    original = decide_module.prompt_sha256
+    try:
+        decide_module.prompt_sha256 = lambda state: None
+        assert replay_check(unhashed).ok
+        base_s = median_time(lambda: replay_check(unhashed), REPEATS)
+        decide_module.prompt_sha256 = whole_prompt_hash
+        naive_s = median_time(lambda: replay_check(events), 1)
+    finally:
+        decide_module.prompt_sha256 = original
+    row("fold", fold_s * 1000, "ms")
+    row("replay without prompt hashes (baseline)", base_s * 1000, "ms")
+    row("replay with prompt hashes", replay_s * 1000, "ms")
+    row("replay, whole prompt hashed at every call", naive_s * 1000, "ms")
+    value = ratio("replay with hashes / baseline", replay_s, base_s)
+    ratio("whole-prompt hashing / baseline", naive_s, base_s)
+    ratio("replay / fold", replay_s, fold_s)
+    verdict(
+        "replay speed",
+        value <= TARGET_RATIO,
+        f"prompt hashes cost {value:.2f}x the replay without them (<= {TARGET_RATIO}x)",
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""CI runs what the README promises: `.ci/run` calls the README's test command, and
+that command runs ruff, the format check and strict mypy before the tests, on
+versions pinned by the constraints file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def make_target(name: str) -> tuple[list[str], list[str]]:
+    """(prerequisites, recipe lines) of a Makefile target."""
+    text = (ROOT / "Makefile").read_text()
+    match = re.search(rf"^{name}:([^\n]*)\n((?:\t[^\n]*\n)*)", text, re.MULTILINE)
+    assert match, f"no target {name}"
+    return match.group(1).split(), [line.strip() for line in match.group(2).splitlines()]
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert "make test    #" in readme and "`make test` is what CI runs (`.ci/run`)" in readme
+    lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip()]
+    assert lines[-1] == "make test"
+
+
+def test_make_test_runs_the_checks_then_the_tests() -> None:
+    prerequisites, recipe = make_target("test")
+    assert "check" in prerequisites and recipe == ["$(BIN)/pytest"]
+    _, checks = make_target("check")
+    assert checks == [
+        "$(BIN)/ruff check .",
+        "$(BIN)/ruff format --check .",
+        "$(BIN)/mypy libs services cli tests bench",
+    ]
+    assert "strict = true" in (ROOT / "pyproject.toml").read_text()
+
+
+def test_installs_are_pinned_by_the_constraints_file() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    installs = [line for line in makefile.splitlines() if "pip install" in line]
+    assert installs and all(
+        "-c constraints.txt" in line
+        for line in installs
+        if "pip\n" not in line and "--upgrade pip" not in line
+    )
+    pins = (ROOT / "constraints.txt").read_text().splitlines()
+    assert "torch==2.13.0" in pins
+    assert any(line.startswith("pydantic==") for line in pins)
