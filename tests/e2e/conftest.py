@@ -3,6 +3,7 @@ process against the session's Redis; commands run as subprocesses of the real CL
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -13,8 +14,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse, urlunparse
 
 import pytest
+import redis
 
 from contreact_bus.local_redis import free_port
 
@@ -24,6 +27,13 @@ class Stack:
     env: dict[str, str]
     data_dir: Path
     workdir: Path
+
+    @property
+    def redis_url(self) -> str:
+        """The Redis this stack's services use (read from the data dir when `up`
+        started its own)."""
+        url = self.env.get("REDIS_URL")
+        return url or (self.data_dir / "redis.url").read_text().strip()
 
     def cli(
         self, *args: str, timeout: float = 300, check: bool = False, input_text: str | None = None
@@ -99,7 +109,24 @@ def running_stack(
         stack.cli("down")
 
 
-@pytest.fixture
-def stack(redis_url: str, tmp_path: Path) -> Iterator[Stack]:
-    with running_stack(tmp_path, redis_url) as running:
+_DATABASES = itertools.count(1)
+
+
+def own_database(redis_server: str) -> str:
+    """The session's Redis with a database of its own (1-15, flushed), for a stack that
+    outlives one test: the tests' own ``redis_url`` (database 0) is flushed per test."""
+    number = next(_DATABASES) % 15 + 1
+    url = urlunparse(urlparse(redis_server)._replace(path=f"/{number}"))
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    client.close()
+    return url
+
+
+@pytest.fixture(scope="module")
+def stack(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """One `contreact up` for a test module (its tests use their own run ids): starting
+    every service, the embedder's model included, is most of an e2e test's time."""
+    workdir = tmp_path_factory.mktemp("stack")
+    with running_stack(workdir, own_database(redis_server)) as running:
         yield running

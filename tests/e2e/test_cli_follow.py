@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 import yaml
 
-from tests.e2e.conftest import Stack
+from tests.e2e.conftest import Stack, own_database, running_stack
 from tests.fake_ollama import dropping_host
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
@@ -26,24 +25,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 
 @pytest.fixture(scope="module")
 def stack(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """One stack for this module's tests (each uses its own run ids): starting every
-    service, the embedder's model included, is most of an e2e test's time."""
-    client = redis.Redis.from_url(redis_server)
-    client.flushdb()
-    client.close()
+    """One stack for this module's tests (each uses its own run ids), with a progress
+    line every second."""
     workdir = tmp_path_factory.mktemp("cli-follow")
-    env = {
-        **os.environ,
-        "REDIS_URL": redis_server,
-        "CONTREACT_DATA_DIR": str(workdir / "data"),
-        "CONTREACT_PROGRESS_EVERY_S": "1",
-    }
-    stack = Stack(env=env, data_dir=workdir / "data", workdir=workdir)
-    stack.cli("up", check=True)
-    try:
-        yield stack
-    finally:
-        stack.cli("down")
+    env = {"CONTREACT_PROGRESS_EVERY_S": "1"}
+    with running_stack(workdir, own_database(redis_server), env=env) as running:
+        yield running
 
 
 def write(tmp_path: Path, name: str, **data: Any) -> Path:

@@ -222,14 +222,13 @@ def test_a_150_second_llm_call_runs_exactly_once(redis_url: str, tmp_path: Path)
         assert show["cycle_metrics"][0]["llm_calls"] == 1
 
 
-def test_a_poison_result_fails_its_task_and_the_run_still_completes(
-    stack: Stack, tmp_path: Path, redis_url: str
-) -> None:
+def test_a_poison_result_fails_its_task_and_the_run_still_completes(stack: Stack) -> None:
     """A forged answer to the pending LLM call that is not an answer at all: the run
     refuses it (TaskFailed, kept in the dead letters), sends the call again, and takes
     the real answer when it comes."""
     data = chaos_config("poisoned", cycles=1)
     data["script"]["replies"] = [{"content": "The real answer.", "latency_ms": 4000}]
+    redis_url = stack.redis_url
     asyncio.run(submit_all(redis_url, [data]))
     client = redis.Redis.from_url(redis_url)
 
