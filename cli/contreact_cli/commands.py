@@ -486,6 +486,12 @@ async def _orchestrator_digest(
     try:
         meta = text_map(await redis.hgetall(run_meta_key(run_id)))
         if meta.get("digest"):
+            if meta.get("digest_shape") != AgentState.shape():
+                return None, (
+                    "the orchestrator's final digest was made by code whose state has "
+                    f"another shape ({meta.get('digest_shape') or 'not recorded'}, now "
+                    f"{AgentState.shape()}): not comparable; `replay --check` still is"
+                )
             return meta["digest"], "final state recorded by the orchestrator when the run ended"
         if not meta:
             return None, "the orchestrator holds no state for this run (archive only)"
@@ -495,6 +501,8 @@ async def _orchestrator_digest(
             answer = await _poll_hash(redis, run_digest_key(run_id), 10.0)
             if answer is None:
                 return None, "the orchestrator did not answer within 10 s (is it running?)"
+            if answer.get("digest_shape") != AgentState.shape():
+                return None, "the orchestrator runs code whose state has another shape"
             if int(answer["seq"]) == seq:
                 return answer["digest"], f"live state held by the orchestrator ({answer['held']})"
             await asyncio.sleep(0.2)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
+import orjson
 from pydantic import BaseModel, ConfigDict
 
 from contreact_events.config import ResolvedBackend, RunConfig
@@ -146,12 +148,26 @@ class AgentState(BaseModel):
             return head
         return None
 
+    @classmethod
+    def shape(cls) -> str:
+        """SHA-256 (first 16 hex digits) of the state's JSON schema: two digests can be
+        compared only when they were made by code whose states have the same shape (a
+        field added anywhere in the state changes every digest)."""
+        return _shape(cls)
+
     def digest(self) -> str:
-        """SHA-256 of the state's canonical JSON: equal digests, equal states."""
+        """SHA-256 of the state's canonical JSON: equal digests, equal states (of one
+        ``shape``)."""
         from contreact_events.codec import dumps  # codec -> catalog -> events: no cycle
 
         canonical = dumps(self.model_dump(mode="json"), sort_keys=True)
         return hashlib.sha256(canonical).hexdigest()
+
+
+@functools.cache
+def _shape(model: type[BaseModel]) -> str:
+    schema = orjson.dumps(model.model_json_schema(), option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(schema).hexdigest()[:16]
 
 
 FrozenModel = TypeVar("FrozenModel", bound=BaseModel)

@@ -449,6 +449,7 @@ class Orchestrator:
         meta: dict[Any, Any] = {
             **meta_fields(state),
             "digest": state.digest(),
+            "digest_shape": AgentState.shape(),
             "archive": str(path),
         }
         retention = max(1, int(self._retention_s))
@@ -478,7 +479,13 @@ class Orchestrator:
         key = run_digest_key(run_id)
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.hset(
-                key, mapping={"digest": state.digest(), "seq": str(state.seq), "held": source}
+                key,
+                mapping={
+                    "digest": state.digest(),
+                    "digest_shape": AgentState.shape(),
+                    "seq": str(state.seq),
+                    "held": source,
+                },
             )
             pipe.expire(key, DIGEST_TTL_S)
             await pipe.execute()
