@@ -118,6 +118,21 @@ def services(
             stop_process(proc)
 
 
+def cli(env: dict[str, str], *args: str, timeout: float = 600) -> str:
+    """Run ``contreact ARGS`` with ``env``; its output, or the benchmark stops with it."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "contreact_cli", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"bench: contreact {' '.join(args)} failed:\n{proc.stdout}{proc.stderr}")
+    return proc.stdout
+
+
 def median_time(fn: Callable[[], Any], repeats: int) -> float:
     """Median wall time of ``repeats`` calls of ``fn`` (seconds)."""
     samples = []

@@ -20,8 +20,6 @@ import json
 import os
 import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -31,7 +29,7 @@ from typing import Any
 import redis
 import yaml
 
-from bench._support import ROOT, header, ratio, redis_server, row, verdict
+from bench._support import cli, header, ratio, redis_server, row, verdict
 from contreact_bus.replies import entries
 from contreact_events.codec import event_from_fields
 from contreact_events.names import SERVICES_HEARTBEAT, run_log_key
@@ -48,20 +46,6 @@ TARGET_ADDED_S = 5.0
 """What recovery may add to the time a new process needs to start (a dead child's
 leases and tasks are handed on at once; the rest is the service's own start, e.g. the
 embedder loading its model)."""
-
-
-def cli(env: dict[str, str], *args: str, timeout: float = 300) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-m", "contreact_cli", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"bench: contreact {' '.join(args)} failed:\n{proc.stdout}{proc.stderr}")
-    return proc.stdout
 
 
 def run_config(run_id: str) -> dict[str, Any]:

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,7 +25,7 @@ from typing import Any
 import redis
 import yaml
 
-from bench._support import ROOT, header, redis_server, row, verdict
+from bench._support import cli, header, redis_server, row, verdict
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
     DEFAULT_INBOX_SHARDS,
@@ -40,20 +38,6 @@ from contreact_events.names import (
 )
 
 RETENTION_S = 30
-
-
-def cli(env: dict[str, str], *args: str) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-m", "contreact_cli", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"bench: contreact {' '.join(args)} failed:\n{proc.stdout}{proc.stderr}")
-    return proc.stdout
 
 
 def run_config(run_id: str, cycles: int) -> dict[str, Any]:
