@@ -5,11 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGES := libs/events libs/bus services/orchestrator services/llm-worker services/memory \
-  services/embedder cli
+  services/embedder services/ui cli
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install redis demo test check lint schema bench up down clean
+.PHONY: install redis chromium demo test check lint schema bench up down clean
 
 $(STAMP): $(PYPROJECTS) requirements-dev.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,7 +19,7 @@ $(STAMP): $(PYPROJECTS) requirements-dev.txt
 	@echo "installing the packages (the first time builds llama-cpp-python: several minutes)"
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt \
 	  -e libs/events -e libs/bus -e services/orchestrator -e 'services/llm-worker[embedded]' \
-	  -e services/memory -e services/embedder -e cli
+	  -e services/memory -e services/embedder -e services/ui -e cli
 	@touch $(STAMP)
 
 install: $(STAMP) redis
@@ -36,13 +36,27 @@ redis:
 	  exit 1; \
 	fi
 
+# Debian's Chromium for the browser tests (Playwright drives it; its own browser
+# download cannot work without the internet). CHROMIUM overrides the path.
+CHROMIUM ?= /usr/bin/chromium
+chromium:
+	@if [ -x "$(CHROMIUM)" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing chromium from Debian's packages (for the browser tests)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; \
+	else \
+	  echo "chromium is not installed. Install it (Debian/Ubuntu: sudo apt-get install chromium)" \
+	       "or set CHROMIUM to a Chromium binary, then run make again."; \
+	  exit 1; \
+	fi
+
 demo: install
 	$(BIN)/contreact up
 	$(BIN)/contreact run configs/sample.yaml
 	@echo "the services keep running: \`$(BIN)/contreact down\` stops them"
 
-test: install
-	$(BIN)/pytest
+test: install chromium
+	CONTREACT_CHROMIUM=$(CHROMIUM) $(BIN)/pytest
 
 check: install
 	$(BIN)/ruff check .

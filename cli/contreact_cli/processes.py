@@ -21,6 +21,7 @@ SERVICE_MODULES = {
     "llm-worker": "contreact_llm",
     "memory": "contreact_memory",
     "embedder": "contreact_embedder",
+    "ui": "contreact_ui",
 }
 REDIS_PROCESS = "redis"
 
@@ -57,7 +58,7 @@ def up(settings: CLISettings, *, llm_workers: int = 1, memory_workers: int = 1) 
     env = {**os.environ, "REDIS_URL": url, "CONTREACT_DATA_DIR": str(settings.data_dir.resolve())}
     counts = {"orchestrator": 1, "llm-worker": llm_workers, "memory": memory_workers, "embedder": 1}
     for service, module in SERVICE_MODULES.items():
-        for index in range(counts[service]):
+        for index in range(counts.get(service, 1)):
             name = service if index == 0 else f"{service}-{index + 1}"
             lines.append(_start(settings, name, [sys.executable, "-m", module], env))
     return lines

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -64,6 +65,12 @@ class Stack:
             time.sleep(0.1)
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 @pytest.fixture
 def stack(redis_url: str, tmp_path: Path) -> Iterator[Stack]:
     data_dir = tmp_path / "data"
@@ -72,6 +79,7 @@ def stack(redis_url: str, tmp_path: Path) -> Iterator[Stack]:
         "REDIS_URL": redis_url,
         "CONTREACT_DATA_DIR": str(data_dir),
         "CONTREACT_ORCH_RECLAIM_IDLE_MS": "2000",
+        "CONTREACT_UI_PORT": str(free_port()),
     }
     stack = Stack(env=env, data_dir=data_dir, workdir=tmp_path)
     stack.cli("up", check=True)
