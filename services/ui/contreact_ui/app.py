@@ -29,7 +29,7 @@ from contreact_events.config import RUN_ID_PATTERN
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.export import export_records
 from contreact_ui import views
-from contreact_ui.compose import COMPOSERS, compose
+from contreact_ui.compose import COMPOSERS, compose, form_groups
 from contreact_ui.deps import Conn, RunId, Seq, open_readonly
 from contreact_ui.exceptions import BadQuery, RunNotProjected, StoreUnavailable
 from contreact_ui.models import (
@@ -195,7 +195,9 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
         "/compose",
         "compose.html",
         store=False,
-        extras=lambda page: {"form_fields": COMPOSERS[page.mode].fields},
+        extras=lambda page: {
+            "form_groups": form_groups(COMPOSERS[page.mode]),
+        },
     )
     def composer(
         request: Request,
@@ -214,7 +216,7 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
         download = f"/compose.yaml?{request.url.query}" if composed.yaml and sent else None
         return ComposePage(
             mode=mode,
-            modes=sorted({"run", "experiment"}),
+            modes=sorted(COMPOSERS),
             values=composed.values,
             yaml=composed.yaml if sent else None,
             error=composed.error if sent else None,

@@ -252,6 +252,14 @@ def compose(mode: str, values: Mapping[str, str]) -> Composed:
     return Composed(shown, text, None, composer.filename(data))
 
 
+def form_groups(composer: Composer) -> list[tuple[str, list[FormField]]]:
+    """The form's fields by group, in the order they are declared."""
+    groups: dict[str, list[FormField]] = {}
+    for field in composer.fields:
+        groups.setdefault(field.group, []).append(field)
+    return list(groups.items())
+
+
 def form_values(composer: Composer, values: Mapping[str, str]) -> dict[str, str]:
     """What the form shows: what was sent, else the defaults."""
     submitted = bool(values.get(SUBMITTED))

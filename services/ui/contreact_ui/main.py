@@ -9,12 +9,13 @@ import asyncio
 import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 
 import uvicorn
 
 from contreact_bus.connection import connect
 from contreact_bus.exceptions import BusError
-from contreact_bus.service import heartbeat, setup_logging
+from contreact_bus.service import heartbeat, setup_logging, stop_on_signals
 from contreact_ui.app import create_app
 from contreact_ui.exceptions import UIError
 from contreact_ui.projector import Notifier, Projector
@@ -24,47 +25,58 @@ from contreact_ui.settings import UISettings
 log = logging.getLogger("contreact_ui")
 
 
+class Server(uvicorn.Server):
+    """uvicorn without its own signal handling: the service stops on SIGTERM/SIGINT
+    like every other one (``stop_on_signals``), then cleans up."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 async def serve(settings: UISettings) -> None:
     redis = await connect(settings.redis_url)
     store = await open_or_rebuild(settings.database, redis, settings.archive_dir)
     notifier = Notifier()
-    server = uvicorn.Server(
+    app = create_app(settings, notifier)
+    server = Server(
         uvicorn.Config(
-            create_app(settings, notifier),
+            app,
             host=settings.host,
             port=settings.port,
             log_level="warning",
             timeout_graceful_shutdown=2,
         )
     )
-    stop = asyncio.Event()
     projector = Projector(store, redis, settings.archive_dir, notifier)
-    tasks = [
-        asyncio.create_task(
-            heartbeat(redis, f"ui:{settings.instance_name}", settings.heartbeat_s, stop)
-        )
-    ]
-    if settings.project:
-        tasks.append(
-            asyncio.create_task(
-                projector.run(stop, poll_s=settings.poll_s, discover_s=settings.discover_s)
+    name = f"ui:{settings.instance_name}"
+    with stop_on_signals() as stop:
+        tasks = [asyncio.create_task(heartbeat(redis, name, settings.heartbeat_s, stop))]
+        if settings.project:
+            tasks.append(
+                asyncio.create_task(
+                    projector.run(stop, poll_s=settings.poll_s, discover_s=settings.discover_s)
+                )
             )
+        tasks.append(asyncio.create_task(_exit_on(stop, server)))
+        log.info(
+            "dashboard at http://%s:%d/ (projections in %s)",
+            settings.host,
+            settings.port,
+            settings.database,
         )
-    log.info(
-        "dashboard at http://%s:%d/ (projections in %s)",
-        settings.host,
-        settings.port,
-        settings.database,
-    )
-    try:
-        await server.serve()  # until SIGTERM/SIGINT (uvicorn handles them)
-    finally:
-        stop.set()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        store.close()
-        await redis.aclose()
+        try:
+            await server.serve()
+        finally:
+            stop.set()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            store.close()
+            await redis.aclose()
+
+
+async def _exit_on(stop: asyncio.Event, server: uvicorn.Server) -> None:
+    await stop.wait()
+    server.should_exit = True
 
 
 async def rebuild_command(settings: UISettings) -> int:

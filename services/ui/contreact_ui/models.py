@@ -286,6 +286,7 @@ class ComparePage(_Model):
 class ComposePage(_Model):
     mode: Literal["run", "experiment"]
     modes: list[str]
+    """The modes this server composes (``experiment`` joins with the experiment format)."""
     values: dict[str, str]
     yaml: str | None
     error: str | None

@@ -62,6 +62,7 @@ from contreact_events.run_events import (
     RunRequested,
     RunStarted,
 )
+from contreact_events.similarity import cosine
 from contreact_events.state import AgentState
 from contreact_events.tool_events import (
     OperatorMessageSent,
@@ -319,7 +320,7 @@ class RunProjector:
                 row.advisory_given = event.advisory
                 row.note = event.note
                 delta.similarities.extend(
-                    (event.cycle, other, value) for other, value in event.similarities
+                    (event.cycle, other, value) for other, value in similarities(event, state)
                 )
             case EmbeddingFailed():
                 self._cycle(event.cycle).note = f"embedding failed: {event.error}"
@@ -398,6 +399,20 @@ class RunProjector:
             s.completion_tokens += event.usage.completion_tokens
         s.created_at = s.created_at or event.ts
         s.updated_at = event.ts
+
+
+def similarities(event: SimilarityAssessed, state: AgentState) -> tuple[tuple[int, float], ...]:
+    """The cycle's row of the similarity matrix: as assessed, or for logs written before
+    assessments carried it, recomputed from the logged vectors with the same function."""
+    if event.similarities or event.max_similarity is None:
+        return event.similarities
+    vectors = dict(state.embeddings)
+    own = vectors.get(event.cycle)
+    if own is None:
+        return ()
+    return tuple(
+        (other, cosine(own, vector)) for other, vector in vectors.items() if other < event.cycle
+    )
 
 
 def snapshot_bytes(state: AgentState) -> bytes:

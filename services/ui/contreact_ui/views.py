@@ -183,7 +183,8 @@ def similarity_matrix(
     embedded = {
         r[0]
         for r in conn.execute(
-            "SELECT cycle FROM cycles WHERE run_id = ? AND level IS NOT NULL", (run_id,)
+            "SELECT cycle FROM events WHERE run_id = ? AND type = 'ReflectionEmbedded'",
+            (run_id,),
         )
     }
     cycles = sorted(embedded | {p[0] for p in pairs} | {p[1] for p in pairs})
@@ -193,7 +194,7 @@ def similarity_matrix(
         values[index[cycle]][index[other]] = value
         values[index[other]][index[cycle]] = value
     for c, i in index.items():
-        if c in embedded or any(p[0] == c for p in pairs):
+        if c in embedded:
             values[i][i] = 1.0
     return SimilarityMatrix(
         cycles=cycles, values=values, high_threshold=high, moderate_threshold=moderate

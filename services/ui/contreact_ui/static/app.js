@@ -29,9 +29,9 @@
   const COLORS = ["#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2", "#db2777",
     "#65a30d", "#475569"];
   const LAYOUT = {
-    margin: { l: 50, r: 10, t: 36, b: 40 },
-    height: 280,
-    legend: { orientation: "h", y: -0.2 },
+    margin: { l: 50, r: 10, t: 36, b: 70 },
+    height: 300,
+    legend: { orientation: "h", y: -0.28 },
     font: { family: "system-ui, sans-serif", size: 12 },
     paper_bgcolor: "rgba(0,0,0,0)",
     plot_bgcolor: "rgba(0,0,0,0)",
@@ -56,7 +56,7 @@
       y: data.cycles.map((c) => c.tools[tool] || 0), marker: { color: COLORS[i % COLORS.length] },
     }));
     plot("chart-tools", toolTraces, {
-      title: { text: "Tool calls by tool" }, barmode: "stack",
+      title: { text: "Tool calls by tool" }, barmode: "stack", showlegend: true,
       xaxis: { title: { text: "cycle" }, dtick: 1 },
     });
     const metric = (name) => data.cycles.map((c) => c.metrics[name]);
