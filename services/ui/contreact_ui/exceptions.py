@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class UIError(Exception):
     """Base class of every error raised by contreact_ui."""
@@ -10,6 +12,9 @@ class UIError(Exception):
 class ProjectionError(UIError):
     """A run's log cannot be projected (it does not fold): the run is shown with this
     reason and no longer followed."""
+
+    partial: Any = None
+    """The delta of the events before the one that failed (a ``projection.Delta``)."""
 
 
 class ProjectionVersionMismatch(UIError):

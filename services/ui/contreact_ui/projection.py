@@ -234,6 +234,10 @@ class RunProjector:
         try:
             for entry_id, event in entries:
                 self._one(entry_id, event)
+        except ProjectionError as exc:
+            delta.last_entry_id = self.last_entry_id
+            exc.partial = delta  # what the events before the bad one changed
+            raise
         finally:
             self._delta = None
         delta.last_entry_id = self.last_entry_id

@@ -230,8 +230,11 @@ class Projector:
     def _project_entries(
         self, follower: Follower, page: list[tuple[bytes, dict[bytes, bytes]]]
     ) -> bool:
+        """Project a page of entries; an entry that cannot be decoded stops the run
+        there (what came before it is kept) with a ProjectionError naming it."""
         run_id = follower.projector.run_id
         key = run_log_key(run_id)
+        problem = None
         with bulk():
             pairs = []
             for entry_id, fields in page:
@@ -239,10 +242,17 @@ class Projector:
                 try:
                     pairs.append((entry_id.decode(), event_from_fields(fields, where=where)))
                 except ContReActEventError as exc:
-                    raise ProjectionError(f"run {run_id}: {exc}") from None
-            delta = follower.projector.feed(pairs)
-        self.store.apply(delta, source="redis")
-        follower.after = delta.last_entry_id
+                    problem = ProjectionError(f"run {run_id}: {exc}")
+                    break
+            try:
+                delta = follower.projector.feed(pairs)
+            except ProjectionError as exc:
+                delta, problem = exc.partial, exc
+        if not delta.empty:
+            self.store.apply(delta, source="redis")
+            follower.after = delta.last_entry_id
+        if problem is not None:
+            raise problem
         return follower.projector.terminal
 
     async def _project_archive(self, run_id: str, follower: Follower | None) -> None:
