@@ -25,12 +25,11 @@ from fastapi.responses import (
 )
 from fastapi.staticfiles import StaticFiles
 
-from contreact_events.config import RUN_ID_PATTERN
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.export import export_records
 from contreact_ui import views
 from contreact_ui.compose import COMPOSERS, compose, form_groups
-from contreact_ui.deps import Conn, RunId, Seq, open_readonly
+from contreact_ui.deps import Conn, RunId, RunIdItem, Seq, open_readonly
 from contreact_ui.exceptions import BadQuery, RunNotProjected, StoreUnavailable
 from contreact_ui.models import (
     ComparePage,
@@ -46,12 +45,14 @@ from contreact_ui.models import (
     RunRow,
     RunsPage,
 )
-from contreact_ui.pages import ERROR_RESPONSES, Pages
+from contreact_ui.pages import Pages, download_responses
 from contreact_ui.projector import Notifier
 from contreact_ui.render import Renderer
 from contreact_ui.settings import UISettings
 from contreact_ui.store import STORE_VERSION
-from contreact_ui.text import display
+
+MAX_POSITION = 1_000_000_000
+"""Upper bound of positions and offsets in queries (SQLite integers are 64-bit)."""
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -120,7 +121,7 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
         experiment: str | None = None,
         q: Annotated[str | None, Query(description="part of the run id")] = None,
         limit: Annotated[int, Query(ge=1, le=5000)] = 1000,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=MAX_POSITION)] = 0,
     ) -> RunsPage:
         """Every run with its status, model, backend, experiment, cycle, step and tokens."""
         filters = RunFilters(
@@ -154,7 +155,7 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
         run_id: RunId,
         type: Annotated[list[str] | None, Query(description="event types to show")] = None,
         cycle: Annotated[int | None, Query(ge=0, le=1_000_000)] = None,
-        after: Annotated[int, Query(ge=0)] = 0,
+        after: Annotated[int, Query(ge=0, le=MAX_POSITION)] = 0,
         limit: Annotated[int, Query(ge=1, le=5000)] = 200,
     ) -> EventsPage:
         """The run log, filtered by type and cycle, a page at a time."""
@@ -170,7 +171,7 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
     def replay(
         conn: Conn,
         run_id: RunId,
-        seq: Annotated[int | None, Query(ge=0)] = None,
+        seq: Annotated[int | None, Query(ge=0, le=MAX_POSITION)] = None,
         cycle: Annotated[int | None, Query(ge=1, le=1_000_000)] = None,
     ) -> ReplayPage:
         """The agent's state as the fold has it after ``seq`` events (or at a cycle's start)."""
@@ -179,14 +180,12 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
     @pages.page("/compare", "compare.html")
     def compare(
         conn: Conn,
-        run: Annotated[list[str] | None, Query(description="run ids to compare")] = None,
+        run: Annotated[list[RunIdItem] | None, Query(description="run ids to compare")] = None,
         model: Annotated[list[str] | None, Query(description="models to compare")] = None,
         experiment: str | None = None,
         by: Annotated[str | None, Query(pattern="^(model|run|experiment)$")] = None,
     ) -> ComparePage:
         """Runs or models side by side; Table 1 beside the paper's figures; Table 2."""
-        for run_id in run or []:
-            check_run_id(run_id)
         return views.compare_page(
             conn, runs=run or [], models=model or [], experiment=experiment, by=by
         )
@@ -201,14 +200,9 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
     )
     def composer(
         request: Request,
-        mode: Annotated[str, Query(pattern="^(run|experiment)$")] = "run",
+        mode: Annotated[str, Query(pattern=f"^({'|'.join(COMPOSERS)})$")] = "run",
     ) -> ComposePage:
         """A form that composes a run config; nothing is stored."""
-        if mode not in COMPOSERS:
-            raise BadQuery(
-                f"mode={mode}: the experiment composer comes with the experiment file format; "
-                "use mode=run"
-            )
         values = dict(request.query_params)
         values.pop("mode", None)
         sent = bool(values)
@@ -224,7 +218,11 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
             filename=composed.filename,
         )
 
-    @app.get("/compose.yaml", response_class=PlainTextResponse, responses=ERROR_RESPONSES)
+    @app.get(
+        "/compose.yaml",
+        response_class=Response,
+        responses=download_responses("application/yaml", "the composed config"),
+    )
     def composed_yaml(request: Request) -> Response:
         """The composed config as a file to download (400 with the reason if invalid)."""
         values = dict(request.query_params)
@@ -232,13 +230,17 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
         composed = compose("run", values)
         if composed.yaml is None:
             return PlainTextResponse(f"{composed.error}\n", status_code=400)
-        return PlainTextResponse(
+        return Response(
             composed.yaml,
             media_type="application/yaml",
             headers={"Content-Disposition": f'attachment; filename="{composed.filename}"'},
         )
 
-    @app.get("/runs/{run_id}/events.jsonl", responses=ERROR_RESPONSES)
+    @app.get(
+        "/runs/{run_id}/events.jsonl",
+        response_class=Response,
+        responses=download_responses("application/x-ndjson", "the run log"),
+    )
     def events_jsonl(conn: Conn, run_id: RunId) -> Response:
         """The run log, one event per line, as the archive holds it."""
         lines = views.events_jsonl(conn, run_id)
@@ -248,7 +250,11 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
             headers={"Content-Disposition": f'attachment; filename="{run_id}.events.jsonl"'},
         )
 
-    @app.get("/runs/{run_id}/export.jsonl", responses=ERROR_RESPONSES)
+    @app.get(
+        "/runs/{run_id}/export.jsonl",
+        response_class=Response,
+        responses=download_responses("application/x-ndjson", "seed-003 LogRecords"),
+    )
     def export_jsonl(conn: Conn, run_id: RunId) -> Response:
         """Seed 003's LogRecords (what `contreact export` writes): a download, rebuilt
         by folding the stored log."""
@@ -266,7 +272,11 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
             headers={"Content-Disposition": f'attachment; filename="{run_id}.jsonl"'},
         )
 
-    @app.get("/runs/{run_id}/cycles.csv", responses=ERROR_RESPONSES)
+    @app.get(
+        "/runs/{run_id}/cycles.csv",
+        response_class=Response,
+        responses=download_responses("text/csv", "metrics per cycle"),
+    )
     def cycles_csv(conn: Conn, run_id: RunId) -> Response:
         """Per-cycle metrics as CSV."""
         return Response(
@@ -284,11 +294,11 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
 
     @app.get("/stream", include_in_schema=False)
     async def stream(
-        request: Request, run: Annotated[list[str] | None, Query()] = None
+        request: Request, run: Annotated[list[RunIdItem] | None, Query()] = None
     ) -> StreamingResponse:
         """Server-sent events: ``change`` with the rows of the runs that changed (only
         ``run`` when given), so the open page updates without a reload."""
-        wanted = {check_run_id(r) for r in run or []}
+        wanted = set(run or [])
         return StreamingResponse(
             changes(request, app.state.notifier, wanted, settings),
             media_type="text/event-stream",
@@ -312,14 +322,6 @@ def plotly_path() -> Any:
     from importlib import resources
 
     return resources.files("plotly").joinpath("package_data", "plotly.min.js")
-
-
-def check_run_id(run_id: str) -> str:
-    if not RUN_ID_PATTERN.match(run_id):
-        raise BadQuery(
-            f"{display(run_id)[:80]!r} is not a run id (letters, digits, '.', '_' or '-')"
-        )
-    return run_id
 
 
 async def changes(

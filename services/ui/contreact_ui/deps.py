@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Annotated
 
 from fastapi import Depends, Path, Request
+from pydantic import StringConstraints
 
 from contreact_events.config import RUN_ID_PATTERN
 from contreact_ui.exceptions import StoreUnavailable
@@ -45,4 +46,6 @@ RunId = Annotated[
         description="a run id: letters, digits, '.', '_' or '-', starting with a letter or digit",
     ),
 ]
+RunIdItem = Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN.pattern, max_length=128)]
+"""A run id inside a query list (``?run=A&run=B``)."""
 Seq = Annotated[int, Path(ge=0, le=10_000_000, description="position of the event in the log")]

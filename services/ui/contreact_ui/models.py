@@ -284,7 +284,7 @@ class ComparePage(_Model):
 
 
 class ComposePage(_Model):
-    mode: Literal["run", "experiment"]
+    mode: str
     modes: list[str]
     """The modes this server composes (``experiment`` joins with the experiment format)."""
     values: dict[str, str]

@@ -30,6 +30,17 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 REQUEST_PARAM = "ui_request"
 
 
+def download_responses(media_type: str, description: str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI responses of a download: the file, or a one-line error as plain text."""
+    text = {"text/plain": {"schema": {"type": "string"}}}
+    return {
+        200: {"content": {media_type: {}}, "description": description},
+        400: {"content": text, "description": "the request names nothing that exists"},
+        404: {"content": text, "description": "no such run"},
+        503: {"content": text, "description": "the projections are not built yet"},
+    }
+
+
 class Pages:
     def __init__(self, app: FastAPI, renderer: Renderer) -> None:
         self.app = app

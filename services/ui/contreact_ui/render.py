@@ -13,6 +13,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 from pydantic import BaseModel
 
+from contreact_events.cycle_events import CycleMetrics
 from contreact_ui.text import display, shorten
 
 
@@ -72,6 +73,7 @@ def environment() -> Environment:
     env.filters["number"] = _number
     env.filters["pretty"] = _pretty
     env.globals["query"] = _query
+    env.globals["metric_fields"] = tuple(CycleMetrics.model_fields)
     return env
 
 
