@@ -36,7 +36,7 @@ def test_a_scripted_run_with_every_group(tmp_path: Path) -> None:
         "diversity.mode": "advisory",
         "diversity.high_threshold": "0.85",
         "tools.search_memory": "on",
-        "script": "- content: 'Cycle {cycle}: thinking.'\n",
+        "script": "- content: 'Cycle {cycle}: thinking.'\r\n",  # browsers send CRLF
     }
     composed = compose("run", values)
     assert composed.error is None, composed.error

@@ -217,6 +217,7 @@ def test_archive_files_project_like_the_saved_logs(tmp_path: Path) -> None:
         ("bidi \u202eevil\u202c", "bidi \ufffdevil\ufffd"),
         ("bell\x07 and nul\x00", "bell\ufffd and nul\ufffd"),
         ("lines\nand\ttabs stay", "lines\nand\ttabs stay"),
+        ("crlf\r\nis a line end, a lone\r is not", "crlf\nis a line end, a lone\ufffd is not"),
         ("<script>alert(1)</script>", "<script>alert(1)</script>"),  # escaping is Jinja's job
     ],
 )

@@ -238,6 +238,7 @@ class Composed:
 def compose(mode: str, values: Mapping[str, str]) -> Composed:
     """Validate the form and produce the YAML (or the one-line reason it is refused)."""
     composer = COMPOSERS[mode]
+    values = {k: v.replace("\r\n", "\n") for k, v in values.items()}  # browsers send CRLF
     shown = form_values(composer, values)
     try:
         data = composer.build(values)

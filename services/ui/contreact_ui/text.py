@@ -18,10 +18,12 @@ REPLACEMENT = "\ufffd"
 
 def display(text: object) -> str:
     """Text for a page: ANSI escape sequences removed, any other control character
-    (bidi overrides included) shown as U+FFFD; newlines and tabs kept."""
+    (bidi overrides included) shown as U+FFFD; newlines (CRLF as LF) and tabs kept."""
     if text is None:
         return ""
     value = str(text)
+    if "\r" in value:
+        value = value.replace("\r\n", "\n")  # a line ending, not a control sequence
     if "\x1b" in value:
         value = ANSI_SEQUENCE.sub("", value)
     return CONTROL.sub(REPLACEMENT, value)

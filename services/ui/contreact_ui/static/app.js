@@ -11,7 +11,7 @@
   // The same rules as contreact_ui/text.py display().
   function clean(value) {
     if (value === null || value === undefined) return "";
-    return String(value).replace(ANSI, "").replace(CONTROL, "\ufffd");
+    return String(value).replace(/\r\n/g, "\n").replace(ANSI, "").replace(CONTROL, "\ufffd");
   }
 
   // Plotly reads a few HTML-like tags in labels: escape them so a label is only text.
