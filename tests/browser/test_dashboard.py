@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from playwright.sync_api import Page
+from playwright.sync_api import Dialog, Page
 
 from tests.browser.conftest import UIStack, shot, wait
 from tests.support import hostile
@@ -193,7 +193,12 @@ def test_hostile_agent_text_is_inert(ui_stack: UIStack, page: Page) -> None:
     ui_stack.cli("run", str(write(ui_stack, HOSTILE, config)), check=True, timeout=180)
     wait(lambda: ui_stack.run_row(HOSTILE).get("status") == "completed", 30, "projection")
     dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def on_dialog(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
     pages = [
         "/runs",
         f"/runs/{HOSTILE}",
