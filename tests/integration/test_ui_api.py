@@ -212,6 +212,23 @@ def test_unknown_runs_and_positions_are_one_line_errors(client: TestClient) -> N
     assert refused.status_code == 400 and "'zero' is not a whole number" in refused.text
 
 
+def test_the_run_log_download_is_the_archive(client: TestClient) -> None:
+    archived = (FIXTURES / "runlog-v1-completed.jsonl").read_bytes()
+    served = client.get("/runs/fixture-completed/events.jsonl")
+    assert served.status_code == 200 and served.content == archived
+    assert served.headers["content-disposition"].startswith("attachment")
+
+
+def test_long_listings_link_to_their_next_page(client: TestClient) -> None:
+    events = client.get(
+        "/runs/fixture-completed/events?limit=5&type=LLMRequested&type=LLMResponded"
+    )
+    assert events.status_code == 200
+    assert re.search(r"type=LLMRequested&amp;type=LLMResponded&amp;after=\d+", events.text)
+    runs = client.get("/runs?limit=2")
+    assert runs.status_code == 200 and "offset=2" in runs.text
+
+
 def test_plotly_comes_from_the_installed_package(client: TestClient) -> None:
     from importlib import resources
 

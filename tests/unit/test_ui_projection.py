@@ -18,7 +18,13 @@ from contreact_events.fold import fold_all
 from contreact_events.memory_projection import MemoryProjection
 from contreact_events.similarity import cosine
 from contreact_ui.exceptions import ProjectionError, ProjectionVersionMismatch
-from contreact_ui.projection import UNKNOWN_TOOL, RunProjector, describe, task_key
+from contreact_ui.projection import (
+    SNAPSHOT_EVERY,
+    UNKNOWN_TOOL,
+    RunProjector,
+    describe,
+    task_key,
+)
 from contreact_ui.store import TABLES, ProjectionStore, connect_readonly
 from contreact_ui.text import display
 from contreact_ui.views import memory_entries, replay_page
@@ -79,7 +85,7 @@ def test_projection_agrees_with_the_fold(path: Path, tmp_path: Path) -> None:
     reflections = {row.cycle: row.reflection for row in delta.cycles.values() if row.reflection}
     assert list(reflections.values()) == [r for r in state.reflection_history if r]
     assert [e.seq for e in delta.events] == list(range(1, len(events) + 1))
-    assert len(delta.snapshots) == state.cycle_number
+    assert len(delta.snapshots) == (state.cycle_number + SNAPSHOT_EVERY - 1) // SNAPSHOT_EVERY
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.stem)
@@ -121,11 +127,11 @@ def test_similarity_rows_are_recomputed_for_logs_that_predate_them() -> None:
     vectors = {e.cycle: e.vector for e in events if e.type == "ReflectionEmbedded"}
     assert delta.similarities
     for cycle, other, value in delta.similarities:
-        assert value == cosine(vectors[cycle], vectors[other])
+        assert value == pytest.approx(cosine(vectors[cycle], vectors[other]), abs=1e-12)
     assessed = {e.cycle: e.max_similarity for e in events if e.type == "SimilarityAssessed"}
     for cycle, best in assessed.items():
         row = [v for c, _o, v in delta.similarities if c == cycle]
-        assert (max(row) if row else None) == best
+        assert (max(row) if row else None) == pytest.approx(best, abs=1e-12)
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.stem)

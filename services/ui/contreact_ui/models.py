@@ -197,6 +197,7 @@ class EventDetail(_Model):
     event: EventRowView
     entry_id: str | None
     payload: dict[str, Any]
+    """The event at its current schema version (older stored shapes are upcast)."""
     related: list[EventRowView]
     """Events of the same task: a prompt and its answer, a tool call and its result."""
     previous: int | None

@@ -15,8 +15,8 @@ Read models (tables of ``store.py``):
   which memory at the end of any cycle, or at any event, is read;
 * operator exchanges and regeneration attempts;
 * the events themselves, indexed by type, cycle and task, for the log viewer;
-* a snapshot of the fold's state at every cycle start, so that the replay page folds
-  at most one cycle of events.
+* a snapshot of the fold's state at the start of every fifth cycle, so that the replay
+  page folds at most five cycles of events.
 
 ``PROJECTION_VERSION`` names the shape of all of these: the store rebuilds itself from
 the logs when the version it holds differs.
@@ -28,12 +28,13 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
+import numpy as np
 import orjson
 
-from contreact_events.catalog import Event
-from contreact_events.codec import event_to_json
+from contreact_events.catalog import EVENT_CLASSES, Event
+from contreact_events.codec import bulk, event_to_json
 from contreact_events.cycle_events import (
     CycleEnded,
     CycleMetrics,
@@ -62,7 +63,6 @@ from contreact_events.run_events import (
     RunRequested,
     RunStarted,
 )
-from contreact_events.similarity import cosine
 from contreact_events.state import AgentState
 from contreact_events.tool_events import (
     OperatorMessageSent,
@@ -82,8 +82,41 @@ UNKNOWN_TOOL = "(unknown tool)"
 names, agent text, stay in the event log)."""
 
 SUMMARY_CHARS = 200
+SNAPSHOT_EVERY = 5
+"""Cycles between snapshots of the fold's state (taken at cycles 1, 6, 11, ...): the
+replay page folds at most this many cycles of events from the nearest one."""
 
 ChangeKind = Literal["added", "changed", "deleted"]
+
+TASK_TYPES = frozenset(t for t, cls in EVENT_CLASSES.items() if "task_id" in cls.model_fields)
+PROJECTED_TYPES = frozenset(
+    {
+        "CycleStarted",
+        "ToolCallRequested",
+        "ToolCallCompleted",
+        "OperatorMessageSent",
+        "OperatorReplied",
+        "ReflectionRecorded",
+        "SimilarityAssessed",
+        "EmbeddingFailed",
+        "ParagraphsChecked",
+        "RegenerationRequested",
+        "ParagraphsAccepted",
+        "TopicExhausted",
+        "CycleEnded",
+    }
+)
+"""The event types ``_project`` has a branch for (the others change the summary only)."""
+CYCLE_TYPES = frozenset(t for t, cls in EVENT_CLASSES.items() if "cycle" in cls.model_fields)
+
+
+class Entry(NamedTuple):
+    """One log entry to project: its stream id (None from an archive), the event, and
+    the JSON it was stored as (kept as the payload instead of encoding it again)."""
+
+    entry_id: str | None
+    event: Event
+    raw: bytes | None
 
 
 @dataclass
@@ -109,8 +142,7 @@ class CycleRow:
     topic_exhausted: bool = False
 
 
-@dataclass(frozen=True)
-class MemoryChange:
+class MemoryChange(NamedTuple):
     seq: int
     cycle: int
     key: str
@@ -143,8 +175,7 @@ class AttemptRow:
     """checked | regenerated | accepted | accepted (relaxed)"""
 
 
-@dataclass(frozen=True)
-class EventRow:
+class EventRow(NamedTuple):
     seq: int
     entry_id: str | None
     type: str
@@ -152,12 +183,10 @@ class EventRow:
     cycle: int
     task_key: str | None
     """The task this event belongs to: a request and its answer share it."""
-    summary: str
     payload: bytes
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(NamedTuple):
     seq: int
     cycle: int
     state: bytes
@@ -219,6 +248,8 @@ class RunProjector:
         self._attempts: dict[tuple[int, int], AttemptRow] = {}
         self._requests: dict[str, tuple[str, dict[str, Any]]] = {}
         self._delta: Delta | None = None
+        self._first_ts: datetime | None = None
+        self._last_ts: datetime | None = None
 
     @property
     def run_id(self) -> str:
@@ -228,22 +259,27 @@ class RunProjector:
     def terminal(self) -> bool:
         return self.state.terminal
 
-    def feed(self, entries: Iterable[tuple[str | None, Event]]) -> Delta:
-        """Apply ``(stream entry id, event)`` pairs in log order; return what changed."""
+    def feed(self, entries: Iterable[tuple[str | None, Event] | Entry]) -> Delta:
+        """Apply ``(stream entry id, event)`` pairs, or ``Entry`` triples that also carry
+        the event's stored JSON, in log order; return what changed."""
         delta = self._delta = Delta(self.run_id, self.summary, self.last_entry_id)
         try:
-            for entry_id, event in entries:
-                self._one(entry_id, event)
+            with bulk():  # no reference cycles here: the cyclic GC would only rescan
+                for entry in entries:
+                    raw = entry.raw if isinstance(entry, Entry) else None
+                    self._one(entry[0], entry[1], raw)
         except ProjectionError as exc:
             delta.last_entry_id = self.last_entry_id
+            self._summarize()
             exc.partial = delta  # what the events before the bad one changed
             raise
         finally:
             self._delta = None
         delta.last_entry_id = self.last_entry_id
+        self._summarize()
         return delta
 
-    def _one(self, entry_id: str | None, event: Event) -> None:
+    def _one(self, entry_id: str | None, event: Event, raw: bytes | None) -> None:
         assert self._delta is not None
         try:
             self.state = state = fold(self.state, event)
@@ -253,9 +289,16 @@ class RunProjector:
                 f"folded: {exc}"
             ) from None
         self.last_entry_id = entry_id if entry_id is not None else self.last_entry_id
-        cycle = int(getattr(event, "cycle", 0) or state.cycle_number)
-        self._project(event, state, cycle)
-        self._summarize(event, state)
+        self._first_ts = self._first_ts or event.ts
+        self._last_ts = event.ts
+        cycle = int(getattr(event, "cycle", 0) if event.type in CYCLE_TYPES else 0)
+        cycle = cycle or state.cycle_number
+        if event.type in PROJECTED_TYPES:
+            self._project(event, state, cycle)
+        elif isinstance(event, LLMResponded):
+            self.summary.prompt_tokens += event.usage.prompt_tokens
+            self.summary.completion_tokens += event.usage.completion_tokens
+        self._live_metrics(state)
         self._delta.events.append(
             EventRow(
                 seq=state.seq,
@@ -264,8 +307,7 @@ class RunProjector:
                 ts=event.ts,
                 cycle=cycle,
                 task_key=task_key(event),
-                summary=describe(event),
-                payload=event_to_json(event),
+                payload=raw if raw is not None else event_to_json(event),
             )
         )
 
@@ -289,7 +331,8 @@ class RunProjector:
                 row.advisory_level = (
                     (previous.level if previous else None) if event.advisory else None
                 )
-                delta.snapshots.append(Snapshot(state.seq, event.cycle, snapshot_bytes(state)))
+                if (event.cycle - 1) % SNAPSHOT_EVERY == 0:
+                    delta.snapshots.append(Snapshot(state.seq, event.cycle, snapshot_bytes(state)))
             case ToolCallRequested():
                 tool = event.tool_name if event.tool_name in KNOWN_TOOLS else UNKNOWN_TOOL
                 row = self._cycle(event.cycle)
@@ -351,12 +394,14 @@ class RunProjector:
             case CycleEnded():
                 row = self._cycle(event.cycle)
                 row.ended_at, row.ended_by, row.metrics = event.ts, event.ended_by, event.metrics
-                return
+
+    def _live_metrics(self, state: AgentState) -> None:
+        """The metrics of the cycle in progress, as they grow."""
         number = state.cycle_number
         if number and state.phase != "cycle_end" and not state.terminal:
-            row = self._cycle(number)
-            if row.ended_at is None and row.metrics != state.metrics:
-                row.metrics = state.metrics  # the cycle in progress, live
+            row = self._cycles.get(number)
+            if row is None or (row.ended_at is None and row.metrics is not state.metrics):
+                self._cycle(number).metrics = state.metrics
 
     def _mark_attempt(self, cycle: int, attempt: int, outcome: str) -> None:
         assert self._delta is not None
@@ -382,7 +427,9 @@ class RunProjector:
             del self.memory[key]
             self._delta.memory.append(MemoryChange(seq, cycle, key, "deleted", None))
 
-    def _summarize(self, event: Event, state: AgentState) -> None:
+    def _summarize(self) -> None:
+        """The run's summary after a batch (tokens are added up as answers come)."""
+        state = self.state
         s = self.summary
         config = state.config
         s.status = state.status
@@ -398,29 +445,32 @@ class RunProjector:
         s.events = state.seq
         s.memory_keys = len(self.memory)
         s.failure_reason = state.failure_reason or ""
-        if isinstance(event, LLMResponded):
-            s.prompt_tokens += event.usage.prompt_tokens
-            s.completion_tokens += event.usage.completion_tokens
-        s.created_at = s.created_at or event.ts
-        s.updated_at = event.ts
+        if self._first_ts is not None:
+            s.created_at = s.created_at or self._first_ts
+            s.updated_at = self._last_ts
 
 
 def similarities(event: SimilarityAssessed, state: AgentState) -> tuple[tuple[int, float], ...]:
-    """The cycle's row of the similarity matrix: as assessed, or for logs written before
-    assessments carried it, recomputed from the logged vectors with the same function."""
-    if event.similarities or event.max_similarity is None:
+    """The cycle's row of the similarity matrix, from the vectors in the log: the
+    cosine of this cycle's reflection with every earlier one (as assessed, when the
+    assessment carries its row). Computed with numpy for display: equal to the
+    assessment's exactly rounded figures within a few units in the last place."""
+    if event.similarities:
         return event.similarities
-    vectors = dict(state.embeddings)
-    own = vectors.get(event.cycle)
-    if own is None:
+    earlier = [(c, v) for c, v in state.embeddings if c < event.cycle]
+    own = next((v for c, v in reversed(state.embeddings) if c == event.cycle), None)
+    if own is None or not earlier:
         return ()
-    return tuple(
-        (other, cosine(own, vector)) for other, vector in vectors.items() if other < event.cycle
-    )
+    matrix = np.asarray([v for _, v in earlier], dtype=np.float64)
+    target = np.asarray(own, dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(target))
+    norms[norms == 0] = 1.0
+    values = np.clip(matrix @ target / norms, -1.0, 1.0)
+    return tuple((c, float(v)) for (c, _), v in zip(earlier, values, strict=True))
 
 
 def snapshot_bytes(state: AgentState) -> bytes:
-    return zlib.compress(state.__pydantic_serializer__.to_json(state), 6)
+    return zlib.compress(state.__pydantic_serializer__.to_json(state), 1)
 
 
 def state_from_snapshot(blob: bytes) -> AgentState:
@@ -430,16 +480,17 @@ def state_from_snapshot(blob: bytes) -> AgentState:
 def task_key(event: Event) -> str | None:
     """The task an event belongs to: a request, its answer and what happens between
     (operator message and reply) share it, so the viewer links one to the other."""
-    task_id = getattr(event, "task_id", None)
-    if isinstance(task_id, str):
-        return task_id
+    if event.type in TASK_TYPES:
+        task_id = getattr(event, "task_id", None)
+        return task_id if isinstance(task_id, str) else None
     if event.type in ("LLMResponded", "LLMFailed", "ModelChecked"):
         return event.causation_id
     return None
 
 
 def describe(event: Event) -> str:
-    """One line for the event log (agent text included: the page escapes it)."""
+    """One line for the event log (agent text included: the page escapes it). Made
+    when a page shows the event, not stored."""
     match event:
         case RunRequested() | RunStarted():
             text = f"{event.config.model_name}, {event.config.cycle_count} cycles"

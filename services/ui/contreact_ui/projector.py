@@ -21,15 +21,16 @@ from typing import cast
 
 import redis.asyncio as aioredis
 
-from contreact_bus.archive import archived_run_ids, read_archive
+from contreact_bus.archive import archived_run_ids
 from contreact_bus.replies import entries, text, text_map
 from contreact_events.catalog import Event
-from contreact_events.codec import bulk, event_from_fields, event_from_json
+from contreact_events.codec import EVENT_FIELD, bulk, event_from_fields, event_from_json
 from contreact_events.config import RUN_ID_PATTERN
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import RUNS_INDEX, run_log_key, run_meta_key
 from contreact_ui.exceptions import ProjectionError
-from contreact_ui.projection import Delta, RunProjector
+from contreact_ui.projection import Delta, Entry, RunProjector
+from contreact_ui.rebuild import archive_entries
 from contreact_ui.store import ProjectionStore
 
 log = logging.getLogger(__name__)
@@ -131,7 +132,7 @@ class Projector:
         projector = RunProjector(run_id)
         stored = self.store.event_payloads(run_id)
         with bulk():
-            pairs = [(entry_id, _decode(run_id, raw)) for entry_id, raw in stored]
+            pairs = [Entry(entry_id, _decode(run_id, raw), raw) for entry_id, raw in stored]
         projector.feed(pairs)
         return Follower(projector, after)
 
@@ -240,7 +241,9 @@ class Projector:
             for entry_id, fields in page:
                 where = f"{key} entry {entry_id.decode()}"
                 try:
-                    pairs.append((entry_id.decode(), event_from_fields(fields, where=where)))
+                    event = event_from_fields(fields, where=where)
+                    raw = fields.get(EVENT_FIELD.encode())
+                    pairs.append(Entry(entry_id.decode(), event, raw))
                 except ContReActEventError as exc:
                     problem = ProjectionError(f"run {run_id}: {exc}")
                     break
@@ -270,11 +273,10 @@ class Projector:
     def _archive_rest(self, projector: RunProjector) -> Delta:
         run_id = projector.run_id
         try:
-            events = read_archive(self.archive_dir, run_id) or []
+            entries = archive_entries(self.archive_dir, run_id) or []
         except ContReActEventError as exc:
             raise ProjectionError(f"run {run_id}: {exc}") from None
-        done = projector.state.seq
-        delta = projector.feed((None, event) for event in events[done:])
+        delta = projector.feed(entries[projector.state.seq :])
         self.store.apply(delta, source="archive")
         return delta
 

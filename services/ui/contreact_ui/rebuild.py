@@ -16,15 +16,15 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from contreact_bus.archive import archived_run_ids, read_archive
+from contreact_bus.archive import archive_path, archived_run_ids
 from contreact_bus.replies import texts
 from contreact_bus.run_log import RunLog
-from contreact_events.catalog import Event
+from contreact_events.codec import bulk, event_from_json
 from contreact_events.config import RUN_ID_PATTERN
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import RUNS_INDEX
 from contreact_ui.exceptions import ProjectionError, ProjectionVersionMismatch
-from contreact_ui.projection import RunProjector
+from contreact_ui.projection import Delta, Entry, RunProjector
 from contreact_ui.store import ProjectionStore, connect
 
 
@@ -35,29 +35,39 @@ class RebuildReport:
     problems: dict[str, str] = field(default_factory=dict)
 
 
+BATCH_EVENTS = 20_000
+"""Events projected per write transaction of a rebuild."""
+
+
 async def rebuild(path: Path, redis: aioredis.Redis | None, archive_dir: Path) -> RebuildReport:
     """Project every run into a fresh store and put it in place of ``path``."""
     scratch = path.with_name(path.name + ".rebuild")
     for leftover in (scratch, Path(f"{scratch}-wal"), Path(f"{scratch}-shm")):
         leftover.unlink(missing_ok=True)
     store = ProjectionStore.open(scratch)
+    store.conn.execute("PRAGMA synchronous = OFF")  # a scratch file: a crash means rebuild
     report = RebuildReport()
     try:
         ids: set[str] = set(archived_run_ids(archive_dir))
         if redis is not None:
             ids.update(texts(await redis.zrange(RUNS_INDEX, 0, -1)))
+        batch: list[tuple[str, list[Entry], str]] = []
+        pending = 0
         for run_id in sorted(i for i in ids if RUN_ID_PATTERN.match(i)):
             try:
                 pairs, source = await _log_of(redis, archive_dir, run_id)
-                if not pairs:
-                    continue  # registered, nothing appended yet: the projector follows it
-                events = await asyncio.to_thread(_project_into, store, run_id, pairs, source)
-            except (ProjectionError, ContReActEventError) as exc:
+            except ContReActEventError as exc:
                 report.problems[run_id] = str(exc)
                 store.set_problem(run_id, status=None, error=str(exc))
                 continue
-            report.runs += 1
-            report.events += events
+            if not pairs:
+                continue  # registered, nothing appended yet: the projector follows it
+            batch.append((run_id, pairs, source))
+            pending += len(pairs)
+            if pending >= BATCH_EVENTS:
+                await asyncio.to_thread(_project_batch, store, batch, report)
+                batch, pending = [], 0
+        await asyncio.to_thread(_project_batch, store, batch, report)
         await asyncio.to_thread(_install, store.conn, path)
     finally:
         store.close()
@@ -68,21 +78,52 @@ async def rebuild(path: Path, redis: aioredis.Redis | None, archive_dir: Path) -
 
 async def _log_of(
     redis: aioredis.Redis | None, archive_dir: Path, run_id: str
-) -> tuple[list[tuple[str | None, Event]], str]:
+) -> tuple[list[Entry], str]:
     if redis is not None:
         read = await RunLog(redis).read(run_id)
         if read:
-            return [(entry_id.decode(), event) for entry_id, event in read], "redis"
-    archived = await asyncio.to_thread(read_archive, archive_dir, run_id)
-    return [(None, event) for event in archived or []], "archive"
+            return [Entry(entry_id.decode(), event, None) for entry_id, event in read], "redis"
+    archived = await asyncio.to_thread(archive_entries, archive_dir, run_id)
+    return archived or [], "archive"
 
 
-def _project_into(
-    store: ProjectionStore, run_id: str, pairs: list[tuple[str | None, Event]], source: str
-) -> int:
-    delta = RunProjector(run_id).feed(pairs)
-    store.apply(delta, source=source)
-    return len(pairs)
+def archive_entries(archive_dir: Path, run_id: str) -> list[Entry] | None:
+    """A run's archive file as entries that keep each event's stored JSON (the payload
+    the event log serves), or None when there is no archive."""
+    path = archive_path(archive_dir, run_id)
+    if not path.exists():
+        return None
+    out = []
+    with path.open("rb") as lines, bulk():
+        for number, line in enumerate(lines, start=1):
+            raw = line.rstrip(b"\r\n")
+            if raw.strip():
+                out.append(Entry(None, event_from_json(raw, where=f"{path}:{number}"), raw))
+    return out
+
+
+def _project_batch(
+    store: ProjectionStore,
+    batch: list[tuple[str, list[Entry], str]],
+    report: RebuildReport,
+) -> None:
+    """Project several runs and write them in one transaction."""
+    deltas: list[tuple[Delta, str]] = []
+    problems: dict[str, str] = {}
+    for run_id, pairs, source in batch:
+        try:
+            deltas.append((RunProjector(run_id).feed(pairs), source))
+        except ProjectionError as exc:
+            problems[run_id] = str(exc)
+            if exc.partial is not None:
+                deltas.append((exc.partial, source))  # what comes before the bad event
+            continue
+        report.runs += 1
+        report.events += len(pairs)
+    store.apply_many(deltas)
+    for run_id, problem in problems.items():
+        store.set_problem(run_id, status=None, error=problem)
+    report.problems.update(problems)
 
 
 def _install(built: sqlite3.Connection, path: Path) -> None:

@@ -38,12 +38,12 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
-def _query(params: dict[str, Any], **changes: Any) -> str:
-    """A query string from ``params`` with ``changes`` (None drops a key)."""
-    merged = {**params, **changes}
-    pairs = []
-    for key, value in merged.items():
-        if value is None or value == "" or value == []:
+def _query(params: Any, **changes: Any) -> str:
+    """The query string of ``params`` (Starlette's QueryParams, repeated keys kept) with
+    ``changes`` applied (None drops a key)."""
+    pairs = [(k, v) for k, v in params.multi_items() if k not in changes]
+    for key, value in changes.items():
+        if value is None or value == "":
             continue
         for item in value if isinstance(value, list | tuple) else [value]:
             pairs.append((key, str(item)))
@@ -72,7 +72,7 @@ def environment() -> Environment:
     env.filters["when"] = _when
     env.filters["number"] = _number
     env.filters["pretty"] = _pretty
-    env.globals["query"] = _query
+    env.globals["query_with"] = _query
     env.globals["metric_fields"] = tuple(CycleMetrics.model_fields)
     return env
 

@@ -91,12 +91,9 @@ CREATE TABLE IF NOT EXISTS attempts (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (
   run_id TEXT NOT NULL, seq INTEGER NOT NULL, entry_id TEXT, type TEXT NOT NULL,
-  ts TEXT NOT NULL, cycle INTEGER NOT NULL, task_key TEXT, summary TEXT NOT NULL,
-  payload BLOB NOT NULL,
+  ts TEXT NOT NULL, cycle INTEGER NOT NULL, task_key TEXT, payload BLOB NOT NULL,
   PRIMARY KEY (run_id, seq)
 );
-CREATE INDEX IF NOT EXISTS events_type ON events (run_id, type, seq);
-CREATE INDEX IF NOT EXISTS events_cycle ON events (run_id, cycle, seq);
 CREATE INDEX IF NOT EXISTS events_task ON events (run_id, task_key);
 CREATE TABLE IF NOT EXISTS snapshots (
   run_id TEXT NOT NULL, seq INTEGER NOT NULL, cycle INTEGER NOT NULL, state BLOB NOT NULL,
@@ -326,19 +323,9 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str) -> None:
         ],
     )
     conn.executemany(
-        "INSERT OR REPLACE INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            (
-                run_id,
-                e.seq,
-                e.entry_id,
-                e.type,
-                _ts(e.ts),
-                e.cycle,
-                e.task_key,
-                e.summary,
-                e.payload,
-            )
+            (run_id, e.seq, e.entry_id, e.type, _ts(e.ts), e.cycle, e.task_key, e.payload)
             for e in delta.events
         ],
     )

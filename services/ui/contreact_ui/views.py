@@ -43,7 +43,7 @@ from contreact_ui.models import (
     SimilarityMatrix,
     Table1Row,
 )
-from contreact_ui.projection import state_from_snapshot
+from contreact_ui.projection import describe, state_from_snapshot
 from contreact_ui.store import METRIC_FIELDS
 
 RUN_COLUMNS = (
@@ -209,7 +209,8 @@ def _config(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
     ).fetchone()
     if row is None:
         return None
-    config: dict[str, Any] = orjson.loads(row[0]).get("config") or {}
+    event = event_from_json(bytes(row[0]))  # upcast: older runs read as current configs
+    config: dict[str, Any] = event.model_dump(mode="json").get("config") or {}
     return config
 
 
@@ -289,7 +290,19 @@ def memory_entries(
 
 # --- events ------------------------------------------------------------------------
 
-EVENT_COLUMNS = "seq, type, ts, cycle, task_key, summary"
+EVENT_COLUMNS = "seq, type, ts, cycle, task_key, payload"
+
+
+def event_view(row: sqlite3.Row) -> EventRowView:
+    """An event row of the store as the log shows it (its one-line summary made here)."""
+    return EventRowView(
+        seq=row["seq"],
+        type=row["type"],
+        ts=row["ts"],
+        cycle=row["cycle"],
+        task_key=row["task_key"],
+        summary=describe(event_from_json(bytes(row["payload"]))),
+    )
 
 
 def events_page(conn: sqlite3.Connection, run_id: str, filters: EventFilters) -> EventsPage:
@@ -317,10 +330,12 @@ def events_page(conn: sqlite3.Connection, run_id: str, filters: EventFilters) ->
             (run_id,),
         )
     ]
+    with bulk():
+        events = [event_view(r) for r in rows]
     return EventsPage.model_validate(
         {
             "run_id": run_id,
-            "events": [dict(r) for r in rows],
+            "events": events,
             "total": total,
             "types": types,
             "filters": filters,
@@ -332,7 +347,7 @@ def events_page(conn: sqlite3.Connection, run_id: str, filters: EventFilters) ->
 def event_detail(conn: sqlite3.Connection, run_id: str, seq: int) -> EventDetail:
     run = run_row(conn, run_id)
     row = conn.execute(
-        f"SELECT {EVENT_COLUMNS}, entry_id, payload FROM events WHERE run_id = ? AND seq = ?",
+        f"SELECT {EVENT_COLUMNS}, entry_id FROM events WHERE run_id = ? AND seq = ?",
         (run_id, seq),
     ).fetchone()
     if row is None:
@@ -340,21 +355,18 @@ def event_detail(conn: sqlite3.Connection, run_id: str, seq: int) -> EventDetail
     related = []
     if row["task_key"]:
         related = [
-            EventRowView.model_validate(dict(r))
+            event_view(r)
             for r in conn.execute(
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? AND task_key = ? "
                 "AND seq != ? ORDER BY seq",
                 (run_id, row["task_key"], seq),
             )
         ]
-    fields = dict(row)
-    payload = orjson.loads(fields.pop("payload"))
-    entry_id = fields.pop("entry_id")
     return EventDetail(
         run_id=run_id,
-        event=EventRowView.model_validate(fields),
-        entry_id=entry_id,
-        payload=payload,
+        event=event_view(row),
+        entry_id=row["entry_id"],
+        payload=event_from_json(bytes(row["payload"])).model_dump(mode="json"),
         related=related,
         previous=seq - 1 if seq > 1 else None,
         next=seq + 1 if seq < run.events else None,
@@ -375,13 +387,14 @@ def events_jsonl(conn: sqlite3.Connection, run_id: str) -> list[bytes]:
 def replay_page(
     conn: sqlite3.Connection, run_id: str, seq: int | None, cycle: int | None
 ) -> ReplayPage:
-    """The fold's state after ``seq`` events: from the snapshot taken at the start of
-    that cycle, folding at most one cycle of stored events."""
+    """The fold's state after ``seq`` events: from the nearest snapshot before it,
+    folding at most ``SNAPSHOT_EVERY`` cycles of stored events."""
     run = run_row(conn, run_id)
     starts = [
         [r[0], r[1]]
         for r in conn.execute(
-            "SELECT cycle, seq FROM snapshots WHERE run_id = ? ORDER BY seq", (run_id,)
+            "SELECT cycle, seq FROM events WHERE run_id = ? AND type = 'CycleStarted' ORDER BY seq",
+            (run_id,),
         )
     ]
     if cycle is not None:
@@ -426,7 +439,7 @@ def replay_page(
         run_id=run_id,
         seq=at,
         total=run.events,
-        event=EventRowView.model_validate(dict(event_row)) if event_row else None,
+        event=event_view(event_row) if event_row else None,
         status=state.status,
         phase=state.phase,
         cycle=state.cycle_number,
