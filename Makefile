@@ -73,6 +73,7 @@ bench: install
 	$(BIN)/python -m bench.log_growth
 	$(BIN)/python -m bench.embedder_throughput
 	$(BIN)/python -m bench.similarity_search
+	$(BIN)/python -m bench.ui_speed
 
 up: install
 	$(BIN)/contreact up

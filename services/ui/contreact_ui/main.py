@@ -8,6 +8,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import socket
 import sys
 from collections.abc import Iterator
 
@@ -34,7 +35,21 @@ class Server(uvicorn.Server):
         yield
 
 
+def check_address(settings: UISettings) -> None:
+    """Fail at once, with the fix, when the address cannot be listened on."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((settings.host, settings.port))
+    except OSError as exc:
+        raise UIError(
+            f"cannot listen on {settings.host}:{settings.port} ({exc.strerror}): set "
+            "CONTREACT_UI_PORT to a free port (or CONTREACT_UI_HOST to another address)"
+        ) from None
+
+
 async def serve(settings: UISettings) -> None:
+    check_address(settings)
     redis = await connect(settings.redis_url)
     store = await open_or_rebuild(settings.database, redis, settings.archive_dir)
     notifier = Notifier()
