@@ -109,7 +109,9 @@ def test_event_log_links_a_prompt_to_its_answer(ui_stack: UIStack, page: Page) -
     wait(lambda: ui_stack.run_row(LIVE).get("status") == "completed", 120, "the live run")
     page.goto(f"{ui_stack.base}/runs/{LIVE}/events?type=LLMRequested")
     page.locator("#events-table tbody tr").first.locator("summary").click()
-    page.locator("#events-table tbody tr").first.get_by_text("payload and related events").click()
+    first = page.locator("#events-table tbody tr").first
+    assert '"task_id"' in first.locator("pre.payload").inner_text()  # the payload, expanded
+    first.get_by_text("from this request to its answer").click()
     assert page.locator("h2 .etype").inner_text() == "LLMRequested"
     page.locator("#related a", has_text="LLMResponded").click()
     assert page.locator("h2 .etype").inner_text() == "LLMResponded"

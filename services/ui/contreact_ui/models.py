@@ -166,6 +166,8 @@ class EventRowView(_Model):
     cycle: int
     task_key: str | None
     summary: str
+    payload: dict[str, Any] | None = None
+    """The whole event (current schema version), in the event log's listing."""
 
 
 class TypeCount(_Model):

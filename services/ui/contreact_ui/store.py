@@ -94,7 +94,6 @@ CREATE TABLE IF NOT EXISTS events (
   ts TEXT NOT NULL, cycle INTEGER NOT NULL, task_key TEXT, payload BLOB NOT NULL,
   PRIMARY KEY (run_id, seq)
 );
-CREATE INDEX IF NOT EXISTS events_task ON events (run_id, task_key);
 CREATE TABLE IF NOT EXISTS snapshots (
   run_id TEXT NOT NULL, seq INTEGER NOT NULL, cycle INTEGER NOT NULL, state BLOB NOT NULL,
   PRIMARY KEY (run_id, seq)
@@ -124,6 +123,7 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA cache_size = -65536")  # 64 MiB: a rebuild writes many pages
     return conn
 
 

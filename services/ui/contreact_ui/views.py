@@ -293,15 +293,17 @@ def memory_entries(
 EVENT_COLUMNS = "seq, type, ts, cycle, task_key, payload"
 
 
-def event_view(row: sqlite3.Row) -> EventRowView:
+def event_view(row: sqlite3.Row, *, payload: bool = False) -> EventRowView:
     """An event row of the store as the log shows it (its one-line summary made here)."""
+    event = event_from_json(bytes(row["payload"]))
     return EventRowView(
         seq=row["seq"],
         type=row["type"],
         ts=row["ts"],
         cycle=row["cycle"],
         task_key=row["task_key"],
-        summary=describe(event_from_json(bytes(row["payload"]))),
+        summary=describe(event),
+        payload=event.model_dump(mode="json") if payload else None,
     )
 
 
@@ -331,7 +333,7 @@ def events_page(conn: sqlite3.Connection, run_id: str, filters: EventFilters) ->
         )
     ]
     with bulk():
-        events = [event_view(r) for r in rows]
+        events = [event_view(r, payload=True) for r in rows]
     return EventsPage.model_validate(
         {
             "run_id": run_id,
