@@ -112,7 +112,9 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
     def home() -> RedirectResponse:
         return RedirectResponse("/runs")
 
-    @pages.page("/runs", "runs.html")
+    @pages.page(
+        "/runs", "runs.html", embed=lambda page: {"filters": page.filters.model_dump(mode="json")}
+    )
     def runs(
         conn: Conn,
         status: str | None = None,

@@ -53,8 +53,10 @@ class Pages:
         *,
         store: bool = True,
         extras: Callable[[Any], dict[str, Any]] | None = None,
+        embed: Callable[[Any], dict[str, Any]] | None = None,
     ) -> Callable[[V], V]:
-        """Register ``view`` at ``path.json`` (JSON) and ``path`` (HTML)."""
+        """Register ``view`` at ``path.json`` (JSON) and ``path`` (HTML). The HTML
+        carries the page's data for its scripts: all of it, or what ``embed`` picks."""
 
         def register(view: V) -> V:
             hints = typing.get_type_hints(view, include_extras=True)
@@ -83,6 +85,7 @@ class Pages:
                 body = self.renderer.page(
                     template,
                     page,
+                    data=embed(page) if embed else None,
                     path=request.url.path,
                     query=query,
                     params=request.query_params,

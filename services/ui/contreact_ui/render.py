@@ -81,8 +81,12 @@ class Renderer:
     def __init__(self) -> None:
         self.env = environment()
 
-    def page(self, template: str, page: BaseModel, **extra: Any) -> str:
-        data = page.model_dump(mode="json")
+    def page(
+        self, template: str, page: BaseModel, data: dict[str, Any] | None = None, **extra: Any
+    ) -> str:
+        """The page's HTML; ``data`` (default: the whole page) goes in for its scripts."""
+        if data is None:
+            data = page.model_dump(mode="json")
         return self.env.get_template(template).render(page=page, data=data, **extra)
 
     def error(self, status: int, message: str) -> str:
