@@ -65,6 +65,7 @@ check: install
 
 schema: install
 	$(BIN)/python -m contreact_events.schema
+	$(BIN)/python -m contreact_ui.schema
 
 bench: install
 	$(BIN)/python -m pip install --quiet -r requirements-bench.txt

@@ -37,8 +37,10 @@ BROWSER_DB = 3
 """The Redis database of the browser tests' stack (the other tests flush database 0)."""
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """Playwright's sync API runs its own event loop in this thread while it is open:
+    closed with the module, so the asyncio tests after it get their loops."""
     if not Path(CHROMIUM).is_file():
         pytest.fail(
             f"Chromium is not at {CHROMIUM}: `make test` installs Debian's chromium "

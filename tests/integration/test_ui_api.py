@@ -147,6 +147,14 @@ def concrete_paths(app: FastAPI) -> list[str]:
     return paths
 
 
+def test_the_committed_openapi_document_is_current() -> None:
+    from contreact_ui.schema import OPENAPI_PATH, document, render
+
+    assert OPENAPI_PATH.read_text() == render(document()), (
+        "the dashboard's API changed: run `make schema` and commit services/ui/openapi.json"
+    )
+
+
 def test_nothing_but_get_is_routed(app: FastAPI, client: TestClient) -> None:
     paths = concrete_paths(app)
     assert len(paths) >= 20

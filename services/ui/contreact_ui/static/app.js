@@ -205,6 +205,7 @@
 
   function connect() {
     if (!window.EventSource || PAGE === "compose" || PAGE === "error") return;
+    if (PAGE !== "runs" && !document.querySelector("[data-live]")) return; // nothing to update
     const run = runOfPage();
     const url = "/stream" + (run ? "?run=" + encodeURIComponent(run) : "");
     const source = new EventSource(url);
