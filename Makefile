@@ -5,11 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGES := libs/events libs/bus services/orchestrator services/llm-worker services/memory \
-  services/embedder cli
+  services/embedder services/ui cli
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install redis demo test check lint schema bench up down clean lock
+.PHONY: install redis chromium demo test check lint schema bench up down clean lock
 
 $(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,7 +19,7 @@ $(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt
 	@echo "installing the packages (the first time builds llama-cpp-python: several minutes)"
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-dev.txt \
 	  -e libs/events -e libs/bus -e services/orchestrator -e 'services/llm-worker[embedded]' \
-	  -e services/memory -e services/embedder -e cli
+	  -e services/memory -e services/embedder -e services/ui -e cli
 	@touch $(STAMP)
 
 install: $(STAMP) redis
@@ -36,14 +36,28 @@ redis:
 	  exit 1; \
 	fi
 
+# Debian's Chromium for the browser tests (Playwright drives it; its own browser
+# download cannot work without the internet). CHROMIUM overrides the path.
+CHROMIUM ?= /usr/bin/chromium
+chromium:
+	@if [ -x "$(CHROMIUM)" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing chromium from Debian's packages (for the browser tests)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; \
+	else \
+	  echo "chromium is not installed. Install it (Debian/Ubuntu: sudo apt-get install chromium)" \
+	       "or set CHROMIUM to a Chromium binary, then run make again."; \
+	  exit 1; \
+	fi
+
 demo: install
 	$(BIN)/contreact up
 	$(BIN)/contreact run configs/sample.yaml
 	@echo "the services keep running: \`$(BIN)/contreact down\` stops them"
 
 # What CI runs (.ci/run): the static checks, then the whole test suite.
-test: check
-	$(BIN)/pytest
+test: check chromium
+	CONTREACT_CHROMIUM=$(CHROMIUM) $(BIN)/pytest
 
 check: install
 	$(BIN)/ruff check .
@@ -59,6 +73,7 @@ lock: install
 
 schema: install
 	$(BIN)/python -m contreact_events.schema
+	$(BIN)/python -m contreact_ui.schema
 
 bench: install
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-bench.txt
@@ -71,6 +86,7 @@ bench: install
 	$(BIN)/python -m bench.orchestrator_scaleout
 	$(BIN)/python -m bench.recovery
 	$(BIN)/python -m bench.redis_memory
+	$(BIN)/python -m bench.ui_speed
 
 up: install
 	$(BIN)/contreact up

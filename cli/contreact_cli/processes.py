@@ -28,6 +28,7 @@ SERVICE_MODULES = {
     "llm-worker": "contreact_llm",
     "memory": "contreact_memory",
     "embedder": "contreact_embedder",
+    "ui": "contreact_ui",
 }
 REDIS_PROCESS = "redis"
 SUPERVISOR = "supervisor"

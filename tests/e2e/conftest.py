@@ -96,7 +96,9 @@ def running_stack(
     full_env = {
         k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CONTREACT_REDIS_URL")
     }
-    full_env.update(CONTREACT_DATA_DIR=str(data_dir), **(env or {}))
+    full_env.update(
+        CONTREACT_DATA_DIR=str(data_dir), CONTREACT_UI_PORT=str(free_port()), **(env or {})
+    )
     if redis_url is None:
         full_env["CONTREACT_LOCAL_REDIS_PORT"] = str(free_port())
     else:

@@ -1,0 +1,3 @@
+from contreact_ui.main import main
+
+main()

@@ -1,0 +1,277 @@
+"""The config composer: form values in, a validated YAML file out. Pure; it stores
+nothing (the form is a GET and the YAML is built for the response alone).
+
+Each mode is a ``Composer``: its fields, how values become config data, and the
+model that validates it. ``run`` builds a run config and validates it with
+``contreact_events.config.parse_run_config``, the check ``contreact run`` makes. An
+``experiment`` mode (models x replicas) is added here as a second composer once the
+experiment file format exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import yaml
+
+from contreact_events.config import RunConfig, parse_run_config
+from contreact_events.exceptions import ConfigError
+
+FieldKind = Literal["text", "int", "float", "select", "checkbox", "textarea"]
+SUBMITTED = "submitted"
+"""Hidden form field: set when the form was sent (an unticked box then means false)."""
+PLACEHOLDER_RUN_ID = "composed-run"
+
+
+@dataclass(frozen=True)
+class FormField:
+    name: str
+    """Form name; its dotted path is where the value goes in the config."""
+    label: str
+    kind: FieldKind = "text"
+    default: str = ""
+    options: tuple[str, ...] = ()
+    help: str = ""
+    group: str = "Run"
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return tuple(self.name.split("."))
+
+
+class Composer(Protocol):
+    mode: str
+    fields: tuple[FormField, ...]
+
+    def build(self, values: Mapping[str, str]) -> dict[str, Any]: ...
+
+    def validate(self, data: dict[str, Any]) -> None: ...
+
+    def filename(self, data: dict[str, Any]) -> str: ...
+
+
+def _number(field: FormField, raw: str, convert: Callable[[str], Any]) -> Any:
+    try:
+        return convert(raw)
+    except ValueError:
+        kind = "a whole number" if field.kind == "int" else "a number"
+        raise ConfigError(f"{field.label} ({field.name}): {raw!r} is not {kind}") from None
+
+
+def _set(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for part in path[:-1]:
+        data = data.setdefault(part, {})
+    data[path[-1]] = value
+
+
+class RunComposer:
+    mode = "run"
+    fields: tuple[FormField, ...] = (
+        FormField(
+            "run_id",
+            "Run id",
+            help="optional: `contreact run` makes one from the model name and the time",
+        ),
+        FormField("model_name", "Model", default="llama3:latest"),
+        FormField("cycle_count", "Cycles", "int", default="10"),
+        FormField(
+            "backend",
+            "Backend",
+            "select",
+            default="auto",
+            options=("auto", "ollama", "embedded", "scripted"),
+        ),
+        FormField("experiment", "Experiment", help="groups runs for comparison"),
+        FormField(
+            "ollama_client_config.host",
+            "Ollama host",
+            default="http://localhost:11434",
+            group="Backend",
+        ),
+        FormField("keep_alive", "keep_alive", help="e.g. 10m", group="Backend"),
+        FormField("model_options.seed", "seed", "int", group="Model options"),
+        FormField("model_options.temperature", "temperature", "float", group="Model options"),
+        FormField("model_options.top_p", "top_p", "float", group="Model options"),
+        FormField("model_options.num_predict", "num_predict", "int", group="Model options"),
+        FormField("model_options.repeat_last_n", "repeat_last_n", "int", group="Model options"),
+        FormField("model_options.repeat_penalty", "repeat_penalty", "float", group="Model options"),
+        FormField("model_options.num_ctx", "num_ctx", "int", group="Model options"),
+        FormField(
+            "max_steps_per_cycle",
+            "Steps per cycle",
+            "int",
+            group="Protocol",
+            help="LLM calls per cycle before it is cut (default 25)",
+        ),
+        FormField(
+            "operator.mode",
+            "Operator",
+            "select",
+            default="auto",
+            options=("auto", "human"),
+            group="Protocol",
+        ),
+        FormField(
+            "operator.auto_reply",
+            "Automatic reply",
+            group="Protocol",
+            help="default: Acknowledged.",
+        ),
+        FormField(
+            "system_prompt_file",
+            "System prompt file",
+            group="Protocol",
+            help="relative to the YAML file; default: the paper's Box 1",
+        ),
+        FormField(
+            "cycle_start_message",
+            "Cycle opening",
+            group="Protocol",
+            help="default: Cycle {cycle} begins.",
+        ),
+        FormField(
+            "diversity.enabled",
+            "Similarity advisories",
+            "checkbox",
+            default="on",
+            group="Diversity",
+        ),
+        FormField(
+            "diversity.mode",
+            "Mode",
+            "select",
+            default="advisory",
+            options=("advisory", "regenerate"),
+            group="Diversity",
+        ),
+        FormField(
+            "diversity.corpus_scope",
+            "Corpus",
+            "select",
+            default="run",
+            options=("run", "experiment"),
+            group="Diversity",
+        ),
+        FormField(
+            "diversity.high_threshold",
+            "High threshold",
+            "float",
+            group="Diversity",
+            help="default 0.8",
+        ),
+        FormField(
+            "diversity.moderate_threshold",
+            "Moderate threshold",
+            "float",
+            group="Diversity",
+            help="default 0.7",
+        ),
+        FormField("tools.search_memory", "search_memory tool", "checkbox", group="Diversity"),
+        FormField(
+            "script",
+            "Script (scripted backend)",
+            "textarea",
+            group="Script",
+            help="YAML: a list of replies ({content, tool_calls}) or {replies, repeat}",
+        ),
+    )
+
+    def build(self, values: Mapping[str, str]) -> dict[str, Any]:
+        """Config data from the form: empty fields are left out (their defaults hold)."""
+        submitted = bool(values.get(SUBMITTED))
+        data: dict[str, Any] = {}
+        for field in self.fields:
+            raw = values.get(field.name)
+            if field.kind == "checkbox":
+                ticked = raw is not None if submitted else field.default == "on"
+                if ticked != (field.default == "on"):
+                    _set(data, field.path, ticked)
+                continue
+            raw = (raw if raw is not None else ("" if submitted else field.default)).strip()
+            if not raw:
+                continue
+            value: Any = raw
+            if field.kind == "int":
+                value = _number(field, raw, int)
+            elif field.kind == "float":
+                value = _number(field, raw, float)
+            elif field.kind == "textarea":
+                value = _script(raw)
+            _set(data, field.path, value)
+        return data
+
+    def validate(self, data: dict[str, Any]) -> None:
+        checked = dict(data)
+        checked.setdefault("run_id", PLACEHOLDER_RUN_ID)
+        parse_run_config(checked, source="composed config")
+
+    def filename(self, data: dict[str, Any]) -> str:
+        return f"{data.get('run_id') or 'run'}.yaml"
+
+
+def _script(raw: str) -> Any:
+    try:
+        loaded = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise ConfigError(
+            f"script is not valid YAML{where}: {getattr(exc, 'problem', exc)}"
+        ) from None
+    return {"replies": loaded} if isinstance(loaded, list) else loaded
+
+
+COMPOSERS: dict[str, Composer] = {"run": RunComposer()}
+"""The modes the form offers; the experiment composer joins when experiments exist."""
+
+
+@dataclass(frozen=True)
+class Composed:
+    values: dict[str, str]
+    yaml: str | None
+    error: str | None
+    filename: str
+
+
+def compose(mode: str, values: Mapping[str, str]) -> Composed:
+    """Validate the form and produce the YAML (or the one-line reason it is refused)."""
+    composer = COMPOSERS[mode]
+    values = {k: v.replace("\r\n", "\n") for k, v in values.items()}  # browsers send CRLF
+    shown = form_values(composer, values)
+    try:
+        data = composer.build(values)
+        composer.validate(data)
+    except ConfigError as exc:
+        return Composed(shown, None, str(exc), "run.yaml")
+    header = (
+        "# Composed with the ContReAct dashboard; validated as `contreact run` validates.\n"
+        f"# Run it with: contreact run {composer.filename(data)}\n"
+    )
+    text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return Composed(shown, text, None, composer.filename(data))
+
+
+def form_groups(composer: Composer) -> list[tuple[str, list[FormField]]]:
+    """The form's fields by group, in the order they are declared."""
+    groups: dict[str, list[FormField]] = {}
+    for field in composer.fields:
+        groups.setdefault(field.group, []).append(field)
+    return list(groups.items())
+
+
+def form_values(composer: Composer, values: Mapping[str, str]) -> dict[str, str]:
+    """What the form shows: what was sent, else the defaults."""
+    submitted = bool(values.get(SUBMITTED))
+    shown = {}
+    for field in composer.fields:
+        if field.kind == "checkbox":
+            ticked = field.name in values if submitted else field.default == "on"
+            shown[field.name] = "on" if ticked else ""
+        else:
+            shown[field.name] = values.get(field.name, "" if submitted else field.default)
+    return shown
+
+
+__all__ = ["COMPOSERS", "Composed", "Composer", "FormField", "RunConfig", "compose"]

@@ -1,0 +1,51 @@
+"""Dependencies of the routes, as ``Annotated`` aliases."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+from fastapi import Depends, Path, Request
+from pydantic import StringConstraints
+
+from contreact_events.config import RUN_ID_PATTERN
+from contreact_ui.exceptions import StoreUnavailable
+from contreact_ui.settings import UISettings
+from contreact_ui.store import connect_readonly
+
+
+@contextmanager
+def open_readonly(settings: UISettings) -> Iterator[sqlite3.Connection]:
+    path = settings.database
+    if not path.exists():
+        raise StoreUnavailable(
+            f"no projections at {path} yet: the ui service creates them when it starts "
+            "(`contreact up`, or `contreact-ui --rebuild` to build them from the logs)"
+        )
+    conn = connect_readonly(path)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def store_connection(request: Request) -> Iterator[sqlite3.Connection]:
+    """A read-only connection for one request (SQLite refuses writes through it)."""
+    with open_readonly(request.app.state.settings) as conn:
+        yield conn
+
+
+Conn = Annotated[sqlite3.Connection, Depends(store_connection)]
+RunId = Annotated[
+    str,
+    Path(
+        pattern=RUN_ID_PATTERN.pattern,
+        max_length=128,
+        description="a run id: letters, digits, '.', '_' or '-', starting with a letter or digit",
+    ),
+]
+RunIdItem = Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN.pattern, max_length=128)]
+"""A run id inside a query list (``?run=A&run=B``)."""
+Seq = Annotated[int, Path(ge=0, le=10_000_000, description="position of the event in the log")]

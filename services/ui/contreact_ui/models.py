@@ -1,0 +1,305 @@
+"""The JSON contracts of the dashboard: every page is one of these, as JSON at its
+``.json`` path and as HTML at its plain path (rendered from the same object)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contreact_events.cycle_events import CycleMetrics
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RunRow(_Model):
+    """One run as the listing shows it."""
+
+    run_id: str
+    status: str
+    """new, checking, running, waiting_operator, completed, failed, cancelled; or
+    quarantined / unreadable for a run whose log cannot be projected."""
+    model: str
+    resolved_model: str
+    """The model that answered (differs from ``model`` when ``auto`` fell back)."""
+    backend: str
+    """The backend that ran (ollama, embedded, scripted), once resolved."""
+    experiment: str
+    cycle: int
+    cycle_count: int
+    step: int
+    """LLM calls in the current cycle."""
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    events: int
+    memory_keys: int
+    failure_reason: str
+    created_at: datetime | None
+    updated_at: datetime | None
+    source: str
+    """Where the projection read the log: redis or archive."""
+    projection_error: str | None
+
+
+class RunFilters(_Model):
+    status: str | None = None
+    model: str | None = None
+    backend: str | None = None
+    experiment: str | None = None
+    q: str | None = None
+    """Substring of the run id."""
+    limit: int = 1000
+    offset: int = 0
+
+
+class FilterOptions(_Model):
+    status: list[str]
+    model: list[str]
+    backend: list[str]
+    experiment: list[str]
+
+
+class RunsPage(_Model):
+    runs: list[RunRow]
+    total: int
+    """Runs matching the filters (``runs`` holds one page of them)."""
+    filters: RunFilters
+    options: FilterOptions
+
+
+class CycleView(_Model):
+    cycle: int
+    started_at: datetime | None
+    ended_at: datetime | None
+    ended_by: str | None
+    advisory: str | None
+    """The advisory this cycle received (in force during it)."""
+    advisory_level: str | None
+    metrics: CycleMetrics
+    tools: dict[str, int]
+    """Tool calls by tool (made-up tools counted as ``(unknown tool)``)."""
+    reflection: str | None
+    reflection_complete: bool
+    level: str | None
+    """This cycle's own similarity assessment: high, moderate or none."""
+    max_similarity: float | None
+    most_similar_cycle: int | None
+    advisory_given: str | None
+    note: str
+    topic_exhausted: bool
+
+
+class SimilarityMatrix(_Model):
+    cycles: list[int]
+    values: list[list[float | None]]
+    """Cosine similarity of cycle i's reflection to cycle j's (symmetric; None where a
+    cycle was not embedded)."""
+    high_threshold: float
+    moderate_threshold: float
+
+
+class OperatorExchange(_Model):
+    task_id: str
+    cycle: int
+    message: str
+    sent_at: datetime
+    reply: str | None
+    replied_by: str | None
+    replied_at: datetime | None
+
+
+class RegenerationAttempt(_Model):
+    cycle: int
+    attempt: int
+    text: str
+    similarity: float
+    is_unique: bool
+    feedback: str
+    matches: int
+    paragraphs: int
+    outcome: str
+
+
+class Link(_Model):
+    label: str
+    href: str
+
+
+class RunPage(_Model):
+    run: RunRow
+    cycles: list[CycleView]
+    similarity: SimilarityMatrix
+    operator: list[OperatorExchange]
+    regenerations: list[RegenerationAttempt]
+    config: dict[str, Any] | None
+    """The run's effective configuration (from RunStarted, else RunRequested)."""
+    exports: list[Link]
+
+
+class MemoryEntry(_Model):
+    key: str
+    value: str | None
+    """None for a key deleted in the cycle shown."""
+    change: Literal["added", "changed", "deleted"] | None
+    """What happened to the key in the cycle shown (None: unchanged)."""
+    last_changed_cycle: int
+
+
+class MemoryPage(_Model):
+    run_id: str
+    cycle: int
+    """Memory as it stood at the end of this cycle (0: before the first)."""
+    cycles: list[int]
+    entries: list[MemoryEntry]
+    """Keys present at the end of the cycle, and those deleted during it."""
+    keys: int
+
+
+class EventRowView(_Model):
+    seq: int
+    type: str
+    ts: datetime
+    cycle: int
+    task_key: str | None
+    summary: str
+    payload: dict[str, Any] | None = None
+    """The whole event (current schema version), in the event log's listing."""
+
+
+class TypeCount(_Model):
+    type: str
+    count: int
+
+
+class EventFilters(_Model):
+    type: list[str] = Field(default_factory=list)
+    cycle: int | None = None
+    after: int = 0
+    """Show events after this position in the log."""
+    limit: int = 200
+
+
+class EventsPage(_Model):
+    run_id: str
+    events: list[EventRowView]
+    total: int
+    """Events matching the filters."""
+    types: list[TypeCount]
+    filters: EventFilters
+    next_after: int | None
+    """Pass as ``after`` for the next page (None: this is the last)."""
+
+
+class EventDetail(_Model):
+    run_id: str
+    event: EventRowView
+    entry_id: str | None
+    payload: dict[str, Any]
+    """The event at its current schema version (older stored shapes are upcast)."""
+    related: list[EventRowView]
+    """Events of the same task: a prompt and its answer, a tool call and its result."""
+    previous: int | None
+    next: int | None
+
+
+class PromptMessage(_Model):
+    role: str
+    content: str
+    tool_calls: list[dict[str, Any]]
+    tool_name: str | None
+
+
+class ReplayPage(_Model):
+    run_id: str
+    seq: int
+    """Position in the log: the state after this many events."""
+    total: int
+    event: EventRowView | None
+    status: str
+    phase: str
+    cycle: int
+    step: int
+    advisory: str | None
+    """The diversity advisory in force."""
+    next_advisory: str | None
+    memory: list[MemoryEntry]
+    prompt: list[PromptMessage]
+    """The messages the next LLM call is (or the last one was) sent."""
+    prompt_is_next: bool
+    """True when the run is about to call the model or waits for its answer."""
+    metrics: CycleMetrics
+    """The cycle in progress so far."""
+    cycle_metrics: list[CycleMetrics]
+    """Every ended cycle."""
+    pending_task: str | None
+    cycle_starts: list[list[int]]
+    """[cycle, seq of its CycleStarted] for jumping to a cycle."""
+
+
+class Table1Row(_Model):
+    metric: str
+    label: str
+    ours: list[float | None]
+    paper: list[float | None]
+
+
+class CompareGroup(_Model):
+    label: str
+    runs: list[str]
+    models: list[str]
+
+
+class CycleSeries(_Model):
+    label: str
+    cycles: list[int]
+    values: dict[str, list[float | None]]
+    """metric -> value per cycle (a group's mean over its runs)."""
+
+
+class PaperTable2(_Model):
+    evaluators: list[str]
+    histories: dict[str, list[float | None]]
+    inter_rater_correlation: float | None
+
+
+class ComparePage(_Model):
+    by: Literal["model", "run", "experiment"]
+    selected_runs: list[str]
+    selected_models: list[str]
+    experiment: str | None
+    groups: list[CompareGroup]
+    table1: list[Table1Row]
+    paper_columns: list[str]
+    series: list[CycleSeries]
+    metrics: dict[str, str]
+    """metric -> label of the per-cycle charts."""
+    available_models: list[str]
+    available_experiments: list[str]
+    available_runs: list[str]
+    table2: PaperTable2
+    assessments_available: bool
+    """False until PEI assessments exist in the event catalog (PEIAssessed)."""
+    citation: str
+
+
+class ComposePage(_Model):
+    mode: str
+    modes: list[str]
+    """The modes this server composes (``experiment`` joins with the experiment format)."""
+    values: dict[str, str]
+    yaml: str | None
+    error: str | None
+    download: str | None
+    """URL of the composed YAML as a download (a GET: nothing is stored)."""
+    filename: str
+
+
+class Health(_Model):
+    ok: bool
+    projection_version: str
+    runs: int
+    following: int

@@ -1,0 +1,127 @@
+"""One view function, two routes: ``PATH.json`` (the page's model, in the OpenAPI
+document) and ``PATH`` (the same model rendered as HTML), as datasette does."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from pydantic import BaseModel
+
+from contreact_ui.render import Renderer
+
+V = TypeVar("V", bound=Callable[..., BaseModel])
+
+
+class ErrorBody(BaseModel):
+    detail: str
+    """What is wrong, in one line, and how to fix it."""
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "a parameter names nothing that exists"},
+    404: {"model": ErrorBody, "description": "no such run"},
+    503: {"model": ErrorBody, "description": "the projections are not built yet"},
+}
+REQUEST_PARAM = "ui_request"
+
+
+def download_responses(media_type: str, description: str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI responses of a download: the file, or a one-line error as plain text."""
+    text = {"text/plain": {"schema": {"type": "string"}}}
+    return {
+        200: {"content": {media_type: {}}, "description": description},
+        400: {"content": text, "description": "the request names nothing that exists"},
+        404: {"content": text, "description": "no such run"},
+        503: {"content": text, "description": "the projections are not built yet"},
+    }
+
+
+class Pages:
+    def __init__(self, app: FastAPI, renderer: Renderer) -> None:
+        self.app = app
+        self.renderer = renderer
+
+    def page(
+        self,
+        path: str,
+        template: str,
+        *,
+        store: bool = True,
+        extras: Callable[[Any], dict[str, Any]] | None = None,
+        embed: Callable[[Any], dict[str, Any]] | None = None,
+    ) -> Callable[[V], V]:
+        """Register ``view`` at ``path.json`` (JSON) and ``path`` (HTML). The HTML
+        carries the page's data for its scripts: all of it, or what ``embed`` picks."""
+
+        def register(view: V) -> V:
+            hints = typing.get_type_hints(view, include_extras=True)
+            model = hints.pop("return")
+            signature = inspect.signature(view)
+            params = [p.replace(annotation=hints[p.name]) for p in signature.parameters.values()]
+            typed = signature.replace(parameters=params, return_annotation=model)
+            view.__signature__ = typed  # type: ignore[attr-defined]
+            self.app.add_api_route(
+                f"{path}.json",
+                view,
+                methods=["GET"],
+                response_model=model,
+                responses=ERROR_RESPONSES if store else None,
+                name=f"{view.__name__}_json",
+                summary=(view.__doc__ or "").strip().splitlines()[0] if view.__doc__ else None,
+            )
+            names = {p.name for p in params}
+            wants_request = [p.name for p in params if p.annotation is Request]
+
+            def html(**kwargs: Any) -> HTMLResponse:
+                request: Request = kwargs.pop(REQUEST_PARAM)
+                kwargs.update(dict.fromkeys(wants_request, request))
+                page = view(**{k: v for k, v in kwargs.items() if k in names})
+                query = request.url.query
+                body = self.renderer.page(
+                    template,
+                    page,
+                    data=embed(page) if embed else None,
+                    path=request.url.path,
+                    query=query,
+                    params=request.query_params,
+                    json_url=f"{request.url.path}.json" + (f"?{query}" if query else ""),
+                    **(extras(page) if extras else {}),
+                )
+                return HTMLResponse(body)
+
+            extra = inspect.Parameter(
+                REQUEST_PARAM, inspect.Parameter.KEYWORD_ONLY, annotation=Request
+            )
+            html.__signature__ = typed.replace(  # type: ignore[attr-defined]
+                parameters=[
+                    p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+                    for p in params
+                    if p.name not in wants_request
+                ]
+                + [extra],
+                return_annotation=HTMLResponse,
+            )
+            self.app.add_api_route(
+                path,
+                html,
+                methods=["GET"],
+                response_class=HTMLResponse,
+                include_in_schema=False,
+                name=view.__name__,
+            )
+            return view
+
+        return register
+
+    def error(self, request: Request, status: int, message: str) -> Response:
+        path = request.url.path
+        if path.endswith(".json"):
+            return JSONResponse({"detail": message}, status_code=status)
+        if path.endswith((".jsonl", ".csv", ".yaml")):
+            return PlainTextResponse(f"{message}\n", status_code=status)
+        return HTMLResponse(self.renderer.error(status, message), status_code=status)

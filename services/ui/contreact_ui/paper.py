@@ -1,0 +1,60 @@
+"""The paper's reported results (Tables 1 and 2 of arXiv:2509.21224), shown beside the
+platform's own figures as a reference. The data file ships with ``contreact_events``
+(``protocol/paper_results.yaml``, with its citation in ``protocol/CITATION.md``): one
+copy for the whole platform."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from contreact_events.catalog import EVENT_CLASSES
+from contreact_events.protocol import CITATION
+
+__all__ = ["CITATION", "Table1", "Table2", "assessments_available", "table1", "table2"]
+
+
+@dataclass(frozen=True)
+class Table1:
+    columns: list[str]
+    rows: dict[str, list[float | None]]
+    """metric -> one value per column (None where the transcription lost the digit)."""
+
+
+@dataclass(frozen=True)
+class Table2:
+    evaluators: list[str]
+    histories: dict[str, list[float | None]]
+    inter_rater_correlation: float | None
+
+
+@cache
+def _results() -> dict[str, Any]:
+    path = resources.files("contreact_events").joinpath("protocol", "paper_results.yaml")
+    data: dict[str, Any] = yaml.safe_load(path.read_text("utf-8"))
+    return data
+
+
+def table1() -> Table1:
+    raw = dict(_results()["table1"])
+    columns = [str(c) for c in raw.pop("columns")]
+    return Table1(columns=columns, rows={k: list(v) for k, v in raw.items()})
+
+
+def table2() -> Table2:
+    raw = _results()["table2"]
+    return Table2(
+        evaluators=[str(e) for e in raw["evaluators"]],
+        histories={str(k): list(v) for k, v in raw["histories"].items()},
+        inter_rater_correlation=raw.get("inter_rater_correlation"),
+    )
+
+
+def assessments_available() -> bool:
+    """Whether the event catalog has PEI assessments yet (they come with their own
+    issue); until then the Table 2 view shows the paper's figures alone."""
+    return "PEIAssessed" in EVENT_CLASSES

@@ -1,0 +1,93 @@
+"""HTML from the page models: Jinja with autoescape on for every template, so agent
+text is always text. Templates never use ``|safe``; data for the page's scripts goes
+in as ``tojson`` inside a ``<script type="application/json">`` block."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+from pydantic import BaseModel
+
+from contreact_events.cycle_events import CycleMetrics
+from contreact_ui.text import display, shorten
+
+
+def _when(value: datetime | str | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    return value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _number(value: float | int | None, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int) or digits == 0:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}"
+
+
+def _pretty(value: Any) -> str:
+    """Indented JSON as plain text (escaped by autoescape like any other text)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def _query(params: Any, **changes: Any) -> str:
+    """The query string of ``params`` (Starlette's QueryParams, repeated keys kept) with
+    ``changes`` applied (None drops a key)."""
+    pairs = [(k, v) for k, v in params.multi_items() if k not in changes]
+    for key, value in changes.items():
+        if value is None or value == "":
+            continue
+        for item in value if isinstance(value, list | tuple) else [value]:
+            pairs.append((key, str(item)))
+    return urlencode(pairs)
+
+
+def _finalize(value: Any) -> Any:
+    """Applied to every ``{{ expression }}`` before autoescape: any string a template
+    prints is neutralized (ANSI escapes, control characters), so none can forget to."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return display(value)
+    return value
+
+
+def environment() -> Environment:
+    env = Environment(
+        finalize=_finalize,
+        loader=PackageLoader("contreact_ui", "templates"),
+        autoescape=select_autoescape(["html"], default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["display"] = display
+    env.filters["shorten"] = shorten
+    env.filters["when"] = _when
+    env.filters["number"] = _number
+    env.filters["pretty"] = _pretty
+    env.globals["query_with"] = _query
+    env.globals["metric_fields"] = tuple(CycleMetrics.model_fields)
+    return env
+
+
+class Renderer:
+    def __init__(self) -> None:
+        self.env = environment()
+
+    def page(
+        self, template: str, page: BaseModel, data: dict[str, Any] | None = None, **extra: Any
+    ) -> str:
+        """The page's HTML; ``data`` (default: the whole page) goes in for its scripts."""
+        if data is None:
+            data = page.model_dump(mode="json")
+        return self.env.get_template(template).render(page=page, data=data, **extra)
+
+    def error(self, status: int, message: str) -> str:
+        return self.env.get_template("error.html").render(status=status, message=message)

@@ -1,0 +1,339 @@
+"""The projection store: the dashboard's read models in one SQLite file (WAL mode).
+
+One writer (the projector of the ui service, or ``contreact-ui --rebuild``), any number
+of readers (the pages, each request on its own read-only connection). A delta and the
+log position it reaches are written in one transaction. ``meta`` holds the projection
+version the tables were built for and a generation that changes on every rebuild, so
+a running projector notices a rebuild made by another process and reloads.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from contreact_events.cycle_events import CycleMetrics
+from contreact_ui.exceptions import ProjectionVersionMismatch
+from contreact_ui.projection import PROJECTION_VERSION, Delta, RunSummary
+
+METRIC_FIELDS = tuple(CycleMetrics.model_fields)
+"""One column per cycle metric (the store rebuilds when this list changes)."""
+
+STORE_VERSION = f"{PROJECTION_VERSION}:{zlib.crc32(','.join(METRIC_FIELDS).encode()):08x}"
+"""What the tables were built for: the projections' version and the metric fields."""
+
+BUSY_TIMEOUT_MS = 10_000
+
+SUMMARY_FIELDS = tuple(RunSummary.__dataclass_fields__)
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+  run_id TEXT PRIMARY KEY,
+  status TEXT NOT NULL, phase TEXT NOT NULL, model TEXT NOT NULL,
+  resolved_model TEXT NOT NULL, backend TEXT NOT NULL, experiment TEXT NOT NULL,
+  cycle INTEGER NOT NULL, cycle_count INTEGER NOT NULL, step INTEGER NOT NULL,
+  llm_calls INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL,
+  completion_tokens INTEGER NOT NULL, events INTEGER NOT NULL,
+  memory_keys INTEGER NOT NULL, failure_reason TEXT NOT NULL,
+  created_at TEXT, updated_at TEXT,
+  last_entry_id TEXT,
+  source TEXT NOT NULL DEFAULT 'redis',
+  projection_error TEXT,
+  terminal INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at);
+CREATE TABLE IF NOT EXISTS cycles (
+  run_id TEXT NOT NULL, cycle INTEGER NOT NULL,
+  started_at TEXT, ended_at TEXT, ended_by TEXT,
+  advisory TEXT, advisory_level TEXT,
+  {
+    ", ".join(
+        f"{name} {'REAL' if name == 'llm_seconds' else 'INTEGER'} NOT NULL"
+        for name in METRIC_FIELDS
+    )
+},
+  tools TEXT NOT NULL,
+  reflection TEXT, reflection_complete INTEGER NOT NULL,
+  level TEXT, max_similarity REAL, most_similar_cycle INTEGER,
+  advisory_given TEXT, note TEXT NOT NULL, topic_exhausted INTEGER NOT NULL,
+  PRIMARY KEY (run_id, cycle)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS similarities (
+  run_id TEXT NOT NULL, cycle INTEGER NOT NULL, other INTEGER NOT NULL, value REAL NOT NULL,
+  PRIMARY KEY (run_id, cycle, other)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS memory_changes (
+  run_id TEXT NOT NULL, seq INTEGER NOT NULL, cycle INTEGER NOT NULL, key TEXT NOT NULL,
+  change TEXT NOT NULL, value TEXT,
+  PRIMARY KEY (run_id, seq, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS operator (
+  run_id TEXT NOT NULL, task_id TEXT NOT NULL, cycle INTEGER NOT NULL,
+  message TEXT NOT NULL, sent_at TEXT NOT NULL,
+  reply TEXT, replied_by TEXT, replied_at TEXT,
+  PRIMARY KEY (run_id, task_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS attempts (
+  run_id TEXT NOT NULL, cycle INTEGER NOT NULL, attempt INTEGER NOT NULL,
+  text TEXT NOT NULL, similarity REAL NOT NULL, is_unique INTEGER NOT NULL,
+  feedback TEXT NOT NULL, matches INTEGER NOT NULL, paragraphs INTEGER NOT NULL,
+  outcome TEXT NOT NULL,
+  PRIMARY KEY (run_id, cycle, attempt)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+  run_id TEXT NOT NULL, seq INTEGER NOT NULL, entry_id TEXT, type TEXT NOT NULL,
+  ts TEXT NOT NULL, cycle INTEGER NOT NULL, task_key TEXT, payload BLOB NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE IF NOT EXISTS snapshots (
+  run_id TEXT NOT NULL, seq INTEGER NOT NULL, cycle INTEGER NOT NULL, state BLOB NOT NULL,
+  PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+"""
+
+TABLES = (
+    "runs",
+    "cycles",
+    "similarities",
+    "memory_changes",
+    "operator",
+    "attempts",
+    "events",
+    "snapshots",
+)
+
+
+def _ts(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A writer's connection (creates the file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA cache_size = -65536")  # 64 MiB: a rebuild writes many pages
+    return conn
+
+
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """A reader's connection: SQLite itself refuses any write through it."""
+    conn = sqlite3.connect(
+        f"{path.resolve().as_uri()}?mode=ro",
+        uri=True,
+        isolation_level=None,
+        check_same_thread=False,
+    )
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA query_only = 1")
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+class ProjectionStore:
+    """The writer's side of the store."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path, *, create: bool = True) -> ProjectionStore:
+        """Open the store; refuse one built for another projection version (the
+        caller rebuilds). An empty file gets the current schema."""
+        conn = connect(path)
+        store = cls(conn, path)
+        found = store.version()
+        if found is None and create:
+            store.create()
+        elif found != STORE_VERSION:
+            conn.close()
+            raise ProjectionVersionMismatch(
+                f"{path} holds projections of version {found}, this code builds "
+                f"{STORE_VERSION}: rebuild them with `contreact-ui --rebuild`"
+            )
+        return store
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def version(self) -> str | None:
+        try:
+            row = self.conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+        except sqlite3.OperationalError:
+            return None
+        return str(row[0]) if row else None
+
+    def generation(self) -> str:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        return str(row[0]) if row else ""
+
+    def create(self) -> None:
+        with self.transaction() as conn:
+            for table in TABLES:
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('version', ?), ('generation', ?)",
+                (STORE_VERSION, uuid.uuid4().hex),
+            )
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def apply(self, delta: Delta, *, source: str = "redis") -> None:
+        """Write one delta and the log position it reaches, in one transaction."""
+        with self.transaction() as conn:
+            _write_delta(conn, delta, source)
+
+    def apply_many(self, deltas: list[tuple[Delta, str]]) -> None:
+        with self.transaction() as conn:
+            for delta, source in deltas:
+                _write_delta(conn, delta, source)
+
+    def set_problem(self, run_id: str, *, status: str | None, error: str) -> None:
+        """A run that cannot be projected (or is quarantined): shown with the reason,
+        no longer followed."""
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO runs (run_id, status, phase, model, resolved_model, backend, "
+                "experiment, cycle, cycle_count, step, llm_calls, prompt_tokens, "
+                "completion_tokens, events, memory_keys, failure_reason, projection_error, "
+                "terminal) VALUES (?, ?, 'new', '', '', '', '', 0, 0, 0, 0, 0, 0, 0, 0, '', ?, 1) "
+                "ON CONFLICT (run_id) DO UPDATE SET projection_error = excluded.projection_error,"
+                " status = coalesce(?, runs.status), terminal = 1",
+                (run_id, status or "unreadable", error, status),
+            )
+
+    def run_rows(self) -> dict[str, tuple[bool, str | None, str]]:
+        """run id -> (finished or given up, last entry id, source)."""
+        rows = self.conn.execute("SELECT run_id, terminal, last_entry_id, source FROM runs")
+        return {r[0]: (bool(r[1]), r[2], r[3]) for r in rows}
+
+    def event_payloads(self, run_id: str) -> list[tuple[str | None, bytes]]:
+        rows = self.conn.execute(
+            "SELECT entry_id, payload FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
+        )
+        return [(r[0], bytes(r[1])) for r in rows]
+
+
+def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str) -> None:
+    run_id = delta.run_id
+    s = delta.summary
+    values: dict[str, Any] = {name: getattr(s, name) for name in SUMMARY_FIELDS}
+    values["created_at"] = _ts(s.created_at)
+    values["updated_at"] = _ts(s.updated_at)
+    values["last_entry_id"] = delta.last_entry_id
+    values["source"] = source
+    values["terminal"] = int(s.status in ("completed", "failed", "cancelled"))
+    columns = ", ".join(values)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in values if c != "run_id")
+    conn.execute(
+        f"INSERT INTO runs ({columns}) VALUES ({', '.join('?' * len(values))}) "
+        f"ON CONFLICT (run_id) DO UPDATE SET {updates}",
+        tuple(values.values()),
+    )
+    for row in delta.cycles.values():
+        metrics = row.metrics
+        conn.execute(
+            f"INSERT OR REPLACE INTO cycles (run_id, cycle, started_at, ended_at, ended_by, "
+            f"advisory, advisory_level, {', '.join(METRIC_FIELDS)}, tools, reflection, "
+            "reflection_complete, level, max_similarity, most_similar_cycle, advisory_given, "
+            f"note, topic_exhausted) VALUES ({', '.join('?' * (16 + len(METRIC_FIELDS)))})",
+            (
+                run_id,
+                row.cycle,
+                _ts(row.started_at),
+                _ts(row.ended_at),
+                row.ended_by,
+                row.advisory,
+                row.advisory_level,
+                *(getattr(metrics, name) for name in METRIC_FIELDS),
+                _json_counts(row.tools),
+                row.reflection,
+                int(row.reflection_complete),
+                row.level,
+                row.max_similarity,
+                row.most_similar_cycle,
+                row.advisory_given,
+                row.note,
+                int(row.topic_exhausted),
+            ),
+        )
+    conn.executemany(
+        "INSERT OR REPLACE INTO similarities VALUES (?, ?, ?, ?)",
+        [(run_id, c, o, v) for c, o, v in delta.similarities],
+    )
+    conn.executemany(
+        "INSERT OR REPLACE INTO memory_changes VALUES (?, ?, ?, ?, ?, ?)",
+        [(run_id, m.seq, m.cycle, m.key, m.change, m.value) for m in delta.memory],
+    )
+    conn.executemany(
+        "INSERT OR REPLACE INTO operator VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                run_id,
+                o.task_id,
+                o.cycle,
+                o.message,
+                _ts(o.sent_at),
+                o.reply,
+                o.replied_by,
+                _ts(o.replied_at),
+            )
+            for o in delta.operator.values()
+        ],
+    )
+    conn.executemany(
+        "INSERT OR REPLACE INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                run_id,
+                a.cycle,
+                a.attempt,
+                a.text,
+                a.similarity,
+                int(a.is_unique),
+                a.feedback,
+                a.matches,
+                a.paragraphs,
+                a.outcome,
+            )
+            for a in delta.attempts.values()
+        ],
+    )
+    conn.executemany(
+        "INSERT OR REPLACE INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (run_id, e.seq, e.entry_id, e.type, _ts(e.ts), e.cycle, e.task_key, e.payload)
+            for e in delta.events
+        ],
+    )
+    conn.executemany(
+        "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?)",
+        [(run_id, s.seq, s.cycle, s.state) for s in delta.snapshots],
+    )
+
+
+def _json_counts(counts: dict[str, int]) -> str:
+    return orjson.dumps(counts, option=orjson.OPT_SORT_KEYS).decode()
