@@ -21,6 +21,13 @@ class CLISettings(BaseSettings):
     local_redis_port: int = 6390
     """Port of the Redis that `contreact up` starts (not 6379: a system Redis may be there)."""
     heartbeat_fresh_s: float = 10.0
+    memory_db_path: Path | None = None
+    """The memory service's SQLite file (``CONTREACT_MEMORY_DB_PATH``, the variable the
+    memory service reads too); default ``{data_dir}/memory.db``."""
+
+    @property
+    def memory_db(self) -> Path:
+        return self.memory_db_path or self.data_dir / "memory.db"
 
     @property
     def archive_dir(self) -> Path:
