@@ -4,10 +4,12 @@ healthy by its own fresh heartbeat, never by a sibling's."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 
-from contreact_bus.health import check, verdict
-from contreact_bus.runs import beat
+from contreact_bus.health import check, names_module, read_beats, verdict
+from contreact_bus.runs import beat, heartbeats
+from contreact_events.names import SERVICES_HEARTBEAT
 from tests.fake_ollama import closed_port_host
 
 NOW = 1_000_000.0
@@ -37,15 +39,33 @@ def test_a_stale_heartbeat_is_unhealthy_and_the_newest_counts() -> None:
 
 
 async def test_check_reads_the_heartbeats_in_redis(aredis, redis_url) -> None:
-    assert (await check(redis_url, "memory", "host1", 10))[0] is False
+    assert check(redis_url, "memory", "host1", 10)[0] is False
     await beat(aredis, "memory:host1-7")
-    healthy, why = await check(redis_url, "memory", "host1", 10)
+    healthy, why = check(redis_url, "memory", "host1", 10)
     assert healthy, why
 
 
-async def test_an_unreachable_redis_is_unhealthy_not_an_error() -> None:
+async def test_the_light_reader_reads_what_the_bus_writes(aredis, redis_url) -> None:
+    """The probe reads heartbeats without the bus's reader (too heavy to import every
+    few seconds): it must see the same names and times as ``runs.heartbeats``."""
+    await beat(aredis, "embedder:box-1")
+    await beat(aredis, "orchestrator:box")
+    assert read_beats(redis_url) == await heartbeats(aredis)
+    assert names_module().SERVICES_HEARTBEAT == SERVICES_HEARTBEAT
+
+
+def test_the_probe_does_not_import_the_event_catalog() -> None:
+    probe = (
+        "import sys, contreact_bus.health as h; h.names_module(); "
+        "print(sorted(m for m in sys.modules if m.startswith('contreact')))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['contreact_bus', 'contreact_bus.health']"
+
+
+def test_an_unreachable_redis_is_unhealthy_not_an_error() -> None:
     url = closed_port_host().replace("http", "redis") + "/0"
-    healthy, why = await check(url, "memory", "host1", 10)
+    healthy, why = check(url, "memory", "host1", 10)
     assert not healthy and why.startswith(f"Redis does not answer at {url}")
 
 
