@@ -9,7 +9,8 @@ PACKAGES := libs/events libs/bus services/orchestrator services/llm-worker servi
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install redis chromium demo test check lint schema bench up down clean lock
+.PHONY: install redis chromium demo test check lint schema bench up down clean lock \
+  docker-engine docker-images docker-test bench-docker
 
 $(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -90,6 +91,22 @@ bench: install
 
 up: install
 	$(BIN)/contreact up
+
+# The docker e2e tests' needs (`make test` runs them too; see the README): an engine
+# and Compose (installed from Debian's packages and started as root when missing; it
+# prints the DOCKER_HOST to use), and the images built offline, cached by content.
+docker-engine:
+	@deploy/engine.sh
+
+docker-images: install
+	$(BIN)/python -c 'import os; from tests.support.compose_stack import *; \
+	  env = {**os.environ, "DOCKER_HOST": ensure_engine()}; print(prepare_images(env))'
+
+docker-test: install
+	$(BIN)/pytest -m docker
+
+bench-docker: install
+	$(BIN)/python -m bench.compose_stack
 
 down:
 	$(BIN)/contreact down

@@ -1,14 +1,19 @@
 """Shared fixtures: a real Redis for the whole session.
 
 Order of preference: ``REDIS_URL`` if set; a Redis container when a Docker engine
-answers (testcontainers); otherwise a ``redis-server`` process started here on a
-free port, in a temporary directory, stopped at the end.
+answers and can run one (testcontainers); otherwise a ``redis-server`` process started
+here on a free port, in a temporary directory, stopped at the end. An engine that
+answers but has no Redis image and cannot pull one (a machine that reaches no
+registry) is no reason to fail: the session falls back to the process. Which Redis
+the session uses, and why, is printed when it starts and again in the summary.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -16,32 +21,104 @@ import redis.asyncio as aioredis
 
 from contreact_bus.local_redis import running_redis_server
 
+REDIS_IMAGE = "redis:7-alpine"
+_CHOICE_KEY = pytest.StashKey[str]()
 
-def _docker_answers() -> bool:
+
+def _docker_client() -> tuple[Any, str]:
+    """A client of an engine that answers, or None and why not."""
     try:
         import docker
 
-        docker.from_env(timeout=2).ping()
-        return True
-    except Exception:
-        return False
+        client = docker.from_env(timeout=5)
+        client.ping()
+        return client, ""
+    except Exception as exc:
+        return None, f"no Docker engine answers ({type(exc).__name__})"
+
+
+def _explain(exc: Exception) -> str:
+    text = str(getattr(exc, "explanation", None) or exc).strip()
+    return f"{type(exc).__name__}: {' '.join(text.split())[:200]}"
+
+
+def _image_problem(client: Any) -> str | None:
+    """Why the engine cannot give a Redis container (no image, and none to pull)."""
+    import docker
+
+    try:
+        client.images.get(REDIS_IMAGE)
+        return None
+    except docker.errors.ImageNotFound:
+        pass
+    try:
+        client.images.pull(REDIS_IMAGE)
+        return None
+    except Exception as exc:
+        return (
+            f"a Docker engine answers but has no {REDIS_IMAGE} image and cannot pull it "
+            f"({_explain(exc)})"
+        )
+
+
+def _announce(config: pytest.Config, line: str) -> None:
+    config.stash[_CHOICE_KEY] = line
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None:
+        return
+    if capture is not None:
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(f"\n{line}")
+    else:
+        reporter.write_line(line)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    line = terminalreporter.config.stash.get(_CHOICE_KEY, None)
+    if line:
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def redis_server(
+    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[str]:
     """URL of a Redis for this session (database 0 is flushed by ``redis_url``)."""
     if url := os.environ.get("REDIS_URL"):
+        _announce(pytestconfig, f"redis: {url} (REDIS_URL is set)")
         yield url
         return
-    if _docker_answers():
-        from testcontainers.redis import RedisContainer
+    client, why = _docker_client()
+    if client is not None:
+        why = _image_problem(client) or ""
+    if client is not None and not why:
+        # Ryuk (testcontainers' reaper) would be one more image to pull; the fixture
+        # stops its container itself.
+        os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+        try:
+            from testcontainers.community.redis import RedisContainer
+        except ImportError:  # testcontainers before 4.13
+            from testcontainers.redis import RedisContainer
 
-        with RedisContainer("redis:7-alpine") as container:
-            host = container.get_container_host_ip()
-            port = container.get_exposed_port(6379)
-            yield f"redis://{host}:{port}/0"
-        return
+        container = RedisContainer(REDIS_IMAGE)
+        try:
+            container.start()
+        except Exception as exc:
+            why = f"a Docker engine answers but cannot run {REDIS_IMAGE}: {_explain(exc)}"
+            with contextlib.suppress(Exception):
+                container.stop()
+        else:
+            try:
+                host = container.get_container_host_ip()
+                url = f"redis://{host}:{container.get_exposed_port(6379)}/0"
+                _announce(pytestconfig, f"redis: {url}, a {REDIS_IMAGE} container")
+                yield url
+            finally:
+                container.stop()
+            return
     with running_redis_server(tmp_path_factory.mktemp("redis")) as url:
+        _announce(pytestconfig, f"redis: {url}, a redis-server process here: {why}")
         yield url
 
 

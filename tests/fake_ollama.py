@@ -1,11 +1,20 @@
 """A small Ollama stand-in on a real socket, for driving the real ``ollama`` client.
 
-Speaks ``/api/chat`` (non-streaming) and ``/api/tags``. Each test sets which models
-exist, queues chat answers or failures, and reads back the requests received.
+Speaks ``/api/chat`` (non-streaming), ``/api/tags``, ``/api/version`` and ``/api/pull``
+(streamed progress, as Ollama sends it). Each test sets which models exist and which
+can be pulled, queues chat answers or failures, and reads back the requests received.
+
+With ``auto_reply`` it answers chat requests by itself when nothing is queued, as a
+model that writes a note and then reflects would (``auto_answer``). Run as a program
+(``python fake_ollama.py --port 11434 --pullable NAME ...``) it is the stand-in the
+docker e2e test runs as a container in place of Ollama. It uses the standard library
+only, so that container needs nothing else.
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
 import json
 import socket
 import threading
@@ -36,6 +45,17 @@ class FakeOllama:
     queue: list[dict[str, Any] | Failure] = field(default_factory=list)
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    pullable: dict[str, int] = field(default_factory=dict)
+    """Models ``/api/pull`` can fetch (name with tag -> size in bytes)."""
+    pull_chunks: int = 4
+    """Progress lines per pulled layer."""
+    auto_reply: bool = False
+    """Answer chat requests with ``auto_answer`` when no answer is queued."""
+    latency_s: float = 0.0
+    """Seconds each chat answer takes."""
+
+    def has_model(self, name: str) -> bool:
+        return name in self.models or tagged(name) in self.models
 
     def reply(
         self,
@@ -82,6 +102,73 @@ class FakeOllama:
         return [body for path, body in self.requests if path == "/api/chat"]
 
 
+def tagged(name: str) -> str:
+    """A model name with its tag, as Ollama lists it (``llama3`` -> ``llama3:latest``)."""
+    return name if ":" in name else f"{name}:latest"
+
+
+def pull_progress(name: str, size: int, chunks: int) -> list[dict[str, Any]]:
+    """The lines Ollama streams for a pull: manifest, one layer in chunks, then done."""
+    digest = f"sha256:{hashlib.sha256(name.encode()).hexdigest()}"
+    lines: list[dict[str, Any]] = [{"status": "pulling manifest"}]
+    for step in range(1, chunks + 1):
+        lines.append(
+            {
+                "status": f"pulling {digest[7:19]}",
+                "digest": digest,
+                "total": size,
+                "completed": size * step // chunks,
+            }
+        )
+    lines += [
+        {"status": "verifying sha256 digest"},
+        {"status": "writing manifest"},
+        {"status": "success"},
+    ]
+    return lines
+
+
+def auto_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """A deterministic answer to a chat request: after a user turn, write a note with
+    the memory tool; after a tool result, reflect (no tool call), ending the cycle."""
+    messages = body.get("messages") or []
+    model = str(body.get("model", "model"))
+    cycle = sum(1 for m in messages if m.get("role") == "user")
+    last = messages[-1].get("role") if messages else "user"
+    if last == "tool":
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": (
+                f"Cycle {cycle}, {model}: I kept note {cycle} in memory. Topic {cycle * 7 % 13} "
+                f"of thirteen comes next, and I will look at it from angle {cycle % 5}."
+            ),
+        }
+    else:
+        message = {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "function": {
+                        "name": "write",
+                        "arguments": {"key": f"note-{cycle}", "value": f"{model}, cycle {cycle}"},
+                    }
+                }
+            ],
+        }
+    return {
+        "message": message,
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": 10 * len(messages),
+        "eval_count": 20,
+        "total_duration": 1_000_000,
+        "load_duration": 0,
+        "prompt_eval_duration": 500_000,
+        "eval_duration": 500_000,
+    }
+
+
 def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
@@ -98,7 +185,9 @@ def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             with fake.lock:
                 fake.requests.append((self.path, {}))
-            if self.path == "/api/tags":
+            if self.path == "/api/version":
+                self._send(200, {"version": "0.0.0-stand-in"})
+            elif self.path == "/api/tags":
                 models = [
                     {"name": m, "model": m, "digest": f"sha256:{i:064d}", "size": 1000}
                     for i, m in enumerate(fake.models)
@@ -110,9 +199,18 @@ def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
+            if self.path == "/api/pull":
+                with fake.lock:
+                    fake.requests.append((self.path, body))
+                self._pull(body)
+                return
             with fake.lock:
                 fake.requests.append((self.path, body))
                 answer = fake.queue.pop(0) if fake.queue else None
+            if answer is None and fake.auto_reply and self.path == "/api/chat":
+                answer = auto_answer(body)
+            if fake.latency_s and self.path == "/api/chat":
+                time.sleep(fake.latency_s)
             if self.path != "/api/chat":
                 self._send(404, {"error": f"no route {self.path}"})
             elif answer is None:
@@ -123,9 +221,7 @@ def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
                     self.connection.close()
                     return
                 self._send(answer.status, answer.body)
-            elif body.get("model") not in fake.models and (
-                f"{body.get('model')}:latest" not in fake.models
-            ):
+            elif not fake.has_model(str(body.get("model"))):
                 self._send(404, {"error": f"model '{body.get('model')}' not found"})
             else:
                 answer = dict(answer)
@@ -134,14 +230,48 @@ def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
                     200, {"model": body["model"], "created_at": "2025-01-01T00:00:00Z", **answer}
                 )
 
+        def _pull(self, body: dict[str, Any]) -> None:
+            name = tagged(str(body.get("model") or body.get("name") or ""))
+            size = fake.pullable.get(name)
+            lines = (
+                [{"error": "pull model manifest: file does not exist"}]
+                if size is None
+                else pull_progress(name, size, fake.pull_chunks)
+            )
+            if size is not None:
+                with fake.lock:
+                    if name not in fake.models:
+                        fake.models.append(name)
+            if body.get("stream") is False:  # one answer: the last line
+                self._send(500 if size is None else 200, lines[-1])
+                return
+            # Streamed as Ollama does: HTTP 200, one JSON object per line, an error too
+            # (HTTP/1.0 here, so the body ends when the connection closes).
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.end_headers()
+            for line in lines:
+                self.wfile.write(json.dumps(line).encode() + b"\n")
+                self.wfile.flush()
+            self.close_connection = True
+
     return Handler
 
 
+def serve(fake: FakeOllama, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+    """A server for ``fake`` bound to ``host:port`` (0: a free port); sets ``fake.host``."""
+    server = ThreadingHTTPServer((host, port), _handler(fake))
+    server.daemon_threads = True
+    fake.host = f"http://{host}:{server.server_address[1]}"
+    return server
+
+
 @contextmanager
-def running_fake_ollama(models: list[str] | None = None) -> Iterator[FakeOllama]:
-    fake = FakeOllama(models=list(models or []))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-    fake.host = f"http://127.0.0.1:{server.server_address[1]}"
+def running_fake_ollama(
+    models: list[str] | None = None, pullable: dict[str, int] | None = None
+) -> Iterator[FakeOllama]:
+    fake = FakeOllama(models=list(models or []), pullable=dict(pullable or {}))
+    server = serve(fake)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -181,3 +311,32 @@ def closed_port_host() -> str:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
     return f"http://127.0.0.1:{port}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="An Ollama stand-in that answers by itself.")
+    parser.add_argument("--bind", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=11434)
+    parser.add_argument("--model", action="append", default=[], help="present at start")
+    parser.add_argument(
+        "--pullable", action="append", default=[], help="NAME[=BYTES]: /api/pull can fetch it"
+    )
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per chat answer")
+    args = parser.parse_args(argv)
+    pullable = {}
+    for item in args.pullable:
+        name, _, size = item.partition("=")
+        pullable[tagged(name)] = int(size or 1_000_000)
+    fake = FakeOllama(
+        models=[tagged(m) for m in args.model],
+        pullable=pullable,
+        auto_reply=True,
+        latency_s=args.latency,
+    )
+    server = serve(fake, args.bind, args.port)
+    print(f"Ollama stand-in listening on {fake.host}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

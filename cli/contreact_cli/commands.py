@@ -576,7 +576,7 @@ async def memory_rebuild(
         if not run_ids:
             run_ids = [row["run_id"] for row in await runs(settings)]
         report = await rebuild_runs(
-            redis, settings.archive_dir, run_ids, settings.data_dir / "memory.db", target
+            redis, settings.archive_dir, run_ids, settings.memory_db, target
         )
     finally:
         if redis is not None:

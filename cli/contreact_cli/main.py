@@ -258,6 +258,21 @@ def cmd_search(args: argparse.Namespace, settings: CLISettings) -> int:
     return 0
 
 
+def cmd_models(args: argparse.Namespace, settings: CLISettings) -> int:
+    from contreact_cli import models_commands as models
+
+    needs = models.needed_models(Path(args.file), args.host)
+    if not needs:
+        out(f"{args.file}: no model to run on Ollama (its backend needs none)")
+        return 0
+    reports = asyncio.run(models.sync_models(needs, out, pull=args.action == "pull"))
+    if models.print_reports(reports, out):
+        return 0
+    if args.action == "check":
+        out(f"pull them with `contreact models pull {args.file}`")
+    return 1
+
+
 def cmd_deadletters(args: argparse.Namespace, settings: CLISettings) -> int:
     rows = asyncio.run(commands.dead_letters(settings, args.limit))
     if args.json:
@@ -384,6 +399,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text", type=text)
     p.add_argument("--k", type=bounded_int(1, 100), default=5, help="how many results (default 5)")
     p.add_argument("--run", type=run_id, help="only this run")
+    p = add(
+        "models",
+        cmd_models,
+        "the Ollama models a config needs: check which are missing, or pull them",
+    )
+    p.add_argument("action", choices=("pull", "check"))
+    p.add_argument("file", help="a run config (YAML)")
+    p.add_argument("--host", help="the Ollama to use instead of the one the file names")
     p = add("deadletters", cmd_deadletters, "messages that could not be processed", listing=True)
     p.add_argument("--limit", type=bounded_int(1, 10_000), default=50, help="newest N (default 50)")
     return parser

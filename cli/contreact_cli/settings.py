@@ -24,6 +24,13 @@ class CLISettings(BaseSettings):
     """A service whose last heartbeat is older is taken as gone (services beat every 2 s)."""
     progress_every_s: float = Field(default=10.0, gt=0)
     """While a followed run waits on its model without news, a line this often."""
+    memory_db_path: Path | None = None
+    """The memory service's SQLite file (``CONTREACT_MEMORY_DB_PATH``, the variable the
+    memory service reads too); default ``{data_dir}/memory.db``."""
+
+    @property
+    def memory_db(self) -> Path:
+        return self.memory_db_path or self.data_dir / "memory.db"
 
     @property
     def archive_dir(self) -> Path:
