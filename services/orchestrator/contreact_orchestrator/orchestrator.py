@@ -68,6 +68,8 @@ log = logging.getLogger(__name__)
 DIGEST_TTL_S = 300
 QUARANTINED = "quarantined"
 """Listing status of a run the orchestrator cannot read or decide (reason beside it)."""
+MAX_REFOLDS = 5
+"""Refolds of one input in a row (its log moved under it) before it is let go."""
 REFIRE_S = 60.0
 """An expiry reported but not yet acted on is reported again after this long."""
 RESULT_KINDS = frozenset(
@@ -209,6 +211,7 @@ class Orchestrator:
         Redis going away mid-write is waited out and the message decided again."""
         shard = self.shard_of(message.run_id)
         backoff = Backoff(f"orchestrator shard {shard}")
+        moved = 0
         while True:
             if not self.owns(shard):
                 raise LeaseLost(f"shard {shard} is not held (run {message.run_id})")
@@ -216,8 +219,11 @@ class Orchestrator:
                 await self._handle(message, self._leases[shard])
                 return
             except LogMoved as exc:
-                log.warning("run %s: %s; refolding", message.run_id, exc)
+                moved += 1
                 self._forget(message.run_id)
+                if moved > MAX_REFOLDS:  # another writer keeps appending: not ours to race
+                    raise LeaseLost(f"run {message.run_id}: {exc}, {moved} times") from None
+                log.warning("run %s: %s; refolding", message.run_id, exc)
             except FencedOut as exc:
                 log.error("shard %d: %s; giving it up", shard, exc)
                 self.drop_shard(shard)
