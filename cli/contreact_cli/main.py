@@ -110,7 +110,7 @@ def cmd_runs(args: argparse.Namespace, settings: CLISettings) -> int:
         out(
             f"{row['run_id']:<40} {row.get('status', ''):<17} cycle "
             f"{row.get('cycle', '?')}/{row.get('cycle_count', '?')}  "
-            f"{row.get('model', '')} ({row.get('backend', '')})"
+            + commands.what_ran(row.get("model", ""), row.get("ran_model", ""), row.get("backend"))
         )
     return 0
 

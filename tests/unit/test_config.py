@@ -46,7 +46,7 @@ def test_seed_003_config_is_accepted_as_is(tmp_path: Path) -> None:
         "repeat_penalty": 1.1,
         "num_ctx": 8192,
     }
-    assert config.backend == "auto" and config.max_steps_per_cycle == 25
+    assert config.backend == "ollama" and config.max_steps_per_cycle == 25  # never auto
 
 
 @pytest.mark.parametrize(

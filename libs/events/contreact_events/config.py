@@ -22,8 +22,17 @@ DEFAULT_MAX_STEPS = 25
 DEFAULT_OPERATOR_REPLY = "Acknowledged."
 DEFAULT_CYCLE_START_MESSAGE = "Cycle {cycle} begins."
 
-Backend = Literal["auto", "ollama", "embedded", "scripted"]
-ResolvedBackend = Literal["ollama", "embedded", "scripted"]
+Backend = Literal["ollama", "openai", "embedded", "scripted", "auto"]
+ResolvedBackend = Literal["ollama", "openai", "embedded", "scripted"]
+ReasoningEffort = Literal["low", "medium", "high"]
+DEFAULT_BACKEND: Backend = "ollama"
+"""Seed 003's configs are Ollama configs. ``auto`` (Ollama, else the embedded model)
+must be asked for by name; it is never the default."""
+DEFAULT_OPENAI_BASE_URL = "https://openrouter.ai/api/v1"
+DEFAULT_OPENAI_KEY_ENV = "OPENROUTER_API_KEY"
+EMBEDDED_HOST = "embedded"
+"""The host of the embedded backend: the worker process itself."""
+ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
 class _Strict(BaseModel):
@@ -48,6 +57,8 @@ class ModelOptions(_Strict):
     num_thread: int | None = Field(default=None, gt=0)
     num_keep: int | None = None
     stop: tuple[str, ...] | None = None
+    reasoning_effort: ReasoningEffort | None = None
+    """How hard a reasoning model thinks (OpenAI's ``reasoning_effort``, Ollama's ``think``)."""
 
     def as_options(self) -> dict[str, Any]:
         """The options that were set, in the shape Ollama's ``options`` takes."""
@@ -56,7 +67,53 @@ class ModelOptions(_Strict):
 
 class OllamaClientConfig(_Strict):
     host: str = DEFAULT_OLLAMA_HOST
+    hosts: tuple[str, ...] = ()
+    """A pool: any of these hosts may answer a call (the same model pulled on each).
+    Empty: ``host`` alone."""
     timeout_s: float | None = Field(default=600.0, gt=0)
+
+    @field_validator("host", "hosts")
+    @classmethod
+    def _urls(cls, value: str | tuple[str, ...]) -> str | tuple[str, ...]:
+        for host in (value,) if isinstance(value, str) else value:
+            if not host or any(c.isspace() or c in "{}" for c in host):
+                raise ValueError(f"{host!r} is not a host (e.g. http://localhost:11434)")
+        if isinstance(value, tuple) and len(set(value)) != len(value):
+            raise ValueError("hosts must not repeat a host")
+        return value
+
+    @property
+    def pool(self) -> tuple[str, ...]:
+        """The hosts that may answer, in the order given."""
+        return self.hosts or (self.host,)
+
+
+class OpenAIClientConfig(_Strict):
+    """An OpenAI-compatible chat-completions server: OpenRouter, vLLM, llama.cpp's server.
+
+    The key is never in the config: ``api_key_env`` names the environment variable
+    the LLM worker reads it from (``null`` for a server without keys)."""
+
+    base_url: str = DEFAULT_OPENAI_BASE_URL
+    api_key_env: str | None = DEFAULT_OPENAI_KEY_ENV
+    timeout_s: float | None = Field(default=600.0, gt=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^\s/{}]+[^\s{}]*$", value):
+            raise ValueError(f"{value!r} is not an http(s) URL (e.g. {DEFAULT_OPENAI_BASE_URL})")
+        return value.rstrip("/")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not ENV_NAME_PATTERN.match(value):
+            raise ValueError(
+                "api_key_env must name an environment variable (letters, digits, '_'), "
+                "never hold the key itself"
+            )
+        return value
 
 
 class ScriptedToolCall(_Strict):
@@ -134,8 +191,9 @@ class RunConfig(_Strict):
     model_name: str = Field(min_length=1)
     cycle_count: int = Field(gt=0, le=100_000)
     ollama_client_config: OllamaClientConfig = OllamaClientConfig()
+    openai_client_config: OpenAIClientConfig = OpenAIClientConfig()
     model_options: ModelOptions = ModelOptions()
-    backend: Backend = "auto"
+    backend: Backend = DEFAULT_BACKEND
     max_steps_per_cycle: int = Field(default=DEFAULT_MAX_STEPS, gt=0, le=10_000)
     operator: OperatorConfig = OperatorConfig()
     system_prompt: str = ""
@@ -150,6 +208,17 @@ class RunConfig(_Strict):
     tools: ToolsConfig = ToolsConfig()
     experiment: str | None = None
     """Name of the experiment this run belongs to (for grouping and comparison)."""
+
+    def llm_hosts(self, backend: Backend | None = None) -> tuple[str, ...]:
+        """The hosts that may answer this run's LLM calls on ``backend`` (default: the
+        configured one). The scripted backend stands in for an Ollama host; ``auto``
+        tries the Ollama hosts first."""
+        match backend or self.backend:
+            case "openai":
+                return (self.openai_client_config.base_url,)
+            case "embedded":
+                return (EMBEDDED_HOST,)
+        return self.ollama_client_config.pool
 
     @field_validator("run_id")
     @classmethod
@@ -210,6 +279,8 @@ def describe_validation_error(exc: ValidationError) -> str:
             problems.append(f"unknown key '{where}' (allowed here: {_allowed_keys(error['loc'])})")
         elif kind == "missing":
             problems.append(f"missing required key '{where}'")
+        elif where.endswith("api_key_env"):  # it may hold a pasted key: never echo it
+            problems.append(f"'{where}' {error['msg'].lower()}")
         else:
             given = error.get("input")
             shown = repr(given) if not isinstance(given, dict | list) else type(given).__name__
