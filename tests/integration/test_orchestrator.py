@@ -9,6 +9,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from contreact_bus.inbox import Inbox
+from contreact_bus.llm_routes import known_routes
 from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
 from contreact_bus.task_stream import Consumer, ConsumerSettings, TaskStream, serve
@@ -44,9 +45,14 @@ async def drain(redis: aioredis.Redis, orchestrator: Orchestrator) -> int:
 
 
 async def llm_tasks(redis: aioredis.Redis) -> list[LLMTask]:
-    return [
-        message_from_fields(LLMTask, f) for _, f in entries(await redis.xrange(LLM_TASKS_STREAM))
-    ]
+    """Model checks and chat tasks (each on its route's stream), in the order sent."""
+    streams = [LLM_TASKS_STREAM, *(r.stream for r in (await known_routes(redis)).values())]
+    sent = [entry for stream in streams for entry in entries(await redis.xrange(stream))]
+    return [message_from_fields(LLMTask, f) for _, f in sorted(sent, key=entry_order)]
+
+
+def entry_order(entry: tuple[bytes, object]) -> tuple[int, ...]:
+    return tuple(int(part) for part in entry[0].split(b"-"))
 
 
 async def submit(redis: aioredis.Redis, **overrides: object) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from contreact_bus.archive import write_archive
+from contreact_bus.llm_routes import llm_task_stream
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import active_run_ids, meta_fields, queue_meta, register_run
 from contreact_bus.task_stream import TaskStream
@@ -122,8 +123,8 @@ class Orchestrator:
         self._meta[state.run_id] = meta
 
     def _stream_for(self, task: Task) -> TaskStream:
-        if isinstance(task, LLMTask):
-            return self._llm
+        if isinstance(task, LLMTask):  # checks to tasks:llm, chats to their route's stream
+            return llm_task_stream(self._redis, task)
         if isinstance(task, EmbedTask):
             return self._embed
         return self._memory
