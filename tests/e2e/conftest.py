@@ -65,13 +65,20 @@ class Stack:
 
 
 @pytest.fixture
-def stack(redis_url: str, tmp_path: Path) -> Iterator[Stack]:
+def stack_env() -> dict[str, str]:
+    """Extra environment of the services (a test module overrides this fixture)."""
+    return {}
+
+
+@pytest.fixture
+def stack(redis_url: str, tmp_path: Path, stack_env: dict[str, str]) -> Iterator[Stack]:
     data_dir = tmp_path / "data"
     env = {
         **os.environ,
         "REDIS_URL": redis_url,
         "CONTREACT_DATA_DIR": str(data_dir),
         "CONTREACT_ORCH_RECLAIM_IDLE_MS": "2000",
+        **stack_env,
     }
     stack = Stack(env=env, data_dir=data_dir, workdir=tmp_path)
     stack.cli("up", check=True)

@@ -269,14 +269,19 @@ def parse_run_config(data: Any, *, source: str = "config") -> RunConfig:
     return config
 
 
-def describe_validation_error(exc: ValidationError) -> str:
+def describe_validation_error(exc: ValidationError, root: type[BaseModel] | None = None) -> str:
     """One line per problem: where, what, and for unknown keys the keys that are allowed."""
     problems = []
-    for error in exc.errors():
+    errors = exc.errors()
+    inner = {tuple(e["loc"][:n]) for e in errors for n in range(1, len(e["loc"]))}
+    for error in errors:
+        if error["type"] == "too_short" and tuple(error["loc"]) in inner:
+            continue  # a list whose items failed: the items' errors say it
         where = ".".join(str(part) for part in error["loc"]) or "(top level)"
         kind = error["type"]
         if kind == "extra_forbidden":
-            problems.append(f"unknown key '{where}' (allowed here: {_allowed_keys(error['loc'])})")
+            allowed = _allowed_keys(error["loc"], root or RunConfig)
+            problems.append(f"unknown key '{where}' (allowed here: {allowed})")
         elif kind == "missing":
             problems.append(f"missing required key '{where}'")
         elif where.endswith("api_key_env"):  # it may hold a pasted key: never echo it
@@ -288,8 +293,8 @@ def describe_validation_error(exc: ValidationError) -> str:
     return "; ".join(problems)
 
 
-def _allowed_keys(loc: tuple[int | str, ...]) -> str:
-    model: type[BaseModel] = RunConfig
+def _allowed_keys(loc: tuple[int | str, ...], root: type[BaseModel]) -> str:
+    model = root
     for part in loc[:-1]:
         field = model.model_fields.get(str(part))
         annotation = getattr(field, "annotation", None)

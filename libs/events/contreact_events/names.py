@@ -78,6 +78,12 @@ def experiment_runs_key(experiment: str) -> str:
     return f"experiment:{{{experiment}}}:runs"
 
 
+def experiment_replicas_key(experiment: str) -> str:
+    """Hash of an experiment's replicas (``LABEL-A``) -> its current attempt (JSON):
+    what resubmitting the experiment resumes from."""
+    return f"experiment:{{{experiment}}}:replicas"
+
+
 def corpus_cleared_key(scope: str) -> str:
     """When a paragraph corpus was last cleared (chunks accepted before are ignored)."""
     return f"corpus:{{{scope}}}:cleared"
