@@ -108,3 +108,13 @@ def test_unlimited_hosts_have_every_model_warm() -> None:
         max_wait_ms=1,
     )
     assert order(attempts) == [("r-b", H1, "warm")]
+
+
+def test_a_model_whose_runs_are_still_going_keeps_its_place() -> None:
+    old = {"a": NOW - 10_000, "b": NOW - 10_000}
+    idle = view(loaded=old)  # both idle: their runs are between two steps, or done
+    going = {H1: frozenset({"a", "b"})}
+    assert make(waiting("c"), views={H1: idle}, in_use=going) == []
+    attempts = make(waiting("c"), views={H1: idle}, in_use={H1: frozenset({"a"})})
+    assert order(attempts) == [("r-c", H1, "swap")]
+    assert attempts[0].protect == ("a",)  # the slot script is told too

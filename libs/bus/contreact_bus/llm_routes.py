@@ -2,9 +2,10 @@
 their route (backend, model, host pool), so that a slow model's calls wait in their
 own line and never in front of another model's.
 
-The producer registers each route it sends to (``LLM_ROUTES``) and rings the workers'
-wake channel, in the caller's pipeline: the stream entry first, then the registration,
-then the ring, so a worker that hears of a route finds its entry there.
+The producer registers each route it sends to (``LLM_ROUTES``) with the runs that use
+it, and rings the workers' wake channel, in the caller's pipeline: the stream entry
+first, then the registrations, then the ring, so a worker that hears of a route finds
+its entry there.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from contreact_events.names import (
     LLM_ROUTES,
     LLM_TASKS_STREAM,
     LLM_WAKE_CHANNEL,
+    llm_route_runs_key,
     llm_route_stream,
 )
 from contreact_events.tasks import LLMTask
@@ -84,6 +86,7 @@ class RouteStream(TaskStream):
 
     def queue(self, pipe: Pipeline, message: BaseModel) -> None:
         super().queue(pipe, message)
+        pipe.sadd(llm_route_runs_key(self.route.id), str(getattr(message, "run_id", "")))
         pipe.hset(LLM_ROUTES, self.route.id, self.route.to_json())
         pipe.publish(LLM_WAKE_CHANNEL, ROUTE_WAKE_PREFIX + self.route.id)
 

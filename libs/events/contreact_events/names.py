@@ -40,6 +40,12 @@ def llm_route_stream(route_id: str) -> str:
     return f"tasks:llm:{route_id}"
 
 
+def llm_route_runs_key(route_id: str) -> str:
+    """Set of the runs that sent a chat task on a route: while one of them is active,
+    the route's model will be called again, so no host swaps it out."""
+    return f"llm:route:{route_id}:runs"
+
+
 def llm_host_leases_key(host: str) -> str:
     """Sorted set of the calls in flight on a host: ``MODEL\\nLEASE`` scored by expiry (ms)."""
     return f"llm:{{{host}}}:leases"

@@ -8,9 +8,10 @@ stops renewing, and its slots come back when the leases expire.
 
 The host's loaded models are tracked as the workers' calls make them: a call for a
 model the host does not hold loads it, into free room, else in place of an idle
-model nobody waits for that has been idle ``keep_warm`` (so a run between two steps
-keeps its model). A model that must make room for one waiting too long is
-``draining``: it takes no new calls, and is swapped out once its last call ends.
+model the caller says nobody wants (no call of it waits and none of its runs is still
+going: a run between two steps keeps its model), idle for at least ``keep_warm``. A
+model that must make room for one waiting too long is ``draining``: it takes no new
+calls, and is swapped out once its last call ends.
 
 Every decision is one Lua script on the host's keys (one hash tag, so valid on
 Redis Cluster), with the server's clock: the workers' clocks never matter.
@@ -99,8 +100,8 @@ return {0, 'no room'}
 """
 )
 """KEYS: leases, loaded, draining. ARGV: model, lease id, ttl ms, parallel, max loaded
-(0: unlimited), keep-warm ms, drain ms, may drain (1/0), then the models with calls
-waiting for this host (never swapped out for another)."""
+(0: unlimited), keep-warm ms, drain ms, may drain (1/0), then the models wanted on
+this host (calls waiting or runs going: never swapped out for another)."""
 
 RELEASE_SCRIPT = (
     _NOW
@@ -167,8 +168,8 @@ class HostView:
 class SlotTimes:
     lease_ttl_ms: int = 30_000
     """A lease not renewed for this long is a dead worker's: its slot comes back."""
-    keep_warm_ms: int = 2_000
-    """A model used this recently is not swapped out (its runs are between steps)."""
+    keep_warm_ms: int = 0
+    """A margin: a model used this recently is not swapped out."""
     drain_ms: int = 60_000
     """How long a drain request stands if the model it makes room for never comes."""
 

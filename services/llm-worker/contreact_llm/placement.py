@@ -7,8 +7,9 @@ cost the host:
 
 0. ``warm``: the host holds the model and has a free slot for it;
 1. ``load``: the host has room to load one more model;
-2. ``swap``: a loaded model is idle, past its keep-warm time, and nobody waits for
-   it: it makes room;
+2. ``swap``: a loaded model is idle, no call of it waits and none of its runs is
+   still going (so none will call it again), and it is past its keep-warm time (a
+   margin, 0 by default): it makes room;
 3. ``drain``: the route has waited longer than ``max_wait_ms`` without a call
    started: the host's least recently used model is asked to drain (no new calls),
    so that a model kept busy by its runs cannot hold the host forever.
@@ -68,10 +69,13 @@ def plan(
     now_ms: int,
     keep_warm_ms: int,
     max_wait_ms: int,
+    in_use: Mapping[str, frozenset[str]] | None = None,
     policy: Policy = "model_aware",
 ) -> list[Attempt]:
-    """The attempts worth making now, best first (at most one per route and host)."""
-    wanted: dict[str, set[str]] = {}
+    """The attempts worth making now, best first (at most one per route and host).
+    ``in_use``: per host, the models whose runs are still going (they will call again:
+    never swapped out, like the models with calls waiting)."""
+    wanted: dict[str, set[str]] = {host: set(models) for host, models in (in_use or {}).items()}
     for route in waiting:
         for host in route.hosts:
             wanted.setdefault(host, set()).add(route.model)

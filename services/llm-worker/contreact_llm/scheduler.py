@@ -29,13 +29,21 @@ from contreact_bus.task_stream import Consumer, ConsumerSettings, Delivery
 from contreact_events.codec import message_from_fields
 from contreact_events.config import EMBEDDED_HOST
 from contreact_events.exceptions import ContReActEventError
-from contreact_events.names import LLM_GROUP, LLM_WAKE_CHANNEL
+from contreact_events.names import (
+    ACTIVE_RUNS,
+    LLM_GROUP,
+    LLM_WAKE_CHANNEL,
+    llm_route_runs_key,
+)
 from contreact_events.tasks import LLMTask
 from contreact_llm.handler import LLMTaskHandler
 from contreact_llm.host_slots import HostLimits, HostSlots, HostView, Lease, LocalSlots
 from contreact_llm.placement import Attempt, Policy, Waiting, plan
 
 log = logging.getLogger(__name__)
+
+BLOCKED_POLL_S = 0.1
+"""How soon to look again while calls wait that could not start."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,10 @@ class _Scan:
     waiting: list[Waiting] = field(default_factory=list)
     reclaimable: set[str] = field(default_factory=set)
     views: dict[str, HostView] = field(default_factory=dict)
+    in_use: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Per host: the models whose runs are still going (they will call again)."""
+    ended: dict[str, list[str]] = field(default_factory=dict)
+    """Per route: runs in its set that have ended (to drop from it)."""
 
 
 class ChatScheduler:
@@ -113,8 +125,11 @@ class ChatScheduler:
                     break
                 if started:
                     continue
+                # Calls wait that could not start: what they wait for (a run that
+                # ends, freeing its model) rings no bell, so look again soon.
+                every_s = min(self.settings.poll_s, BLOCKED_POLL_S) if waiting else None
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.settings.poll_s)
+                    await asyncio.wait_for(self._wake.wait(), every_s or self.settings.poll_s)
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
         finally:
@@ -131,6 +146,8 @@ class ChatScheduler:
             return 0, True
         scan = await self._scan()
         limits = self._host_limits()
+        if scan.ended:
+            await self._forget_ended(scan.ended)
         attempts = plan(
             scan.waiting,
             scan.views,
@@ -138,6 +155,7 @@ class ChatScheduler:
             now_ms=scan.now_ms,
             keep_warm_ms=self._slots.times.keep_warm_ms,
             max_wait_ms=self.settings.max_wait_ms,
+            in_use=scan.in_use,
             policy=self.settings.policy,
         )
         remaining = {w.route_id: w.count for w in scan.waiting}
@@ -189,22 +207,32 @@ class ChatScheduler:
         return out
 
     async def _scan(self) -> _Scan:
-        """Every route's group and every host's leases, in one round trip."""
+        """Every route's group and runs, every host's leases, in one round trip."""
         lines = list(self._lines.values())
         hosts = self._hosts()
         idle_ms = self.settings.reclaim_idle_ms
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.time()
+            pipe.smembers(ACTIVE_RUNS)
             for line in lines:
                 pipe.xinfo_groups(line.route.stream)
                 pipe.xpending_range(line.route.stream, LLM_GROUP, "-", "+", 1, idle=idle_ms)
+                pipe.smembers(llm_route_runs_key(line.route.id))
             for host in hosts:
                 HostSlots.queue_view(pipe, host)
             replies = await pipe.execute(raise_on_error=False)
         seconds, micros = replies[0]
         scan = _Scan(now_ms=int(seconds) * 1000 + int(micros) // 1000)
+        active = set(replies[1]) if isinstance(replies[1], set) else set()
+        in_use: dict[str, set[str]] = {}
         for index, line in enumerate(lines):
-            groups, stale = replies[1 + 2 * index], replies[2 + 2 * index]
+            groups, stale, runs = replies[2 + 3 * index : 5 + 3 * index]
+            members = runs if isinstance(runs, set) else set()
+            if members & active:
+                for host in line.route.hosts:
+                    in_use.setdefault(host, set()).add(line.route.model)
+            if members - active:
+                scan.ended[line.route.id] = [text(run) for run in members - active]
             count, delivered = _waiting(groups)
             reclaimable = isinstance(stale, list) and bool(stale)
             if reclaimable:
@@ -223,13 +251,21 @@ class ChatScheduler:
                     since_ms=line.since_ms,
                 )
             )
-        offset = 1 + 2 * len(lines)
+        scan.in_use = {host: frozenset(models) for host, models in in_use.items()}
+        offset = 2 + 3 * len(lines)
         for number, host in enumerate(hosts):
             start = offset + 4 * number
             scan.views[host] = HostSlots.view(host, replies[start : start + 4])
         if any(EMBEDDED_HOST in line.route.hosts for line in lines):
             scan.views[EMBEDDED_HOST] = self._local.view(EMBEDDED_HOST)
         return scan
+
+    async def _forget_ended(self, ended: dict[str, list[str]]) -> None:
+        """Drop ended runs from their routes' sets (a run never becomes active again)."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for route_id, runs in ended.items():
+                pipe.srem(llm_route_runs_key(route_id), *runs)
+            await pipe.execute()
 
     # --- taking a slot, then a task ----------------------------------------------
 

@@ -58,8 +58,9 @@ class LLMWorkerSettings(BaseSettings):
     """``fifo``: the naive order (oldest waiting first, the host loads what it is asked)."""
     lease_ttl_s: float = Field(default=30.0, gt=0)
     """A slot whose worker stopped renewing it comes back after this long."""
-    keep_warm_s: float = Field(default=2.0, ge=0)
-    """A model used this recently is not swapped out for another."""
+    keep_warm_s: float = Field(default=0.0, ge=0)
+    """A margin: a model used this recently is not swapped out for another (a model
+    whose runs are still going never is, whatever this says)."""
     max_wait_s: float = Field(default=300.0, gt=0)
     """A route waiting this long without a call started makes the host drain a model."""
     drain_s: float = Field(default=60.0, gt=0)
