@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -33,22 +34,29 @@ def stack_env() -> dict[str, str]:
 
 
 def everything_in_redis(url: str) -> bytes:
-    """Every key's name and contents, whatever its type."""
-    client = redis.Redis.from_url(url)
-    out = []
+    """Every key's name and contents, read as its type (not DUMP: it may compress)."""
+    client: Any = redis.Redis.from_url(url)  # replies are bytes (decode_responses off)
+    out: list[bytes] = []
     try:
         for key in client.scan_iter(count=1000):
-            kind = client.type(key).decode()
             out.append(key)
-            if kind == "string":
+            kind = client.type(key)
+            if kind == b"string":
                 out.append(client.get(key) or b"")
-            elif kind == "hash":
-                out += [k + v for k, v in client.hgetall(key).items()]
-            elif kind == "stream":
+            elif kind == b"hash":
+                out += [k + b"=" + v for k, v in client.hgetall(key).items()]
+            elif kind == b"stream":
                 for _id, fields in client.xrange(key):
-                    out += [k + v for k, v in fields.items()]
-            elif kind in ("set", "zset", "list"):
-                out.append(repr(client.dump(key)).encode())
+                    out += [k + b"=" + v for k, v in fields.items()]
+            elif kind in (b"set", b"zset", b"list"):
+                members = (
+                    client.smembers(key)
+                    if kind == b"set"
+                    else client.zrange(key, 0, -1)
+                    if kind == b"zset"
+                    else client.lrange(key, 0, -1)
+                )
+                out += list(members)
     finally:
         client.close()
     return b"\n".join(out)
@@ -104,7 +112,9 @@ def test_an_openai_run_with_tools_and_the_key_kept_out_of_every_record(
     assert {(c["backend"], c["model"]) for c in calls} == {("openai", MODEL)}
 
     secret = KEY.encode()
-    assert secret not in everything_in_redis(stack.env["REDIS_URL"])
+    stored = everything_in_redis(stack.env["REDIS_URL"])
+    assert b"Saved under key 'plan'." in stored  # the contents are read, not just the keys
+    assert secret not in stored
     assert KEY not in export_text
     for file in stack.data_dir.rglob("*"):  # logs, archives, the memory store
         if file.is_file():
