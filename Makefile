@@ -59,6 +59,8 @@ bench: install
 	$(BIN)/python -m bench.log_growth
 	$(BIN)/python -m bench.embedder_throughput
 	$(BIN)/python -m bench.similarity_search
+	$(BIN)/python -m bench.experiment_scaling
+	$(BIN)/python -m bench.model_swaps
 
 up: install
 	$(BIN)/contreact up

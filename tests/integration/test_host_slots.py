@@ -22,15 +22,17 @@ def slots(redis: aioredis.Redis, **times: int) -> HostSlots:
     return HostSlots(redis, SlotTimes(**settings))
 
 
-async def lease(got: Lease | str) -> Lease:
-    assert isinstance(got, Lease), got
-    return got
+async def lease(got: list[Lease] | str) -> Lease:
+    assert isinstance(got, list) and len(got) == 1, got
+    return got[0]
 
 
 async def view(redis: aioredis.Redis, host: str = HOST) -> HostView:
     async with redis.pipeline(transaction=False) as pipe:
+        pipe.time()
         HostSlots.queue_view(pipe, host)
-        return HostSlots.view(host, await pipe.execute())
+        (seconds, micros), *replies = await pipe.execute()
+    return HostSlots.view(host, int(seconds) * 1000 + int(micros) // 1000, replies)
 
 
 async def test_at_most_parallel_calls_of_a_model(aredis: aioredis.Redis) -> None:
@@ -43,6 +45,18 @@ async def test_at_most_parallel_calls_of_a_model(aredis: aioredis.Redis) -> None
     await shared.release(first)
     await lease(await shared.acquire(HOST, "m", TWO))
     assert (await view(aredis)).inflight == {"m": 2, "other": 1}
+
+
+async def test_several_leases_in_one_call_never_past_the_limit(aredis: aioredis.Redis) -> None:
+    shared = slots(aredis)
+    three = HostLimits(parallel=3, max_loaded=1)
+    first = await shared.acquire(HOST, "m", three, count=2)
+    assert isinstance(first, list) and len(first) == 2 and first[0].how == "load"
+    more = await shared.acquire(HOST, "m", three, count=5)
+    assert isinstance(more, list) and [x.how for x in more] == ["loaded"]
+    assert await shared.acquire(HOST, "m", three, count=5) == "full"
+    await shared.release(*first, *more)
+    assert (await view(aredis)).inflight == {}
 
 
 async def test_a_dead_workers_slot_comes_back_when_its_lease_expires(

@@ -32,8 +32,8 @@ from contreact_events.tasks import LLMTask
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:/-]+")
 ROUTE_WAKE_PREFIX = "route:"
-"""A wake-up for a queued task names its route; one for a released slot, its host."""
-HOST_WAKE_PREFIX = "host:"
+"""A wake-up for a queued task names its route; one for a released slot, the worker."""
+FREED_WAKE_PREFIX = "freed:"
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ ACQUIRE_SCRIPT = (
     _NOW
     + """
 local leases, loaded, draining = KEYS[1], KEYS[2], KEYS[3]
-local model, member = ARGV[1], ARGV[1] .. '\\n' .. ARGV[2]
+local model, ids = ARGV[1], ARGV[2]
 local ttl, parallel, max_loaded = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local keep_warm, drain_ms, may_drain = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1'
 local protect = {}
@@ -66,11 +66,17 @@ for i = 1, #flat, 2 do
   end
 end
 if drains[model] then return {0, 'draining'} end
-if (inflight[model] or 0) >= parallel then return {0, 'full'} end
+local room = parallel - (inflight[model] or 0)
+if room <= 0 then return {0, 'full'} end
 local function take(how)
-  redis.call('ZADD', leases, now + ttl, member)
+  local granted = 0
+  for id in string.gmatch(ids, '%S+') do
+    if granted >= room then break end
+    redis.call('ZADD', leases, now + ttl, model .. '\\n' .. id)
+    granted = granted + 1
+  end
   redis.call('HSET', loaded, model, now)
-  return {1, how}
+  return {granted, how}
 end
 if max_loaded <= 0 or redis.call('HEXISTS', loaded, model) == 1 then return take('loaded') end
 local held = redis.call('HGETALL', loaded)
@@ -99,9 +105,10 @@ end
 return {0, 'no room'}
 """
 )
-"""KEYS: leases, loaded, draining. ARGV: model, lease id, ttl ms, parallel, max loaded
-(0: unlimited), keep-warm ms, drain ms, may drain (1/0), then the models wanted on
-this host (calls waiting or runs going: never swapped out for another)."""
+"""KEYS: leases, loaded, draining. ARGV: model, lease ids (space-separated: as many as
+wanted), ttl ms, parallel, max loaded (0: unlimited), keep-warm ms, drain ms, may
+drain (1/0), then the models wanted on this host (calls waiting or runs going: never
+swapped out for another). Returns {leases granted (the first ids), how}."""
 
 RELEASE_SCRIPT = (
     _NOW
@@ -189,18 +196,20 @@ class HostSlots:
         model: str,
         limits: HostLimits,
         *,
+        count: int = 1,
         protect: Iterable[str] = (),
         may_drain: bool = False,
-    ) -> Lease | str:
-        """A lease for one call of ``model`` on ``host``, or why there is none
-        (``full``, ``draining``, ``no room``, ``drain:MODEL`` when a drain was asked)."""
-        lease_id = uuid.uuid4().hex
+    ) -> list[Lease] | str:
+        """Up to ``count`` leases for calls of ``model`` on ``host`` (in one script
+        call), or why there is none (``full``, ``draining``, ``no room``, ``drain:MODEL``
+        when a drain was asked)."""
+        ids = [uuid.uuid4().hex for _ in range(max(count, 1))]
         times = self.times
-        ok, how = await self._acquire(
+        granted, how = await self._acquire(
             keys=_keys(host),
             args=[
                 model,
-                lease_id,
+                " ".join(ids),
                 times.lease_ttl_ms,
                 limits.parallel,
                 limits.max_loaded,
@@ -210,16 +219,19 @@ class HostSlots:
                 *sorted(set(protect) - {model}),
             ],
         )
-        return Lease(host, model, lease_id, text(how)) if int(ok) else text(how)
+        if not int(granted):
+            return text(how)
+        return [Lease(host, model, lease_id, text(how)) for lease_id in ids[: int(granted)]]
 
     def queue_release(self, pipe: Pipeline, lease: Lease) -> None:
         """Add the release to a caller's pipeline (with the result it follows)."""
         keys = [llm_host_leases_key(lease.host), llm_host_loaded_key(lease.host)]
         pipe.eval(RELEASE_SCRIPT, len(keys), *keys, lease.model, lease.lease_id)
 
-    async def release(self, lease: Lease) -> None:
+    async def release(self, *leases: Lease) -> None:
         async with self._redis.pipeline(transaction=False) as pipe:
-            self.queue_release(pipe, lease)
+            for lease in leases:
+                self.queue_release(pipe, lease)
             await pipe.execute()
 
     async def renew(self, leases: Sequence[Lease]) -> list[Lease]:
@@ -236,20 +248,21 @@ class HostSlots:
             lost += [lease for lease, ok in zip(held, kept, strict=True) if not int(ok)]
         return lost
 
+    VIEW_REPLIES = 3
+
     @staticmethod
     def queue_view(pipe: Pipeline, host: str) -> None:
-        """Add the reads of a host's view to a pipeline (four replies, for ``view``)."""
+        """Add the reads of a host's view to a pipeline (``VIEW_REPLIES`` replies)."""
         leases, loaded, draining = _keys(host)
-        pipe.time()
         pipe.zrange(leases, 0, -1, withscores=True)
         pipe.hgetall(loaded)
         pipe.hgetall(draining)
 
     @staticmethod
-    def view(host: str, replies: Sequence[Any]) -> HostView:
-        """The host's view from the four replies ``queue_view`` asked for."""
-        (seconds, micros), leases, loaded, draining = replies
-        now_ms = int(seconds) * 1000 + int(micros) // 1000
+    def view(host: str, now_ms: int, replies: Sequence[Any]) -> HostView:
+        """The host's view from the replies ``queue_view`` asked for, at ``now_ms``
+        (the server's clock, read in the same pipeline)."""
+        leases, loaded, draining = replies
         inflight: dict[str, int] = {}
         for member, expiry in leases:
             if expiry > now_ms:
@@ -273,13 +286,16 @@ class LocalSlots:
         self._inflight: dict[tuple[str, str], int] = {}
         self._lock = asyncio.Lock()
 
-    async def acquire(self, host: str, model: str, limits: HostLimits) -> Lease | str:
+    async def acquire(
+        self, host: str, model: str, limits: HostLimits, *, count: int = 1
+    ) -> list[Lease] | str:
         async with self._lock:
-            count = self._inflight.get((host, model), 0)
-            if count >= limits.parallel:
+            held = self._inflight.get((host, model), 0)
+            granted = min(max(count, 1), limits.parallel - held)
+            if granted <= 0:
                 return "full"
-            self._inflight[(host, model)] = count + 1
-        return Lease(host, model, uuid.uuid4().hex, "loaded")
+            self._inflight[(host, model)] = held + granted
+        return [Lease(host, model, uuid.uuid4().hex, "loaded") for _ in range(granted)]
 
     def release(self, lease: Lease) -> None:
         key = (lease.host, lease.model)

@@ -82,9 +82,12 @@ def plan(
     ranked: list[tuple[tuple[int, int, int, int], Attempt]] = []
     for route in waiting:
         for order, host in enumerate(route.hosts):
-            view, limit = views.get(host), limits.get(host)
-            if view is None or limit is None:
+            limit = limits.get(host)
+            if limit is None:
                 continue
+            view = views.get(host)
+            if view is None:  # not looked at: a host without a model limit
+                view = HostView(host, now_ms)
             placement = _placement(route, view, limit, wanted[host], now_ms, keep_warm_ms)
             if policy == "fifo":
                 placement = "any" if view.inflight.get(route.model, 0) < limit.parallel else None

@@ -17,14 +17,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
 
-from contreact_bus.llm_routes import HOST_WAKE_PREFIX, ROUTE_WAKE_PREFIX, Route, known_routes
-from contreact_bus.replies import text
+from contreact_bus.llm_routes import FREED_WAKE_PREFIX, ROUTE_WAKE_PREFIX, Route, known_routes
+from contreact_bus.replies import stream_entries, text
 from contreact_bus.task_stream import Consumer, ConsumerSettings, Delivery
 from contreact_events.codec import message_from_fields
 from contreact_events.config import EMBEDDED_HOST
@@ -107,6 +108,10 @@ class ChatScheduler:
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
         self._refresh = True
+        self._blocked = False
+        """Whether calls were left waiting by the last look (a call's end may free them)."""
+        self._freed = f"{FREED_WAKE_PREFIX}{settings.consumer_name}"
+        """What this worker rings when it frees a slot (so it can ignore its own)."""
         self.started = 0
         """Calls started by this worker (for tests and `status`)."""
 
@@ -117,17 +122,22 @@ class ChatScheduler:
         Calls in progress are finished before returning. Returns calls started."""
         listening = asyncio.create_task(self._listen(stop))
         keeping = asyncio.create_task(self._keep(stop))
+        next_full = 0.0
         try:
             while not stop.is_set():
                 self._wake.clear()
-                started, waiting = await self._dispatch()
+                full = time.monotonic() >= next_full
+                if full:  # what no bell rings for: a silent worker's tasks
+                    next_full = time.monotonic() + self.settings.poll_s
+                started, left, waiting = await self._dispatch(full=full)
+                self._blocked = left > 0
                 if burst and not waiting and not self._running:
                     break
-                if started:
-                    continue
+                if started and left:
+                    continue  # more may start at once
                 # Calls wait that could not start: what they wait for (a run that
                 # ends, freeing its model) rings no bell, so look again soon.
-                every_s = min(self.settings.poll_s, BLOCKED_POLL_S) if waiting else None
+                every_s = min(self.settings.poll_s, BLOCKED_POLL_S) if left else None
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), every_s or self.settings.poll_s)
             if self._tasks:
@@ -138,13 +148,15 @@ class ChatScheduler:
             await asyncio.gather(listening, keeping, return_exceptions=True)
         return self.started
 
-    async def _dispatch(self) -> tuple[int, bool]:
-        """Start what can start now. Returns (calls started, whether any route waits)."""
+    async def _dispatch(self, *, full: bool = True) -> tuple[int, int, bool]:
+        """Start what can start now. Returns (calls started, calls seen waiting and
+        not started, whether any route waits). ``full`` also looks for entries a
+        silent worker left behind."""
         if self._refresh:
             await self._load_routes()
         if self._free() <= 0:
-            return 0, True
-        scan = await self._scan()
+            return 0, 1, True
+        scan = await self._scan(full=full)
         limits = self._host_limits()
         if scan.ended:
             await self._forget_ended(scan.ended)
@@ -162,18 +174,21 @@ class ChatScheduler:
         started = 0
         for attempt in attempts:
             line = self._lines[attempt.route_id]
-            while self._free() > 0 and remaining[attempt.route_id] > 0:
-                lease = await self._acquire(line, attempt, limits[attempt.host])
-                if lease is None:
-                    break
-                taken = await self._take(line, attempt.route_id in scan.reclaimable)
-                if not taken:
-                    await self._release(lease)
-                    remaining[attempt.route_id] = 0
-                    break
-                remaining[attempt.route_id] -= 1
-                started += await self._start(line, taken, lease, limits[attempt.host])
-        return started, bool(scan.waiting)
+            wanted = min(remaining[attempt.route_id], self._free())
+            if wanted <= 0:
+                continue
+            leases = await self._acquire(line, attempt, limits[attempt.host], wanted)
+            if not leases:
+                continue
+            taken = await self._take(line, len(leases), attempt.route_id in scan.reclaimable)
+            for delivery, lease in zip(taken, leases, strict=False):
+                self._start(line, delivery, lease)
+            started += len(taken)
+            remaining[attempt.route_id] -= len(taken)
+            if len(taken) < len(leases):  # fewer than counted: another worker took them
+                remaining[attempt.route_id] = 0
+                await self._release(*leases[len(taken) :])
+        return started, sum(remaining.values()), bool(scan.waiting)
 
     def _free(self) -> int:
         return self.settings.concurrency - len(self._running)
@@ -206,34 +221,39 @@ class ChatScheduler:
                 out.setdefault(host, self._limits(host, line.route.backend))
         return out
 
-    async def _scan(self) -> _Scan:
-        """Every route's group and runs, every host's leases, in one round trip."""
+    async def _scan(self, *, full: bool = True) -> _Scan:
+        """Every route's group, every host's leases, in one round trip; where a host
+        holds a limited number of models, also which runs still use each route.
+        ``full``: also the entries a silent worker left (XPENDING past the idle time)."""
         lines = list(self._lines.values())
-        hosts = self._hosts()
+        limits = self._host_limits()
+        # Only hosts with a model limit are looked at: elsewhere the slot script alone
+        # decides, and placement has nothing to weigh.
+        hosts = [host for host in self._hosts() if limits[host].max_loaded > 0]
+        residency = bool(hosts)
         idle_ms = self.settings.reclaim_idle_ms
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.time()
-            pipe.smembers(ACTIVE_RUNS)
             for line in lines:
                 pipe.xinfo_groups(line.route.stream)
-                pipe.xpending_range(line.route.stream, LLM_GROUP, "-", "+", 1, idle=idle_ms)
-                pipe.smembers(llm_route_runs_key(line.route.id))
+                if full:
+                    pipe.xpending_range(line.route.stream, LLM_GROUP, "-", "+", 1, idle=idle_ms)
+                if residency:
+                    pipe.smembers(llm_route_runs_key(line.route.id))
             for host in hosts:
                 HostSlots.queue_view(pipe, host)
-            replies = await pipe.execute(raise_on_error=False)
-        seconds, micros = replies[0]
+            if residency:
+                pipe.smembers(ACTIVE_RUNS)
+            replies = iter(await pipe.execute(raise_on_error=False))
+        seconds, micros = next(replies)
         scan = _Scan(now_ms=int(seconds) * 1000 + int(micros) // 1000)
-        active = set(replies[1]) if isinstance(replies[1], set) else set()
-        in_use: dict[str, set[str]] = {}
-        for index, line in enumerate(lines):
-            groups, stale, runs = replies[2 + 3 * index : 5 + 3 * index]
-            members = runs if isinstance(runs, set) else set()
-            if members & active:
-                for host in line.route.hosts:
-                    in_use.setdefault(host, set()).add(line.route.model)
-            if members - active:
-                scan.ended[line.route.id] = [text(run) for run in members - active]
-            count, delivered = _waiting(groups)
+        route_runs: dict[str, set[bytes]] = {}
+        for line in lines:
+            count, delivered = _waiting(next(replies))
+            stale = next(replies) if full else None
+            if residency:
+                runs = next(replies)
+                route_runs[line.route.id] = runs if isinstance(runs, set) else set()
             reclaimable = isinstance(stale, list) and bool(stale)
             if reclaimable:
                 scan.reclaimable.add(line.route.id)
@@ -251,14 +271,29 @@ class ChatScheduler:
                     since_ms=line.since_ms,
                 )
             )
-        scan.in_use = {host: frozenset(models) for host, models in in_use.items()}
-        offset = 2 + 3 * len(lines)
-        for number, host in enumerate(hosts):
-            start = offset + 4 * number
-            scan.views[host] = HostSlots.view(host, replies[start : start + 4])
+        for host in hosts:
+            view = [next(replies) for _ in range(HostSlots.VIEW_REPLIES)]
+            scan.views[host] = HostSlots.view(host, scan.now_ms, view)
+        if residency:
+            active = next(replies)
+            self._runs_in_use(scan, route_runs, active if isinstance(active, set) else set())
         if any(EMBEDDED_HOST in line.route.hosts for line in lines):
             scan.views[EMBEDDED_HOST] = self._local.view(EMBEDDED_HOST)
         return scan
+
+    def _runs_in_use(
+        self, scan: _Scan, route_runs: dict[str, set[bytes]], active: set[bytes]
+    ) -> None:
+        """Per host, the models whose runs are still going; and the ended runs to drop."""
+        in_use: dict[str, set[str]] = {}
+        for route_id, members in route_runs.items():
+            route = self._lines[route_id].route
+            if members & active:
+                for host in route.hosts:
+                    in_use.setdefault(host, set()).add(route.model)
+            if members - active:
+                scan.ended[route_id] = [text(run) for run in members - active]
+        scan.in_use = {host: frozenset(models) for host, models in in_use.items()}
 
     async def _forget_ended(self, ended: dict[str, list[str]]) -> None:
         """Drop ended runs from their routes' sets (a run never becomes active again)."""
@@ -269,21 +304,24 @@ class ChatScheduler:
 
     # --- taking a slot, then a task ----------------------------------------------
 
-    async def _acquire(self, line: _Line, attempt: Attempt, limits: HostLimits) -> Lease | None:
+    async def _acquire(
+        self, line: _Line, attempt: Attempt, limits: HostLimits, count: int
+    ) -> list[Lease]:
         model = line.route.model
         if attempt.host == EMBEDDED_HOST:
-            local = await self._local.acquire(attempt.host, model, limits)
-            return local if isinstance(local, Lease) else None
+            local = await self._local.acquire(attempt.host, model, limits, count=count)
+            return local if isinstance(local, list) else []
         got = await self._slots.acquire(
             attempt.host,
             model,
             HostLimits(limits.parallel, attempt.max_loaded),
+            count=count,
             protect=attempt.protect,
             may_drain=attempt.may_drain,
         )
-        if isinstance(got, Lease):
-            if got.how != "loaded":
-                log.info("%s: %s on %s (%s)", line.route.id, got.how, attempt.host, model)
+        if isinstance(got, list):
+            if got[0].how != "loaded":
+                log.info("%s: %s on %s (%s)", line.route.id, got[0].how, attempt.host, model)
             return got
         if got.startswith("drain:"):
             log.info(
@@ -293,47 +331,39 @@ class ChatScheduler:
                 attempt.host,
                 got.removeprefix("drain:"),
             )
-        return None
+        return []
 
-    async def _release(self, lease: Lease) -> None:
-        if lease.host == EMBEDDED_HOST:
-            self._local.release(lease)
-            return
-        await self._slots.release(lease)
+    async def _release(self, *leases: Lease) -> None:
+        remote = [lease for lease in leases if lease.host != EMBEDDED_HOST]
+        for lease in leases:
+            if lease.host == EMBEDDED_HOST:
+                self._local.release(lease)
+        if remote:
+            await self._slots.release(*remote)
 
-    async def _take(self, line: _Line, reclaimable: bool) -> list[Delivery]:
-        """At most the entries one read gives: new ones, or one a silent worker left."""
-        consumer = line.consumer
-        deliveries = await consumer.read(block=False)
-        if not deliveries and reclaimable:
-            deliveries = await consumer.reclaim()
-        return deliveries
+    async def _take(self, line: _Line, count: int, reclaimable: bool) -> list[Delivery]:
+        """At most ``count`` new entries of the route (one read); else, when the scan
+        saw one, an entry a silent worker left behind."""
+        reply = await self._redis.xreadgroup(
+            LLM_GROUP, self.settings.consumer_name, {line.route.stream: ">"}, count=count
+        )
+        taken: list[Delivery] = []
+        for entry_id, fields in stream_entries(reply):
+            if fields is None:  # trimmed while pending: nothing to run
+                await self._redis.xack(line.route.stream, LLM_GROUP, entry_id)
+                continue
+            taken.append(Delivery(entry_id, fields))
+        if not taken and reclaimable:
+            taken = (await line.consumer.reclaim())[:count]
+        return taken
 
-    async def _start(
-        self, line: _Line, deliveries: Sequence[Delivery], lease: Lease, limits: HostLimits
-    ) -> int:
-        """Start the first delivery on ``lease``; a second one (a restart's own entry
-        beside a new one) gets its own slot, or stays pending to be reclaimed."""
-        started = 0
-        for delivery in deliveries:
-            if started:
-                attempt = Attempt(line.route.id, lease.host, "warm", (), limits.max_loaded)
-                extra = await self._acquire(line, attempt, limits)
-                if extra is None:
-                    log.warning(
-                        "%s: no slot for %s now; it stays pending until reclaimed",
-                        line.route.id,
-                        delivery.entry_id.decode(),
-                    )
-                    continue
-                lease = extra
-            self._running[delivery.entry_id] = _Running(line, delivery, lease)
-            task = asyncio.create_task(self._call(self._running[delivery.entry_id]))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            started += 1
-            self.started += 1
-        return started
+    def _start(self, line: _Line, delivery: Delivery, lease: Lease) -> None:
+        running = _Running(line, delivery, lease)
+        self._running[delivery.entry_id] = running
+        task = asyncio.create_task(self._call(running))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        self.started += 1
 
     async def _call(self, running: _Running) -> None:
         line, delivery, lease = running.line, running.delivery, running.lease
@@ -355,7 +385,7 @@ class ChatScheduler:
                 pipe.xack(line.route.stream, LLM_GROUP, delivery.entry_id)
                 if lease.host != EMBEDDED_HOST:
                     self._slots.queue_release(pipe, lease)
-                pipe.publish(LLM_WAKE_CHANNEL, HOST_WAKE_PREFIX + lease.host)
+                pipe.publish(LLM_WAKE_CHANNEL, self._freed)
                 await pipe.execute()
             if lease.host == EMBEDDED_HOST:
                 self._local.release(lease)
@@ -365,7 +395,8 @@ class ChatScheduler:
             )
         finally:
             self._running.pop(delivery.entry_id, None)
-            self._wake.set()
+            if self._blocked:  # calls wait for what this one just freed
+                self._wake.set()
 
     # --- beside the loop ---------------------------------------------------------
 
@@ -383,6 +414,8 @@ class ChatScheduler:
                     if message is None:
                         continue
                     data = text(message["data"])
+                    if data == self._freed:
+                        continue  # our own release: the loop knows already
                     if data.startswith(ROUTE_WAKE_PREFIX):
                         self._refresh |= data.removeprefix(ROUTE_WAKE_PREFIX) not in self._lines
                     self._wake.set()
