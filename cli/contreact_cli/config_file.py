@@ -9,6 +9,7 @@ run's snapshot holds everything it ran with.
 from __future__ import annotations
 
 import re
+import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -66,8 +67,11 @@ def resolve_files(data: dict[str, Any], path: Path) -> dict[str, Any]:
 
 
 def default_run_id(model_name: str) -> str:
+    """``MODEL-YYYYmmdd-HHMMSS-xxxxxx``: the time to read, six random hex digits so that
+    two runs of a model submitted in the same second do not collide (an experiment's
+    runs get predictable ids instead)."""
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", model_name).strip("-._") or "run"
-    return f"{stem[:80]}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+    return f"{stem[:80]}-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
 def _resolve(config_path: Path, name: Any) -> Path:

@@ -97,3 +97,12 @@ def test_run_id_is_generated_when_absent(tmp_path: Path) -> None:
 def test_parse_refuses_non_mappings() -> None:
     with pytest.raises(ConfigError, match="expected a mapping"):
         parse_run_config("run_id: x")
+
+
+def test_generated_run_ids_do_not_collide_within_a_second() -> None:
+    from contreact_cli.config_file import default_run_id
+    from contreact_events.config import RUN_ID_PATTERN
+
+    ids = {default_run_id("llama3:latest") for _ in range(10)}
+    assert len(ids) == 10  # 6 random hex digits: a collision here is a 1-in-370,000 event
+    assert all(RUN_ID_PATTERN.match(i) and i.startswith("llama3-latest-") for i in ids)
