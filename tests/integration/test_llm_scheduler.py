@@ -16,12 +16,14 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from contreact_bus.connection import connect
 from contreact_bus.llm_routes import llm_task_stream
 from contreact_events.codec import message_from_fields
 from contreact_events.messages import ChatMessage
 from contreact_events.names import LLM_ROUTES, llm_host_leases_key
 from contreact_events.tasks import InboxMessage, LLMTask
-from contreact_llm.main import run
+from contreact_llm.handler import build_handler
+from contreact_llm.main import build_scheduler, run
 from contreact_llm.settings import LLMWorkerSettings
 from tests.ollama_host import running_ollama_host
 from tests.support.inbox import INBOX, use_one_shard
@@ -203,3 +205,35 @@ async def test_routes_are_registered_per_model_and_pool(aredis: aioredis.Redis) 
         ["http://a:1", "http://b:1"],
     ]
     assert all(k.startswith("ollama/") for k in routes)
+
+
+async def test_the_chat_loop_keeps_going_when_its_connections_are_dropped(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    with running_ollama_host(["m"], num_parallel=2, latency_s=lambda _m: 0.01) as ollama:
+        settings = worker(redis_url, "w1", ollama.host)
+        client = await connect(redis_url)
+        handler = await build_handler(client, settings)
+        chats = build_scheduler(client, handler, settings)
+        stop = asyncio.Event()
+        serving = asyncio.create_task(chats.run(stop))
+        try:
+            await send(aredis, chat("before", "m", ollama.host))
+            await _until_answered(aredis, "before", serving)
+            # every connection of the worker's, its wake-up subscription included
+            await aredis.client_kill_filter(_type="normal", skipme=True)
+            await aredis.client_kill_filter(_type="pubsub")
+            await send(aredis, chat("after", "m", ollama.host))
+            await _until_answered(aredis, "after", serving)
+        finally:
+            stop.set()
+            await serving
+            await handler.aclose()
+            await client.aclose()
+
+
+async def _until_answered(redis: aioredis.Redis, run_id: str, serving: asyncio.Task[int]) -> None:
+    deadline = time.monotonic() + 15
+    while run_id not in await answers(redis):
+        assert time.monotonic() < deadline and not serving.done(), serving
+        await asyncio.sleep(0.05)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+import redis.asyncio as aioredis
+
 from contreact_bus.connection import connect
 from contreact_bus.service import serving, setup_logging
 from contreact_bus.task_stream import Consumer, ConsumerSettings, serve
 from contreact_events.names import LLM_GROUP, LLM_TASKS_STREAM
 from contreact_events.tasks import LLMTask
-from contreact_llm.handler import build_handler
+from contreact_llm.handler import LLMTaskHandler, build_handler
 from contreact_llm.host_slots import HostSlots
 from contreact_llm.scheduler import ChatScheduler, SchedulerSettings
 from contreact_llm.settings import LLMWorkerSettings
@@ -31,20 +33,7 @@ async def run(
         settings.consumer_name,
         ConsumerSettings(block_ms=settings.block_ms, reclaim_idle_ms=settings.reclaim_idle_ms),
     )
-    chats = ChatScheduler(
-        redis,
-        handler,
-        HostSlots(redis, settings.slot_times),
-        settings.host_limits,
-        SchedulerSettings(
-            consumer_name=settings.consumer_name,
-            concurrency=settings.concurrency,
-            policy=settings.policy,
-            max_wait_ms=int(settings.max_wait_s * 1000),
-            poll_s=settings.poll_s,
-            reclaim_idle_ms=settings.reclaim_idle_ms,
-        ),
-    )
+    chats = build_scheduler(redis, handler, settings)
     try:
         async with serving(redis, "llm-worker", checks, settings.heartbeat_s) as stopping:
             if stop is not None:
@@ -65,6 +54,25 @@ async def run(
     finally:
         await handler.aclose()
         await redis.aclose()
+
+
+def build_scheduler(
+    redis: aioredis.Redis, handler: LLMTaskHandler, settings: LLMWorkerSettings
+) -> ChatScheduler:
+    return ChatScheduler(
+        redis,
+        handler,
+        HostSlots(redis, settings.slot_times),
+        settings.host_limits,
+        SchedulerSettings(
+            consumer_name=settings.consumer_name,
+            concurrency=settings.concurrency,
+            policy=settings.policy,
+            max_wait_ms=int(settings.max_wait_s * 1000),
+            poll_s=settings.poll_s,
+            reclaim_idle_ms=settings.reclaim_idle_ms,
+        ),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -129,7 +129,12 @@ class ChatScheduler:
                 full = time.monotonic() >= next_full
                 if full:  # what no bell rings for: a silent worker's tasks
                     next_full = time.monotonic() + self.settings.poll_s
-                started, left, waiting = await self._dispatch(full=full)
+                try:
+                    started, left, waiting = await self._dispatch(full=full)
+                except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
+                    log.warning("Redis did not answer (%s); looking again shortly", exc)
+                    await asyncio.sleep(self.settings.poll_s)
+                    continue
                 self._blocked = left > 0
                 if burst and not waiting and not self._running:
                     break
