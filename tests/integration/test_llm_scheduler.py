@@ -237,3 +237,20 @@ async def _until_answered(redis: aioredis.Redis, run_id: str, serving: asyncio.T
     while run_id not in await answers(redis):
         assert time.monotonic() < deadline and not serving.done(), serving
         await asyncio.sleep(0.05)
+
+
+async def test_a_pool_of_hosts_serves_one_model(aredis: aioredis.Redis, redis_url: str) -> None:
+    with (
+        running_ollama_host(["m"], num_parallel=4, latency_s=lambda _m: 0.3) as one,
+        running_ollama_host(["m"], num_parallel=4, latency_s=lambda _m: 0.3) as two,
+    ):
+        pool = (one.host, two.host)
+        limits = {host: {"parallel": 1, "max_loaded_models": 1} for host in pool}
+        await send(aredis, *(chat(f"run-{n}", "m", one.host, hosts=pool) for n in range(4)))
+        t0 = time.monotonic()
+        await run(worker(redis_url, "w1", one.host, hosts=limits), burst=True)
+        elapsed = time.monotonic() - t0
+        assert (len(one.calls), len(two.calls)) == (2, 2)  # both hosts served
+        assert one.max_in_flight == two.max_in_flight == 1
+    assert elapsed < 1.2  # two at a time: 2 x 0.3 s, not 4 x 0.3 s
+    assert sorted(await answers(aredis)) == [f"run-{n}" for n in range(4)]
