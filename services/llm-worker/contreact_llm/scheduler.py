@@ -1,10 +1,10 @@
 """The LLM worker's chat loop: take a waiting call from Redis only once it can start.
 
 Chat tasks wait in their route's stream (backend, model, host pool). The loop looks
-at every route and host in one round trip (``scan``), orders what could start
-(``placement.plan``), takes a slot on a host (``host_slots``, shared by every
-worker), and only then reads one entry of that route. The result, the ack, the
-slot's release and a wake-up for the other workers go in one pipeline.
+at every route and host in one round trip (``route_scan``), orders what could start
+(``placement.plan``), takes slots on a host (``host_slots``, shared by every worker),
+and only then reads as many entries of that route as it holds slots. The result,
+the ack, the slot's release and a wake-up for the other workers go in one pipeline.
 
 Wake-ups come through pub/sub (a task queued, a slot released); a poll every
 ``poll_s`` covers what pub/sub cannot say (a dead worker's lease that expired, a
@@ -19,27 +19,23 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
 
-from contreact_bus.llm_routes import FREED_WAKE_PREFIX, ROUTE_WAKE_PREFIX, Route, known_routes
+from contreact_bus.llm_routes import FREED_WAKE_PREFIX, ROUTE_WAKE_PREFIX
 from contreact_bus.replies import stream_entries, text
-from contreact_bus.task_stream import Consumer, ConsumerSettings, Delivery
+from contreact_bus.task_stream import Delivery
 from contreact_events.codec import message_from_fields
 from contreact_events.config import EMBEDDED_HOST
 from contreact_events.exceptions import ContReActEventError
-from contreact_events.names import (
-    ACTIVE_RUNS,
-    LLM_GROUP,
-    LLM_WAKE_CHANNEL,
-    llm_route_runs_key,
-)
+from contreact_events.names import LLM_GROUP, LLM_WAKE_CHANNEL
 from contreact_events.tasks import LLMTask
 from contreact_llm.handler import LLMTaskHandler
-from contreact_llm.host_slots import HostLimits, HostSlots, HostView, Lease, LocalSlots
-from contreact_llm.placement import Attempt, Policy, Waiting, plan
+from contreact_llm.host_slots import HostLimits, HostSlots, Lease, LocalSlots
+from contreact_llm.placement import Attempt, Policy, plan
+from contreact_llm.route_scan import Line, RouteScanner
 
 log = logging.getLogger(__name__)
 
@@ -59,33 +55,10 @@ class SchedulerSettings:
 
 
 @dataclass
-class _Line:
-    """One route as this worker sees it."""
-
-    route: Route
-    consumer: Consumer
-    last_delivered: str = ""
-    since_ms: int = 0
-    """When this worker first saw the route waiting with no call started since."""
-
-
-@dataclass
 class _Running:
-    line: _Line
+    line: Line
     delivery: Delivery
     lease: Lease
-
-
-@dataclass
-class _Scan:
-    now_ms: int
-    waiting: list[Waiting] = field(default_factory=list)
-    reclaimable: set[str] = field(default_factory=set)
-    views: dict[str, HostView] = field(default_factory=dict)
-    in_use: dict[str, frozenset[str]] = field(default_factory=dict)
-    """Per host: the models whose runs are still going (they will call again)."""
-    ended: dict[str, list[str]] = field(default_factory=dict)
-    """Per route: runs in its set that have ended (to drop from it)."""
 
 
 class ChatScheduler:
@@ -101,9 +74,14 @@ class ChatScheduler:
         self._handler = handler
         self._slots = slots
         self._local = LocalSlots()
-        self._limits = limits
         self.settings = settings
-        self._lines: dict[str, _Line] = {}
+        self._routes = RouteScanner(
+            redis,
+            settings.consumer_name,
+            limits,
+            self._local,
+            reclaim_idle_ms=settings.reclaim_idle_ms,
+        )
         self._running: dict[bytes, _Running] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
@@ -121,7 +99,7 @@ class ChatScheduler:
         """Start calls until ``stop`` (or, with ``burst``, until nothing waits or runs).
         Calls in progress are finished before returning. Returns calls started."""
         listening = asyncio.create_task(self._listen(stop))
-        keeping = asyncio.create_task(self._keep(stop))
+        keeping = asyncio.create_task(self._keep())
         next_full = 0.0
         try:
             while not stop.is_set():
@@ -158,13 +136,14 @@ class ChatScheduler:
         not started, whether any route waits). ``full`` also looks for entries a
         silent worker left behind."""
         if self._refresh:
-            await self._load_routes()
+            self._refresh = False
+            await self._routes.load_routes()
         if self._free() <= 0:
             return 0, 1, True
-        scan = await self._scan(full=full)
-        limits = self._host_limits()
+        scan = await self._routes.scan(full=full)
+        limits = self._routes.host_limits()
         if scan.ended:
-            await self._forget_ended(scan.ended)
+            await self._routes.forget_ended(scan.ended)
         attempts = plan(
             scan.waiting,
             scan.views,
@@ -178,7 +157,7 @@ class ChatScheduler:
         remaining = {w.route_id: w.count for w in scan.waiting}
         started = 0
         for attempt in attempts:
-            line = self._lines[attempt.route_id]
+            line = self._routes.lines[attempt.route_id]
             wanted = min(remaining[attempt.route_id], self._free())
             if wanted <= 0:
                 continue
@@ -198,119 +177,10 @@ class ChatScheduler:
     def _free(self) -> int:
         return self.settings.concurrency - len(self._running)
 
-    # --- what waits where -----------------------------------------------------------
-
-    async def _load_routes(self) -> None:
-        self._refresh = False
-        for route_id, route in (await known_routes(self._redis)).items():
-            if route_id in self._lines:
-                continue
-            consumer = Consumer(
-                self._redis,
-                route.stream,
-                LLM_GROUP,
-                self.settings.consumer_name,
-                ConsumerSettings(batch_size=1, reclaim_idle_ms=self.settings.reclaim_idle_ms),
-            )
-            await consumer.ensure_group()
-            self._lines[route_id] = _Line(route, consumer)
-
-    def _hosts(self) -> list[str]:
-        hosts = {host for line in self._lines.values() for host in line.route.hosts}
-        return sorted(hosts - {EMBEDDED_HOST})
-
-    def _host_limits(self) -> dict[str, HostLimits]:
-        out: dict[str, HostLimits] = {}
-        for line in self._lines.values():
-            for host in line.route.hosts:
-                out.setdefault(host, self._limits(host, line.route.backend))
-        return out
-
-    async def _scan(self, *, full: bool = True) -> _Scan:
-        """Every route's group, every host's leases, in one round trip; where a host
-        holds a limited number of models, also which runs still use each route.
-        ``full``: also the entries a silent worker left (XPENDING past the idle time)."""
-        lines = list(self._lines.values())
-        limits = self._host_limits()
-        # Only hosts with a model limit are looked at: elsewhere the slot script alone
-        # decides, and placement has nothing to weigh.
-        hosts = [host for host in self._hosts() if limits[host].max_loaded > 0]
-        residency = bool(hosts)
-        idle_ms = self.settings.reclaim_idle_ms
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.time()
-            for line in lines:
-                pipe.xinfo_groups(line.route.stream)
-                if full:
-                    pipe.xpending_range(line.route.stream, LLM_GROUP, "-", "+", 1, idle=idle_ms)
-                if residency:
-                    pipe.smembers(llm_route_runs_key(line.route.id))
-            for host in hosts:
-                HostSlots.queue_view(pipe, host)
-            if residency:
-                pipe.smembers(ACTIVE_RUNS)
-            replies = iter(await pipe.execute(raise_on_error=False))
-        seconds, micros = next(replies)
-        scan = _Scan(now_ms=int(seconds) * 1000 + int(micros) // 1000)
-        route_runs: dict[str, set[bytes]] = {}
-        for line in lines:
-            count, delivered = _waiting(next(replies))
-            stale = next(replies) if full else None
-            if residency:
-                runs = next(replies)
-                route_runs[line.route.id] = runs if isinstance(runs, set) else set()
-            reclaimable = isinstance(stale, list) and bool(stale)
-            if reclaimable:
-                scan.reclaimable.add(line.route.id)
-            if count == 0 and not reclaimable:
-                line.since_ms, line.last_delivered = 0, delivered
-                continue
-            if not line.since_ms or delivered != line.last_delivered:
-                line.since_ms, line.last_delivered = scan.now_ms, delivered
-            scan.waiting.append(
-                Waiting(
-                    route_id=line.route.id,
-                    model=line.route.model,
-                    hosts=line.route.hosts,
-                    count=max(count, 1),
-                    since_ms=line.since_ms,
-                )
-            )
-        for host in hosts:
-            view = [next(replies) for _ in range(HostSlots.VIEW_REPLIES)]
-            scan.views[host] = HostSlots.view(host, scan.now_ms, view)
-        if residency:
-            active = next(replies)
-            self._runs_in_use(scan, route_runs, active if isinstance(active, set) else set())
-        if any(EMBEDDED_HOST in line.route.hosts for line in lines):
-            scan.views[EMBEDDED_HOST] = self._local.view(EMBEDDED_HOST)
-        return scan
-
-    def _runs_in_use(
-        self, scan: _Scan, route_runs: dict[str, set[bytes]], active: set[bytes]
-    ) -> None:
-        """Per host, the models whose runs are still going; and the ended runs to drop."""
-        in_use: dict[str, set[str]] = {}
-        for route_id, members in route_runs.items():
-            route = self._lines[route_id].route
-            if members & active:
-                for host in route.hosts:
-                    in_use.setdefault(host, set()).add(route.model)
-            if members - active:
-                scan.ended[route_id] = [text(run) for run in members - active]
-        scan.in_use = {host: frozenset(models) for host, models in in_use.items()}
-
-    async def _forget_ended(self, ended: dict[str, list[str]]) -> None:
-        """Drop ended runs from their routes' sets (a run never becomes active again)."""
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for route_id, runs in ended.items():
-                pipe.srem(llm_route_runs_key(route_id), *runs)
-            await pipe.execute()
-
     # --- taking a slot, then a task ----------------------------------------------
 
     async def _acquire(
-        self, line: _Line, attempt: Attempt, limits: HostLimits, count: int
+        self, line: Line, attempt: Attempt, limits: HostLimits, count: int
     ) -> list[Lease]:
         model = line.route.model
         if attempt.host == EMBEDDED_HOST:
@@ -346,7 +216,7 @@ class ChatScheduler:
         if remote:
             await self._slots.release(*remote)
 
-    async def _take(self, line: _Line, count: int, reclaimable: bool) -> list[Delivery]:
+    async def _take(self, line: Line, count: int, reclaimable: bool) -> list[Delivery]:
         """At most ``count`` new entries of the route (one read); else, when the scan
         saw one, an entry a silent worker left behind."""
         reply = await self._redis.xreadgroup(
@@ -362,7 +232,7 @@ class ChatScheduler:
             taken = (await line.consumer.reclaim())[:count]
         return taken
 
-    def _start(self, line: _Line, delivery: Delivery, lease: Lease) -> None:
+    def _start(self, line: Line, delivery: Delivery, lease: Lease) -> None:
         running = _Running(line, delivery, lease)
         self._running[delivery.entry_id] = running
         task = asyncio.create_task(self._call(running))
@@ -422,16 +292,18 @@ class ChatScheduler:
                     if data == self._freed:
                         continue  # our own release: the loop knows already
                     if data.startswith(ROUTE_WAKE_PREFIX):
-                        self._refresh |= data.removeprefix(ROUTE_WAKE_PREFIX) not in self._lines
+                        self._refresh |= (
+                            data.removeprefix(ROUTE_WAKE_PREFIX) not in self._routes.lines
+                        )
                     self._wake.set()
-            except (ConnectionError, OSError, aioredis.ConnectionError) as exc:
+            except (OSError, aioredis.ConnectionError, aioredis.TimeoutError) as exc:
                 log.warning("wake-up channel lost (%s); listening again", exc)
                 await asyncio.sleep(self.settings.poll_s)
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
 
-    async def _keep(self, stop: asyncio.Event) -> None:
+    async def _keep(self) -> None:
         """Renew the leases and refresh the claims of the calls in progress."""
         every_s = min(self._slots.times.lease_ttl_ms, self.settings.reclaim_idle_ms) / 3000
         while True:
@@ -455,17 +327,3 @@ class ChatScheduler:
             for stream, ids in by_stream.items():
                 pipe.xclaim(stream, LLM_GROUP, self.settings.consumer_name, 0, ids, justid=True)
             await pipe.execute()
-
-
-def _waiting(groups: Any) -> tuple[int, str]:
-    """(entries not yet delivered, last delivered id) from XINFO GROUPS."""
-    if not isinstance(groups, list):  # the stream is gone (or the reply an error)
-        return 0, ""
-    for group in groups:
-        if text(group.get("name", b"")) != LLM_GROUP:
-            continue
-        lag = group.get("lag")
-        delivered = text(group.get("last-delivered-id", b""))
-        # lag is unknown after entries were deleted: look, the read will tell
-        return (1 if lag is None else int(lag)), delivered
-    return 1, ""
