@@ -130,8 +130,8 @@ async def test_a_slow_model_does_not_hold_up_a_fast_one(
         fast_done = max(c.end for c in ollama.calls if c.model == "fast") - t0
         slow_done = max(c.end for c in ollama.calls if c.model == "slow") - t0
     # two slow calls at a time take 3 s; the fast ones are not behind them
-    assert fast_done < 0.8, fast_done
     assert slow_done > 2.5
+    assert fast_done < slow_done / 3, (fast_done, slow_done)
 
 
 async def test_a_dead_workers_slot_and_task_are_taken_over(
@@ -247,10 +247,10 @@ async def test_a_pool_of_hosts_serves_one_model(aredis: aioredis.Redis, redis_ur
         pool = (one.host, two.host)
         limits = {host: {"parallel": 1, "max_loaded_models": 1} for host in pool}
         await send(aredis, *(chat(f"run-{n}", "m", one.host, hosts=pool) for n in range(4)))
-        t0 = time.monotonic()
         await run(worker(redis_url, "w1", one.host, hosts=limits), burst=True)
-        elapsed = time.monotonic() - t0
         assert (len(one.calls), len(two.calls)) == (2, 2)  # both hosts served
         assert one.max_in_flight == two.max_in_flight == 1
-    assert elapsed < 1.2  # two at a time: 2 x 0.3 s, not 4 x 0.3 s
+        # at the same time: each call on one host overlaps one on the other
+        for call in one.calls:
+            assert any(c.start < call.end and call.start < c.end for c in two.calls)
     assert sorted(await answers(aredis)) == [f"run-{n}" for n in range(4)]
