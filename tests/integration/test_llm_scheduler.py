@@ -254,3 +254,16 @@ async def test_a_pool_of_hosts_serves_one_model(aredis: aioredis.Redis, redis_ur
         for call in one.calls:
             assert any(c.start < call.end and call.start < c.end for c in two.calls)
     assert sorted(await answers(aredis)) == [f"run-{n}" for n in range(4)]
+
+
+async def test_renewals_do_not_cry_wolf_over_calls_that_just_ended(
+    aredis: aioredis.Redis, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Leases are renewed while calls keep ending; one released meanwhile is not lost."""
+    with running_ollama_host(["m"], num_parallel=64, latency_s=lambda _m: 0.02) as ollama:
+        await send(aredis, *(chat(f"run-{n}", "m", ollama.host) for n in range(300)))
+        many = {ollama.host: {"parallel": 20}}
+        settings = worker(redis_url, "w1", ollama.host, hosts=many, lease_ttl_s=1.5)
+        await asyncio.wait_for(run(settings, burst=True), 60)
+    assert len(ollama.calls) == 300
+    assert not [r for r in caplog.records if "had expired" in r.getMessage()]

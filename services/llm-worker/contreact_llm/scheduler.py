@@ -59,6 +59,8 @@ class _Running:
     line: Line
     delivery: Delivery
     lease: Lease
+    ending: bool = False
+    """Its result and release are on their way (a renewal may find the lease gone)."""
 
 
 class ChatScheduler:
@@ -261,6 +263,7 @@ class ChatScheduler:
                 if lease.host != EMBEDDED_HOST:
                     self._slots.queue_release(pipe, lease)
                 pipe.publish(LLM_WAKE_CHANNEL, self._freed)
+                running.ending = True
                 await pipe.execute()
             if lease.host == EMBEDDED_HOST:
                 self._local.release(lease)
@@ -313,9 +316,12 @@ class ChatScheduler:
                 continue
             try:
                 remote = [r.lease for r in running if r.lease.host != EMBEDDED_HOST]
-                for lost in await self._slots.renew(remote):
-                    log.warning("lease of %s on %s had expired", lost.model, lost.host)
-                await self._refresh_claims(running)
+                lost = {lease.lease_id for lease in await self._slots.renew(remote)}
+                for item in running:
+                    if item.lease.lease_id in lost and not item.ending:  # not just released
+                        lease = item.lease
+                        log.warning("lease of %s on %s had expired", lease.model, lease.host)
+                await self._refresh_claims([r for r in running if not r.ending])
             except Exception as exc:  # the next round tries again
                 log.warning("could not renew leases or claims: %s", exc)
 
