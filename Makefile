@@ -88,6 +88,8 @@ bench: install
 	$(BIN)/python -m bench.recovery
 	$(BIN)/python -m bench.redis_memory
 	$(BIN)/python -m bench.ui_speed
+	$(BIN)/python -m bench.experiment_scaling
+	$(BIN)/python -m bench.model_swaps
 
 up: install
 	$(BIN)/contreact up

@@ -259,11 +259,13 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
     orchestrator's decode of the result. Entries are fetched with XREVRANGE where the
     services block on XREADGROUP. What this lacks against the services is only the
     processes: blocking-read wake-ups, context switches, the acks."""
+    from contreact_bus.llm_routes import llm_task_stream
     from contreact_bus.task_gate import TaskGate
     from contreact_events.codec import message_from_fields
-    from contreact_events.names import LLM_TASKS_STREAM, MEMORY_TASKS_STREAM
+    from contreact_events.names import MEMORY_TASKS_STREAM
+    from contreact_events.prompt import pending_tasks
     from contreact_events.tasks import LLMTask, MemoryTask, tool_completed
-    from contreact_llm.handler import LLMTaskHandler, ModelLimits
+    from contreact_llm.handler import LLMTaskHandler
     from contreact_llm.retry import RetryPolicy
     from contreact_llm.scripted_backend import ScriptedBackend
     from contreact_memory.store import MemoryStore
@@ -281,10 +283,7 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
     )
     orchestrator._write = write  # type: ignore[method-assign]
     llm = LLMTaskHandler(
-        {"scripted": ScriptedBackend(RetryPolicy())},
-        Inbox(client, 1),
-        ModelLimits(lambda _backend: 64),
-        TaskGate(client),
+        {"scripted": ScriptedBackend(RetryPolicy())}, Inbox(client, 1), TaskGate(client)
     )
     store = MemoryStore.open(tmp / "memory.db")
     inbox = Inbox(client, 1)
@@ -308,7 +307,10 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
             if state is None or state.terminal:
                 break
             if state.phase in ("checking", "awaiting_llm"):
-                fields = await newest(LLM_TASKS_STREAM, "fetch task (XREVRANGE)")
+                [pending] = pending_tasks(state)
+                assert isinstance(pending, LLMTask)
+                stream = llm_task_stream(client, pending).stream
+                fields = await newest(stream, "fetch task (XREVRANGE)")
                 phases.task_bytes.append(sum(len(k) + len(v) for k, v in fields.items()))
                 t = time.perf_counter()
                 task = message_from_fields(LLMTask, fields)

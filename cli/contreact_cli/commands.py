@@ -602,6 +602,15 @@ async def dead_letters(settings: CLISettings, limit: int) -> list[dict[str, str]
     return rows
 
 
+def what_ran(model: str, ran_model: str, backend: str | None) -> str:
+    """``model (backend)``, saying so loudly when another model answered than the
+    one configured (``auto`` falling back to the embedded model)."""
+    shown = safe(model, 60, one_line=True)
+    if ran_model and ran_model != model:
+        shown = f"{safe(ran_model, 60, one_line=True)} INSTEAD OF {shown}"
+    return f"{shown} ({backend or '?'})"
+
+
 def show_state(state: AgentState, out: Printer, *, as_json: bool) -> None:
     if as_json:
         out(json.dumps(state.model_dump(mode="json"), indent=2))
@@ -609,8 +618,11 @@ def show_state(state: AgentState, out: Printer, *, as_json: bool) -> None:
     config = state.config
     out(f"run {state.run_id}: {state.status} (phase {state.phase})")
     if config is not None:
+        backend: str = state.backend or config.backend
+        if backend != config.backend:
+            backend = f"{backend}, configured {config.backend}"
         out(
-            f"  model {config.model_name}, backend {state.backend or config.backend}, "
+            f"  model {what_ran(config.model_name, state.resolved_model, backend)}, "
             f"cycle {state.cycle_number}/{config.cycle_count}, "
             f"max {config.max_steps_per_cycle} steps per cycle, operator {config.operator.mode}"
         )

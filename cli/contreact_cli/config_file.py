@@ -1,4 +1,5 @@
-"""Reading a run config file: seed 003's YAML format as is, plus the extensions.
+"""Reading a run config file (seed 003's YAML format as is, plus the extensions) or
+an experiment file (models x replicas).
 
 Paths in the file (``system_prompt_file``, a ``script`` given as a file name) are
 resolved against the file's folder and their contents put into the config, so the
@@ -8,6 +9,7 @@ run's snapshot holds everything it ran with.
 from __future__ import annotations
 
 import re
+import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ import yaml
 
 from contreact_events.config import RunConfig, parse_run_config
 from contreact_events.exceptions import ConfigError
+from contreact_events.experiment import ExperimentConfig, PlannedRun, expand, parse_experiment
 
 
 def load_config(path: Path, *, run_id: str | None = None) -> RunConfig:
@@ -26,6 +29,28 @@ def load_config(path: Path, *, run_id: str | None = None) -> RunConfig:
         data["run_id"] = run_id
     elif not data.get("run_id"):
         data["run_id"] = default_run_id(str(data.get("model_name") or "run"))
+    return parse_run_config(resolve_files(data, path), source=str(path))
+
+
+def load_experiment(path: Path) -> tuple[ExperimentConfig, list[PlannedRun]]:
+    """An experiment file and every run it calls for (validated, files read in)."""
+    data = _read_yaml(path, what="experiment file")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings at the top level")
+    data = resolve_files(data, path)
+    models = data.get("models")
+    if isinstance(models, list):
+        data["models"] = [
+            resolve_files(entry, path) if isinstance(entry, dict) else entry for entry in models
+        ]
+    experiment = parse_experiment(data, source=str(path))
+    return experiment, expand(experiment, source=str(path))
+
+
+def resolve_files(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Put the contents of the files a config names (``system_prompt_file``, a
+    ``script`` given as a file name, relative to ``path``'s folder) into it."""
+    data = dict(data)
     prompt_file = data.get("system_prompt_file")
     if prompt_file and not data.get("system_prompt"):
         prompt_path = _resolve(path, prompt_file)
@@ -38,12 +63,15 @@ def load_config(path: Path, *, run_id: str | None = None) -> RunConfig:
         script_path = _resolve(path, script)
         loaded = _read_yaml(script_path, what="script file")
         data["script"] = {"replies": loaded} if isinstance(loaded, list) else loaded
-    return parse_run_config(data, source=str(path))
+    return data
 
 
 def default_run_id(model_name: str) -> str:
+    """``MODEL-YYYYmmdd-HHMMSS-xxxxxx``: the time to read, six random hex digits so that
+    two runs of a model submitted in the same second do not collide (an experiment's
+    runs get predictable ids instead)."""
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", model_name).strip("-._") or "run"
-    return f"{stem[:80]}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+    return f"{stem[:80]}-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
 def _resolve(config_path: Path, name: Any) -> Path:

@@ -20,6 +20,7 @@ from redis.exceptions import RedisError
 from contreact_bus.exceptions import BusError
 from contreact_bus.redact import redact_url
 from contreact_cli import commands, processes
+from contreact_cli import experiment as experiment_commands
 from contreact_cli.args import Parser, bounded_int, experiment, positive_seconds, run_id, text
 from contreact_cli.config_file import load_config
 from contreact_cli.exceptions import CLIError
@@ -135,7 +136,7 @@ def cmd_runs(args: argparse.Namespace, settings: CLISettings) -> int:
         out(
             f"{row['run_id']:<40} {row.get('status', ''):<17} cycle "
             f"{row.get('cycle', '?')}/{row.get('cycle_count', '?')}  "
-            f"{row.get('model', '')} ({row.get('backend', '')})"
+            + commands.what_ran(row.get("model", ""), row.get("ran_model", ""), row.get("backend"))
         )
     return 0
 
@@ -409,7 +410,57 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", help="the Ollama to use instead of the one the file names")
     p = add("deadletters", cmd_deadletters, "messages that could not be processed", listing=True)
     p.add_argument("--limit", type=bounded_int(1, 10_000), default=50, help="newest N (default 50)")
+    _experiment_parsers(sub)
     return parser
+
+
+def _experiment_parsers(sub: Any) -> None:
+    """``contreact experiment ACTION``: the commands live in ``experiment.py``."""
+    from functools import partial
+
+    group = sub.add_parser(
+        "experiment",
+        help="models x replicas from one file: run, status, cancel, export",
+        description="models x replicas from one file: run, status, cancel, export",
+    )
+    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    def add(name: str, func: Callable[..., int], help_text: str) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = actions.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(func=partial(func, out=out))
+        return p
+
+    p = add(
+        "run",
+        experiment_commands.cmd_run,
+        "submit every run of an experiment file (again: only what did not complete) and "
+        "follow them in a live table",
+    )
+    p.add_argument("file", help="experiment YAML (see configs/paper-experiment.yaml)")
+    p.add_argument("--detach", action="store_true", help="submit and return")
+    p.add_argument(
+        "--wait",
+        type=positive_seconds,
+        default=60.0,
+        help="seconds to wait for the services to answer (default 60)",
+    )
+    p = add(
+        "status", experiment_commands.cmd_status, "the table of an experiment's runs and a summary"
+    )
+    p.add_argument("name", type=experiment)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = add(
+        "cancel", experiment_commands.cmd_cancel, "cancel every run of an experiment still going"
+    )
+    p.add_argument("name", type=experiment)
+    p.add_argument("--reason", type=text, default="experiment cancelled by the operator")
+    p = add(
+        "export",
+        experiment_commands.cmd_export,
+        "every run as seed-003 JSONL plus experiment.json (what ran, where)",
+    )
+    p.add_argument("name", type=experiment)
+    p.add_argument("--out", default="logs", help="output folder (default: logs; NAME/ inside)")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,6 +17,7 @@ class ProgressPrinter:
     def __init__(self, out: Printer, *, cycle_count: int = 0) -> None:
         self._out = out
         self._cycles = cycle_count
+        self._model = ""
 
     def show(self, event: Event) -> None:
         line = self._line(event)
@@ -27,11 +28,18 @@ class ProgressPrinter:
         match event.type:
             case "RunRequested":
                 self._cycles = event.config.cycle_count
+                self._model = event.config.model_name
                 return (
                     f"run {event.run_id}: model {event.config.model_name}, "
                     f"{self._cycles} cycle(s), backend {event.config.backend}"
                 )
             case "ModelChecked":
+                if event.ok and event.model and self._model and event.model != self._model:
+                    return (
+                        f"backend: {event.backend} ({safe(event.detail, one_line=True)})\n"
+                        f"WARNING: model {safe(event.model, 80)} runs INSTEAD OF the configured "
+                        f"{safe(self._model, 80)}; set `backend: ollama` to fail instead"
+                    )
                 if event.ok:
                     return f"backend: {event.backend} ({safe(event.detail, one_line=True)})"
                 return None  # RunFailed follows with the same reason: said once

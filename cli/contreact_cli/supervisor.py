@@ -234,9 +234,15 @@ class Supervisor:
         if pid is None or child.plan.kind == "redis":
             return
         from contreact_bus.connection import connect
+        from contreact_bus.llm_routes import known_routes
         from contreact_bus.service import instance_name
         from contreact_bus.task_stream import release_consumer
-        from contreact_events.names import DEFAULT_INBOX_SHARDS, INBOX_SHARDS_KEY, WORKER_GROUPS
+        from contreact_events.names import (
+            DEFAULT_INBOX_SHARDS,
+            INBOX_SHARDS_KEY,
+            LLM_GROUP,
+            WORKER_GROUPS,
+        )
         from contreact_orchestrator.leases import release_owner
 
         name = instance_name(pid)
@@ -251,8 +257,10 @@ class Supervisor:
                 await release_owner(redis, name, range(shards))
                 log.info("%s: released the shard leases of pid %d", child.plan.name, pid)
                 return
+            groups = list(WORKER_GROUPS)
+            groups += [(r.stream, LLM_GROUP) for r in (await known_routes(redis)).values()]
             freed = 0
-            for stream, group in WORKER_GROUPS:
+            for stream, group in groups:
                 freed += await release_consumer(redis, stream, group, name)
             if freed:
                 log.info(

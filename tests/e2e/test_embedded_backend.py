@@ -13,7 +13,7 @@ from contreact_events.tasks import LLMTask, llm_responded
 from contreact_events.tools import ALL_TOOLS, tool_schemas
 from contreact_llm.backend import ChatReply
 from contreact_llm.embedded_backend import EmbeddedBackend
-from contreact_llm.handler import LLMTaskHandler, ModelLimits
+from contreact_llm.handler import LLMTaskHandler
 from contreact_llm.ollama_backend import OllamaBackend
 from contreact_llm.retry import RetryPolicy
 from tests.fake_ollama import closed_port_host
@@ -43,7 +43,6 @@ async def test_auto_check_resolves_to_embedded() -> None:
     handler = LLMTaskHandler(
         {"ollama": OllamaBackend(RetryPolicy(1, 0.0)), "embedded": EmbeddedBackend()},
         inbox=None,  # type: ignore[arg-type]
-        limits=ModelLimits(lambda _b: 1),
     )
     message = await handler.answer(task(kind="check", backend="auto"))
     assert message.data["ok"] is True

@@ -209,8 +209,18 @@ def test_a_short_run_on_the_embedded_model(stack: Stack, tmp_path: Path) -> None
     proc = stack.cli("run", str(path), timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "backend: embedded (auto: chose embedded" in proc.stdout
+    assert "runs INSTEAD OF the configured gemma3:270m" in proc.stdout  # never silent
     show = stack.json("show", "e2e-embedded")
     assert show["backend"] == "embedded" and len(show["cycle_metrics"]) == 2
+    ran = show["resolved_model"]
+    assert ran and ran != "gemma3:270m"
+    listed = {row["run_id"]: row for row in stack.json("runs")}["e2e-embedded"]
+    assert (listed["backend"], listed["ran_model"], listed["model"]) == (
+        "embedded",
+        ran,
+        "gemma3:270m",
+    )
+    assert f"{ran} INSTEAD OF gemma3:270m (embedded" in stack.cli("show", "e2e-embedded").stdout
     assert all(m["completion_tokens"] > 0 for m in show["cycle_metrics"])
     # Whether the model stops calling tools or hits the cap (then it gets a last call
     # without tools), every cycle ends with a reflection it wrote: the demo shows one.

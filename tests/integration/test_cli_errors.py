@@ -38,6 +38,16 @@ BAD_ARGUMENTS: dict[str, list[list[str]]] = {
     ],
     "search": [["text", "--k", "0"], ["text", "--k", "-1"], ["text", "--run", "no-such-run"]],
     "deadletters": [["--limit", "0"], ["--limit", "-1"], ["--limit", "lots"]],
+    "experiment": [
+        ["run", "missing.yaml"],
+        ["run", "c.yaml"],  # a run config, not an experiment file
+        ["status", "a}{b:../"],
+        ["status", "no-such-experiment"],
+        ["cancel", "no-such-experiment"],
+        ["export", "no-such-experiment", "--out", "FILE"],
+        ["launch", "x"],
+    ],
+    "models": [["pull", "missing.yaml"], ["check", "c.yaml", "--host", "not a url"], ["fetch"]],
 }
 
 

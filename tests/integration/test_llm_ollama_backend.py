@@ -217,3 +217,25 @@ async def test_auto_falls_back_to_embedded(fake: FakeOllama, reachable: bool) ->
     assert host in outcome.detail
     if reachable:
         assert "`ollama pull mistral`" in outcome.detail
+
+
+async def test_a_pool_needs_the_same_model_on_every_host(fake: FakeOllama) -> None:
+    backend = OllamaBackend(FAST)
+    with (
+        running_fake_ollama(["llama3.2:latest", "qwen3:8b"]) as same,
+        running_fake_ollama(["qwen3:8b"]) as lacking,
+        running_fake_ollama(["qwen3:8b", "llama3.2:latest"]) as other_version,
+    ):
+        pool = (fake.host, same.host)
+        ok = await backend.check(task(fake.host, kind="check", hosts=pool))
+        missing = await backend.check(
+            task(fake.host, kind="check", hosts=(fake.host, lacking.host))
+        )
+        differs = await backend.check(
+            task(fake.host, kind="check", hosts=(fake.host, other_version.host))
+        )
+    await backend.aclose()
+    assert ok.ok and "on 2 hosts" in ok.detail and ok.model_digest
+    assert not missing.ok and f"is not pulled on {lacking.host}" in missing.detail
+    assert not differs.ok and "differs between the hosts of the pool" in differs.detail
+    assert "`ollama pull llama3.2`" in differs.detail

@@ -9,6 +9,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from contreact_bus.inbox import Inbox
+from contreact_bus.llm_routes import llm_task_stream
 from contreact_bus.task_stream import Consumer, TaskStream, serve
 from contreact_events.codec import message_from_fields
 from contreact_events.config import ScriptConfig
@@ -23,7 +24,7 @@ from contreact_events.names import (
 from contreact_events.run_events import ModelChecked
 from contreact_events.tasks import InboxMessage, LLMTask
 from contreact_llm.backend import ChatOutcome, CheckOutcome
-from contreact_llm.handler import LLMTaskHandler, ModelLimits, build_handler
+from contreact_llm.handler import LLMTaskHandler, build_handler
 from contreact_llm.main import run
 from contreact_llm.settings import LLMWorkerSettings
 from tests.support.inbox import INBOX, use_one_shard
@@ -163,7 +164,6 @@ async def test_unexpected_errors_become_failure_answers(aredis: aioredis.Redis) 
     handler = LLMTaskHandler(
         {"scripted": ExplodingBackend()},  # type: ignore[dict-item]
         Inbox(aredis, 1),
-        ModelLimits(lambda _b: 1),
     )
     consumer = Consumer(aredis, LLM_TASKS_STREAM, LLM_GROUP, "test-worker")
     assert await serve(consumer, LLMTask, handler, burst=True) == 2
@@ -179,10 +179,13 @@ async def test_unexpected_errors_become_failure_answers(aredis: aioredis.Redis) 
 
 
 async def test_main_run_in_burst_mode(aredis: aioredis.Redis, redis_url: str) -> None:
-    await queue(aredis, task("r0"))
-    assert await run(settings(redis_url), burst=True) == 1
-    [message] = await inbox(aredis)
-    assert message.kind == "LLMResponded"
+    chat, check = task("r0"), task("c", kind="check")
+    for sent in (chat, check):
+        await ask_for(aredis, sent.run_id, sent)
+        await llm_task_stream(aredis, sent).send(sent)  # a chat to its route, a check to tasks:llm
+    assert await run(settings(redis_url), burst=True) == 2
+    assert await aredis.xlen(LLM_TASKS_STREAM) == 1
+    assert sorted(m.kind for m in await inbox(aredis)) == ["LLMResponded", "ModelChecked"]
     assert await aredis.hget(SERVICES_HEARTBEAT, "llm-worker:test-worker") is not None
 
 

@@ -12,13 +12,11 @@ from contreact_bus.inbox import Inbox
 from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
 from contreact_bus.task_stream import Consumer, ConsumerSettings, TaskStream, serve
-from contreact_events.codec import message_from_fields
 from contreact_events.decide import decide
 from contreact_events.fold import fold_all
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
     INBOX_GROUP,
-    LLM_TASKS_STREAM,
     RUNS_INDEX,
     run_digest_key,
     run_meta_key,
@@ -28,7 +26,7 @@ from contreact_events.tasks import DIGEST_REQUEST, InboxMessage, LLMTask
 from contreact_orchestrator.leases import ShardLeases
 from contreact_orchestrator.orchestrator import Orchestrator
 from tests.support.inbox import INBOX, use_one_shard
-from tests.support.orchestration import owning_orchestrator
+from tests.support.orchestration import llm_tasks, owning_orchestrator
 from tests.support.sim import make_config
 
 pytestmark = pytest.mark.redis
@@ -44,12 +42,6 @@ async def _one_inbox_shard(aredis: aioredis.Redis) -> None:
 async def drain(redis: aioredis.Redis, orchestrator: Orchestrator) -> int:
     consumer = Consumer(redis, INBOX, INBOX_GROUP, "orch", FAST)
     return await serve(consumer, InboxMessage, orchestrator.handle, burst=True)
-
-
-async def llm_tasks(redis: aioredis.Redis) -> list[LLMTask]:
-    return [
-        message_from_fields(LLMTask, f) for _, f in entries(await redis.xrange(LLM_TASKS_STREAM))
-    ]
 
 
 async def submit(redis: aioredis.Redis, **overrides: object) -> None:

@@ -26,7 +26,7 @@ from contreact_events.names import (
     DEAD_LETTER_STREAM,
     EMBED_TASKS_STREAM,
     INBOX_GROUP,
-    LLM_TASKS_STREAM,
+    LLM_GROUP,
     run_log_key,
     run_meta_key,
     shard_lease_key,
@@ -38,7 +38,7 @@ from contreact_orchestrator.leases import ShardLeases
 from contreact_orchestrator.orchestrator import Orchestrator
 from tests.support.cutting_proxy import CuttingProxy
 from tests.support.inbox import INBOX, use_one_shard
-from tests.support.orchestration import owning_orchestrator
+from tests.support.orchestration import chat_stream, llm_tasks, owning_orchestrator
 from tests.support.sim import make_config, toy_embedding
 
 pytestmark = pytest.mark.redis
@@ -77,17 +77,17 @@ async def started_run(redis: aioredis.Redis, orchestrator: Orchestrator, **overr
     """A run past its model check, waiting for its first LLM call."""
     await submit(redis, **overrides)
     await drain(redis, orchestrator)
-    (check,) = await tasks_in(redis, LLM_TASKS_STREAM, LLMTask)
+    (check,) = await llm_tasks(redis)
     await answer(redis, check, "ModelChecked", ok=True, backend="scripted")
     await drain(redis, orchestrator)
-    return (await tasks_in(redis, LLM_TASKS_STREAM, LLMTask))[-1]
+    return (await llm_tasks(redis))[-1]
 
 
 async def test_a_stale_owner_can_never_write_again(aredis: aioredis.Redis, tmp_path: Path) -> None:
     stale = await owning_orchestrator(aredis, tmp_path, owner="A")
     await submit(aredis)
     await drain(aredis, stale)
-    (check,) = await tasks_in(aredis, LLM_TASKS_STREAM, LLMTask)
+    (check,) = await llm_tasks(aredis)
 
     await aredis.delete(shard_lease_key(0))  # A paused past its lease; B took the shard
     successor = await owning_orchestrator(aredis, tmp_path, owner="B")
@@ -116,7 +116,7 @@ async def test_a_write_whose_answer_was_lost_is_not_appended_twice(
         orchestrator = await owning_orchestrator(via_proxy, tmp_path)
         await submit(aredis)
         await drain(aredis, orchestrator)
-        (check,) = await tasks_in(aredis, LLM_TASKS_STREAM, LLMTask)
+        (check,) = await llm_tasks(aredis)
         result = await answer(aredis, check, "ModelChecked", ok=True, backend="scripted")
         proxy.cut_reply_after(b"POSITION")  # text of the append script
         await asyncio.wait_for(orchestrator.handle(result), 30)
@@ -128,7 +128,7 @@ async def test_a_write_whose_answer_was_lost_is_not_appended_twice(
     types = [e.type for e in events]
     assert types == ["RunRequested", "ModelChecked", "RunStarted", "CycleStarted", "LLMRequested"]
     state = fold_all(events)
-    chats = [t for t in await tasks_in(aredis, LLM_TASKS_STREAM, LLMTask) if t.kind == "chat"]
+    chats = [t for t in await llm_tasks(aredis) if t.kind == "chat"]
     assert chats and all(t.task_id == state.pending_task_id for t in chats)  # sent (again)
 
 
@@ -140,21 +140,21 @@ async def test_a_task_that_could_not_be_sent_comes_back_at_its_deadline(
     orchestrator = await owning_orchestrator(aredis, tmp_path)
     await submit(aredis, deadlines={"check_s": 1, "retries": 3})
     await drain(aredis, orchestrator)
-    (check,) = await tasks_in(aredis, LLM_TASKS_STREAM, LLMTask)
-    await aredis.delete(LLM_TASKS_STREAM)
-    await aredis.set(LLM_TASKS_STREAM, "not a stream")  # XADD fails: WRONGTYPE
+    (check,) = await llm_tasks(aredis)
+    chats = chat_stream(check)
+    await aredis.set(chats, "not a stream")  # the chat's XADD fails: WRONGTYPE
     await answer(aredis, check, "ModelChecked", ok=True, backend="scripted")
     await drain(aredis, orchestrator)
     state = fold_all(await RunLog(aredis).events("run-1"))
     assert state.phase == "awaiting_llm"  # logged, while the chat task went nowhere
-    await aredis.delete(LLM_TASKS_STREAM)
+    await aredis.delete(chats)
     later = datetime.now(UTC) + timedelta(hours=2)
     assert await orchestrator.expire_overdue(later) == 1
     assert await orchestrator.expire_overdue(later) == 0  # reported once
     await drain(aredis, orchestrator)
     events = await RunLog(aredis).events("run-1")
     assert [e.type for e in events][-2:] == ["TaskFailed", "TaskRetried"]
-    *_, chat = await tasks_in(aredis, LLM_TASKS_STREAM, LLMTask)  # (and maybe send 1 again)
+    *_, chat = await llm_tasks(aredis)  # (and maybe send 1 again)
     assert (chat.kind, chat.send, chat.task_id) == ("chat", 2, state.pending_task_id)
     pending = await RunLog(aredis).pending_task("run-1")
     assert pending is not None and pending.digest == task_digest(chat)  # workers take send 2
@@ -188,7 +188,7 @@ async def test_a_poison_result_fails_its_task_and_the_run_goes_on(
 
     first = await reflect(chat, "a first reflection")
     await embedded(first, toy_embedding(first.text))
-    chat2 = (await tasks_in(aredis, LLM_TASKS_STREAM, LLMTask))[-1]
+    chat2 = (await llm_tasks(aredis))[-1]
     second = await reflect(chat2, "a second reflection")
     await embedded(second, [0.5, 0.5, 0.5])  # poison: 3 dimensions against 16
     retried = (await tasks_in(aredis, EMBED_TASKS_STREAM, EmbedTask))[-1]
@@ -224,7 +224,7 @@ async def test_an_unreadable_log_quarantines_its_run_and_the_others_go_on(
     assert b"upgrade" not in corrupt[b"failure_reason"]
     assert (await aredis.hgetall(run_meta_key("future")))[b"status"] == b"quarantined"
 
-    checks = {t.run_id: t for t in await tasks_in(aredis, LLM_TASKS_STREAM, LLMTask)}
+    checks = {t.run_id: t for t in await llm_tasks(aredis)}
     for run_id in ("good", "corrupt"):
         await answer(aredis, checks[run_id], "ModelChecked", ok=True, backend="scripted")
     await drain(aredis, restarted)
@@ -269,7 +269,8 @@ async def test_a_dead_lettered_task_comes_back_to_its_run(
     async def crash(task: LLMTask) -> None:
         raise RuntimeError("the worker falls over")
 
-    worker = Consumer(aredis, LLM_TASKS_STREAM, "llm-workers", "w", settings, on_dead_letter=hook)
+    stream = chat_stream(chat)
+    worker = Consumer(aredis, stream, LLM_GROUP, "w", settings, on_dead_letter=hook)
     for _ in range(6):
         await serve(worker, LLMTask, crash, burst=True)
         await asyncio.sleep(0.05)

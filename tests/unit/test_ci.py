@@ -27,7 +27,8 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 def test_make_test_runs_the_checks_then_the_tests() -> None:
     prerequisites, recipe = make_target("test")
-    assert "check" in prerequisites and recipe == ["$(BIN)/pytest"]
+    assert "check" in prerequisites and len(recipe) == 1
+    assert recipe[0].endswith("$(BIN)/pytest")  # (with the browser tests' Chromium named)
     _, checks = make_target("check")
     assert checks == [
         "$(BIN)/ruff check .",

@@ -46,7 +46,7 @@ def test_seed_003_config_is_accepted_as_is(tmp_path: Path) -> None:
         "repeat_penalty": 1.1,
         "num_ctx": 8192,
     }
-    assert config.backend == "auto" and config.max_steps_per_cycle == 25
+    assert config.backend == "ollama" and config.max_steps_per_cycle == 25  # never auto
 
 
 @pytest.mark.parametrize(
@@ -108,3 +108,12 @@ def test_the_required_services_follow_from_the_config() -> None:
     search = make_config(tools={"search_memory": True})
     assert required_services(search) == (*base, "embedder")  # search_memory needs it
     assert required_services(make_config(diversity={"enabled": True})) == (*base, "embedder")
+
+
+def test_generated_run_ids_do_not_collide_within_a_second() -> None:
+    from contreact_cli.config_file import default_run_id
+    from contreact_events.config import RUN_ID_PATTERN
+
+    ids = {default_run_id("llama3:latest") for _ in range(10)}
+    assert len(ids) == 10  # 6 random hex digits: a collision here is a 1-in-370,000 event
+    assert all(RUN_ID_PATTERN.match(i) and i.startswith("llama3-latest-") for i in ids)

@@ -103,12 +103,11 @@ async def test_check_needs_a_script() -> None:
 
 
 async def test_the_worker_cuts_runaway_answer_text_and_says_so() -> None:
-    from contreact_llm.handler import LLMTaskHandler, ModelLimits
+    from contreact_llm.handler import LLMTaskHandler
 
     handler = LLMTaskHandler(
         {"scripted": ScriptedBackend(FAST)},
         inbox=None,  # type: ignore[arg-type]
-        limits=ModelLimits(lambda _b: 1),
     )
     long = {"replies": [{"content": "x" * 10_000}]}
     message = await handler.answer(task(long, max_content_chars=100))

@@ -54,6 +54,7 @@ def meta_fields(state: AgentState) -> dict[str, str]:
         "cycle_count": str(config.cycle_count if config else 0),
         "model": config.model_name if config else "",
         "backend": state.backend or (config.backend if config else ""),
+        "ran_model": state.resolved_model,
         "experiment": (config.experiment or "") if config else "",
         "waiting_task": waiting.task_id if waiting else "",
         "failure_reason": state.failure_reason or "",

@@ -53,8 +53,17 @@ Identifier = Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN.pattern)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS)]
 Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
 
-Backend = Literal["auto", "ollama", "embedded", "scripted"]
-ResolvedBackend = Literal["ollama", "embedded", "scripted"]
+Backend = Literal["ollama", "openai", "embedded", "scripted", "auto"]
+ResolvedBackend = Literal["ollama", "openai", "embedded", "scripted"]
+ReasoningEffort = Literal["low", "medium", "high"]
+DEFAULT_BACKEND: Backend = "ollama"
+"""Seed 003's configs are Ollama configs. ``auto`` (Ollama, else the embedded model)
+must be asked for by name; it is never the default."""
+DEFAULT_OPENAI_BASE_URL = "https://openrouter.ai/api/v1"
+DEFAULT_OPENAI_KEY_ENV = "OPENROUTER_API_KEY"
+EMBEDDED_HOST = "embedded"
+"""The host of the embedded backend: the worker process itself."""
+ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
 class _Strict(BaseModel):
@@ -79,6 +88,8 @@ class ModelOptions(_Strict):
     num_thread: StrictInt | None = Field(default=None, gt=0)
     num_keep: StrictInt | None = None
     stop: tuple[Name, ...] | None = Field(default=None, max_length=32)
+    reasoning_effort: ReasoningEffort | None = None
+    """How hard a reasoning model thinks (OpenAI's ``reasoning_effort``, Ollama's ``think``)."""
 
     def as_options(self) -> dict[str, Any]:
         """The options that were set, in the shape Ollama's ``options`` takes."""
@@ -89,11 +100,57 @@ class OllamaClientConfig(_Strict):
     host: Name = DEFAULT_OLLAMA_HOST
     """The server's URL. No credentials: the config is recorded in the run log and
     its exports, so a ``user:password@`` in it is refused."""
+    hosts: tuple[Name, ...] = Field(default=(), max_length=64)
+    """A pool: any of these hosts may answer a call (the same model pulled on each).
+    Empty: ``host`` alone."""
     timeout_s: StrictFloat | None = Field(default=600.0, gt=0)
     """Longest wait for one answer (a long generation included)."""
     connect_timeout_s: StrictFloat = Field(default=5.0, gt=0, le=600)
     """Longest wait to reach the server: a host that drops packets fails after this,
     not after ``timeout_s``."""
+
+    @field_validator("host", "hosts")
+    @classmethod
+    def _urls(cls, value: str | tuple[str, ...]) -> str | tuple[str, ...]:
+        for host in (value,) if isinstance(value, str) else value:
+            if not host or any(c.isspace() or c in "{}" for c in host):
+                raise ValueError(f"{host!r} is not a host (e.g. http://localhost:11434)")
+        if isinstance(value, tuple) and len(set(value)) != len(value):
+            raise ValueError("hosts must not repeat a host")
+        return value
+
+    @property
+    def pool(self) -> tuple[str, ...]:
+        """The hosts that may answer, in the order given."""
+        return self.hosts or (self.host,)
+
+
+class OpenAIClientConfig(_Strict):
+    """An OpenAI-compatible chat-completions server: OpenRouter, vLLM, llama.cpp's server.
+
+    The key is never in the config: ``api_key_env`` names the environment variable
+    the LLM worker reads it from (``null`` for a server without keys)."""
+
+    base_url: Name = DEFAULT_OPENAI_BASE_URL
+    api_key_env: Name | None = DEFAULT_OPENAI_KEY_ENV
+    timeout_s: StrictFloat | None = Field(default=600.0, gt=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^\s/{}]+[^\s{}]*$", value):
+            raise ValueError(f"{value!r} is not an http(s) URL (e.g. {DEFAULT_OPENAI_BASE_URL})")
+        return value.rstrip("/")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not ENV_NAME_PATTERN.match(value):
+            raise ValueError(
+                "api_key_env must name an environment variable (letters, digits, '_'), "
+                "never hold the key itself"
+            )
+        return value
 
 
 class ScriptedToolCall(_Strict):
@@ -214,8 +271,9 @@ class RunConfig(_Strict):
     model_name: Name
     cycle_count: StrictInt = Field(gt=0, le=100_000)
     ollama_client_config: OllamaClientConfig = OllamaClientConfig()
+    openai_client_config: OpenAIClientConfig = OpenAIClientConfig()
     model_options: ModelOptions = ModelOptions()
-    backend: Backend = "auto"
+    backend: Backend = DEFAULT_BACKEND
     max_steps_per_cycle: StrictInt = Field(default=DEFAULT_MAX_STEPS, gt=0, le=10_000)
     final_call_at_step_cap: StrictBool = True
     """When a cycle reaches ``max_steps_per_cycle`` while the model still calls tools,
@@ -246,19 +304,35 @@ class RunConfig(_Strict):
         timeout = self.ollama_client_config.timeout_s
         return 3 * timeout + 60 if timeout is not None else 1800.0
 
+    def llm_hosts(self, backend: Backend | None = None) -> tuple[str, ...]:
+        """The hosts that may answer this run's LLM calls on ``backend`` (default: the
+        configured one). The scripted backend stands in for an Ollama host; ``auto``
+        tries the Ollama hosts first."""
+        match backend or self.backend:
+            case "openai":
+                return (self.openai_client_config.base_url,)
+            case "embedded":
+                return (EMBEDDED_HOST,)
+        return self.ollama_client_config.pool
+
     @field_validator("run_id")
     @classmethod
     def _run_id_shape(cls, value: str) -> str:
         return check_identifier("run_id", value)
 
-    @field_validator("ollama_client_config")
+    @field_validator("ollama_client_config", "openai_client_config")
     @classmethod
-    def _no_credentials(cls, value: OllamaClientConfig) -> OllamaClientConfig:
-        if re.match(r"^[a-z][a-z0-9+.-]*://[^/@]*@", value.host, re.IGNORECASE):
-            raise ValueError(
-                "ollama_client_config.host must not hold credentials (user:password@): the "
-                "config is recorded in the run log and its exports; put a proxy in front"
-            )
+    def _no_credentials(
+        cls, value: OllamaClientConfig | OpenAIClientConfig
+    ) -> OllamaClientConfig | OpenAIClientConfig:
+        urls = value.pool if isinstance(value, OllamaClientConfig) else (value.base_url,)
+        for url in urls:
+            if re.match(r"^[a-z][a-z0-9+.-]*://[^/@]*@", url, re.IGNORECASE):
+                raise ValueError(
+                    "a host must not hold credentials (user:password@): the config is "
+                    "recorded in the run log and its exports; put a proxy in front (an "
+                    "OpenAI-compatible key goes in the environment, named by api_key_env)"
+                )
         return value
 
     @field_validator("experiment")
@@ -318,16 +392,23 @@ def parse_run_config(data: Any, *, source: str = "config") -> RunConfig:
         raise ConfigError(f"{source}: {describe_validation_error(exc)}") from None
 
 
-def describe_validation_error(exc: ValidationError) -> str:
+def describe_validation_error(exc: ValidationError, root: type[BaseModel] | None = None) -> str:
     """One line per problem: where, what, and for unknown keys the keys that are allowed."""
     problems = []
-    for error in exc.errors():
+    errors = exc.errors()
+    inner = {tuple(e["loc"][:n]) for e in errors for n in range(1, len(e["loc"]))}
+    for error in errors:
+        if error["type"] == "too_short" and tuple(error["loc"]) in inner:
+            continue  # a list whose items failed: the items' errors say it
         where = ".".join(str(part) for part in error["loc"]) or "(top level)"
         kind = error["type"]
         if kind == "extra_forbidden":
-            problems.append(f"unknown key '{where}' (allowed here: {_allowed_keys(error['loc'])})")
+            allowed = _allowed_keys(error["loc"], root or RunConfig)
+            problems.append(f"unknown key '{where}' (allowed here: {allowed})")
         elif kind == "missing":
             problems.append(f"missing required key '{where}'")
+        elif where.endswith("api_key_env"):  # it may hold a pasted key: never echo it
+            problems.append(f"'{where}' {error['msg'].lower()}")
         elif kind == "value_error":  # our own validators: the message says it all
             problems.append(str(error["msg"]).removeprefix("Value error, "))
         else:
@@ -339,8 +420,8 @@ def describe_validation_error(exc: ValidationError) -> str:
     return "; ".join(problems)
 
 
-def _allowed_keys(loc: tuple[int | str, ...]) -> str:
-    model: type[BaseModel] = RunConfig
+def _allowed_keys(loc: tuple[int | str, ...], root: type[BaseModel]) -> str:
+    model = root
     for part in loc[:-1]:
         field = model.model_fields.get(str(part))
         annotation = getattr(field, "annotation", None)

@@ -1,9 +1,9 @@
 """Export a run in seed 003's JSONL LogRecord format. Pure.
 
 Records: CYCLE_START, LLM_INVOCATION (prompt_messages, response_message,
-model_options), TOOL_CALL (tool_name, parameters, output), CYCLE_END
-(final_reflection, metrics). The run log stores deltas; the full prompt of every
-LLM call is rebuilt here by folding.
+model_options, and the backend and model that actually answered), TOOL_CALL
+(tool_name, parameters, output), CYCLE_END (final_reflection, metrics). The run
+log stores deltas; the full prompt of every LLM call is rebuilt here by folding.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def _record(
                 "prompt_messages": prompt,
                 "response_message": response,
                 "model_options": options,
+                "backend": after.backend,
                 "model": event.model,
                 "usage": event.usage.model_dump(mode="json"),
                 "tool_call_error": event.tool_call_error,
@@ -67,6 +68,8 @@ def _record(
                 "prompt_messages": prompt,
                 "response_message": None,
                 "model_options": options,
+                "backend": after.backend,
+                "model": after.resolved_model or after.model_name,
                 "error": event.error,
             }
         case "ToolCallCompleted":

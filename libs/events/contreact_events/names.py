@@ -40,7 +40,41 @@ ORCHESTRATOR_REPLICAS = "orchestrator:replicas"
 
 
 LLM_TASKS_STREAM = "tasks:llm"
+"""Model checks (they load no model); chat tasks go to their route's stream."""
 LLM_GROUP = "llm-workers"
+"""The LLM workers' group, on ``tasks:llm`` and on every route stream."""
+
+LLM_ROUTES = "llm:routes"
+"""Hash of route id -> route (backend, model, hosts) as JSON: the streams workers scan."""
+LLM_WAKE_CHANNEL = "llm:wake"
+"""Pub/sub: a route id when a chat task is queued, a host when a slot is released."""
+
+
+def llm_route_stream(route_id: str) -> str:
+    """Chat tasks of one (backend, model, host pool): a slow model waits in its own line."""
+    return f"tasks:llm:{route_id}"
+
+
+def llm_route_runs_key(route_id: str) -> str:
+    """Set of the runs that sent a chat task on a route: while one of them is active,
+    the route's model will be called again, so no host swaps it out."""
+    return f"llm:route:{route_id}:runs"
+
+
+def llm_host_leases_key(host: str) -> str:
+    """Sorted set of the calls in flight on a host: ``MODEL\\nLEASE`` scored by expiry (ms)."""
+    return f"llm:{{{host}}}:leases"
+
+
+def llm_host_loaded_key(host: str) -> str:
+    """Hash of the models a host holds loaded (as the workers' calls made it) -> last use (ms)."""
+    return f"llm:{{{host}}}:loaded"
+
+
+def llm_host_draining_key(host: str) -> str:
+    """Hash of a loaded model that takes no new calls, to make room -> until when (ms)."""
+    return f"llm:{{{host}}}:draining"
+
 
 MEMORY_TASKS_STREAM = "tasks:memory"
 MEMORY_GROUP = "memory-workers"
@@ -70,6 +104,12 @@ SERVICES_HEARTBEAT = "services:heartbeat"
 def experiment_runs_key(experiment: str) -> str:
     """Set of the run ids of an experiment (a listing projection, for corpus scopes)."""
     return f"experiment:{{{experiment}}}:runs"
+
+
+def experiment_replicas_key(experiment: str) -> str:
+    """Hash of an experiment's replicas (``LABEL-A``) -> its current attempt (JSON):
+    what resubmitting the experiment resumes from."""
+    return f"experiment:{{{experiment}}}:replicas"
 
 
 def corpus_cleared_key(scope: str) -> str:

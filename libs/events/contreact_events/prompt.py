@@ -177,15 +177,20 @@ def _pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
         return []
     if state.phase in ("checking", "awaiting_llm"):
         chat = state.phase == "awaiting_llm"
+        backend = (state.backend or config.backend) if chat else config.backend
+        hosts = config.llm_hosts(backend)
+        client = config.openai_client_config if backend == "openai" else None
         return [
             LLMTask(
                 kind="chat" if chat else "check",
                 task_id=task_id,
                 run_id=state.run_id,
-                backend=(state.backend or config.backend) if chat else config.backend,
+                backend=backend,
                 model=config.model_name,
-                host=config.ollama_client_config.host,
-                timeout_s=config.ollama_client_config.timeout_s,
+                host=hosts[0],
+                hosts=hosts,
+                api_key_env=client.api_key_env if client else None,
+                timeout_s=client.timeout_s if client else config.ollama_client_config.timeout_s,
                 connect_timeout_s=config.ollama_client_config.connect_timeout_s,
                 messages=prompt_messages(state) if chat else (),
                 tools=offered_tools_now(state) if chat else (),

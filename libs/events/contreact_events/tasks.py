@@ -37,6 +37,11 @@ class LLMTask(_Frozen):
     backend: Backend
     model: str
     host: str
+    """Where the call goes: the host the worker chose from ``hosts`` (the first until then)."""
+    hosts: tuple[str, ...] = ()
+    """Every host that may answer (an Ollama pool; an OpenAI-compatible base URL)."""
+    api_key_env: str | None = None
+    """OpenAI-compatible servers: the worker's environment variable holding the key."""
     timeout_s: float | None = None
     messages: tuple[ChatMessage, ...] = ()
     tools: tuple[dict[str, Any], ...] = ()

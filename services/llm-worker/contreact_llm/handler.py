@@ -2,14 +2,14 @@
 
 The handler returns only once the answer is in the inbox (so the task is acked
 after its result is written), and never raises for a failed call: an unexpected
-error becomes the task's failure answer.
+error becomes the task's failure answer. Limits are not its business: the
+scheduler starts a chat task only once it holds a slot on a host.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import redis.asyncio as aioredis
 
@@ -20,6 +20,7 @@ from contreact_llm import auto_backend
 from contreact_llm.backend import ChatReply, LLMBackend
 from contreact_llm.embedded_backend import EmbeddedBackend
 from contreact_llm.ollama_backend import OllamaBackend
+from contreact_llm.openai_backend import OpenAIBackend
 from contreact_llm.retry import RetryPolicy
 from contreact_llm.scripted_backend import ScriptedBackend
 from contreact_llm.settings import LLMWorkerSettings
@@ -27,49 +28,38 @@ from contreact_llm.settings import LLMWorkerSettings
 log = logging.getLogger(__name__)
 
 
-class ModelLimits:
-    """One semaphore per (backend, model): how many calls a model serves at once."""
-
-    def __init__(self, limit_for: Callable[[str], int]) -> None:
-        self._limit_for = limit_for
-        self._slots: dict[tuple[str, str], asyncio.Semaphore] = {}
-
-    def slot(self, backend: str, model: str) -> asyncio.Semaphore:
-        key = (backend, model)
-        if key not in self._slots:
-            self._slots[key] = asyncio.Semaphore(self._limit_for(backend))
-        return self._slots[key]
-
-
 class LLMTaskHandler:
     def __init__(
-        self,
-        backends: Mapping[str, LLMBackend],
-        inbox: Inbox,
-        limits: ModelLimits,
-        gate: TaskGate | None = None,
+        self, backends: Mapping[str, LLMBackend], inbox: Inbox, gate: TaskGate | None = None
     ) -> None:
         self._backends = backends
-        self._inbox = inbox
-        self._limits = limits
+        self.inbox = inbox
         self._gate = gate
 
+    async def refusal(self, task: LLMTask) -> str | None:
+        """Why ``task`` is not worth a call (its run waits on something else now: it
+        was cancelled, moved on, or sent the task again), else None."""
+        if self._gate is None:
+            return None
+        return await self._gate.refusal(task.run_id, task.task_id, task, task.deadline)
+
     async def __call__(self, task: LLMTask) -> None:
-        if self._gate is not None:
-            refusal = await self._gate.refusal(task.run_id, task.task_id, task, task.deadline)
-            if refusal is not None:  # a cancelled run, a stale copy: no call for nothing
-                log.info("LLM task dropped: %s", refusal)
-                return
+        refusal = await self.refusal(task)
+        if refusal is not None:  # no call for nothing
+            log.info("LLM task dropped: %s", refusal)
+            return
+        await self.inbox.send(await self.reply(task))
+
+    async def reply(self, task: LLMTask) -> InboxMessage:
+        """The answer to ``task``; an unexpected error becomes its failure answer."""
         try:
-            message = await self.answer(task)
+            return await self.answer(task)
         except Exception as exc:
             log.exception("task %s of run %s failed unexpectedly", task.task_id, task.run_id)
             error = f"llm-worker error: {type(exc).__name__}: {exc}"
             if task.kind == "check":
-                message = model_checked(task, ok=False, backend=None, detail=error)
-            else:
-                message = llm_failed(task, error, retryable=False, attempts=1)
-        await self._inbox.send(message)
+                return model_checked(task, ok=False, backend=None, detail=error)
+            return llm_failed(task, error, retryable=False, attempts=1)
 
     async def answer(self, task: LLMTask) -> InboxMessage:
         """The inbox message answering ``task`` (no sending)."""
@@ -92,9 +82,7 @@ class LLMTaskHandler:
         if backend_name == "auto":  # the check resolves it; the run records the choice
             error = "a chat task needs a resolved backend, not 'auto' (the model check resolves it)"
             return llm_failed(task, error, retryable=False, attempts=1)
-        backend = self._backends[backend_name]
-        async with self._limits.slot(backend_name, task.model):
-            answer = await backend.chat(task)
+        answer = await self._backends[backend_name].chat(task)
         if isinstance(answer, ChatReply):
             answer = capped(answer, task.max_content_chars)
             return llm_responded(
@@ -127,15 +115,11 @@ def build_backends(settings: LLMWorkerSettings) -> dict[str, LLMBackend]:
     retry = RetryPolicy(settings.max_attempts, settings.backoff_base_s, settings.backoff_max_s)
     return {
         "ollama": OllamaBackend(retry),
+        "openai": OpenAIBackend(retry),
         "embedded": EmbeddedBackend(settings.gguf_path, default_n_ctx=settings.embedded_n_ctx),
         "scripted": ScriptedBackend(retry),
     }
 
 
 async def build_handler(redis: aioredis.Redis, settings: LLMWorkerSettings) -> LLMTaskHandler:
-    return LLMTaskHandler(
-        build_backends(settings),
-        await Inbox.open(redis),
-        ModelLimits(settings.per_model_limit),
-        TaskGate(redis),
-    )
+    return LLMTaskHandler(build_backends(settings), await Inbox.open(redis), TaskGate(redis))

@@ -1,45 +1,80 @@
-"""Entry point: settings, Redis, the handler, serve ``tasks:llm`` until stopped."""
+"""Entry point: settings, Redis, the handler; answer model checks from ``tasks:llm``
+and chat tasks from their routes' streams until stopped."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 
+import redis.asyncio as aioredis
+
 from contreact_bus.connection import connect
-from contreact_bus.inbox import Inbox, tell_run_of_dead_letter
-from contreact_bus.service import run_consumer, setup_logging
-from contreact_bus.task_stream import Consumer, ConsumerSettings
+from contreact_bus.inbox import tell_run_of_dead_letter
+from contreact_bus.service import serving, setup_logging
+from contreact_bus.task_stream import Consumer, ConsumerSettings, serve
 from contreact_events.names import LLM_GROUP, LLM_TASKS_STREAM
 from contreact_events.tasks import LLMTask
-from contreact_llm.handler import build_handler
+from contreact_llm.handler import LLMTaskHandler, build_handler
+from contreact_llm.host_slots import HostSlots
+from contreact_llm.scheduler import ChatScheduler, SchedulerSettings
 from contreact_llm.settings import LLMWorkerSettings
 
 
-async def run(settings: LLMWorkerSettings, *, burst: bool = False) -> int:
+async def run(
+    settings: LLMWorkerSettings, *, burst: bool = False, stop: asyncio.Event | None = None
+) -> int:
+    """Serve until SIGTERM/SIGINT or ``stop`` (with ``burst``: until nothing waits).
+    Returns the checks answered plus the calls started."""
     redis = await connect(settings.redis_url, wait=True)
     handler = await build_handler(redis, settings)
-    consumer = Consumer(
+    checks = Consumer(
         redis,
         LLM_TASKS_STREAM,
         LLM_GROUP,
         settings.consumer_name,
         ConsumerSettings(block_ms=settings.block_ms, reclaim_idle_ms=settings.reclaim_idle_ms),
-        on_dead_letter=tell_run_of_dead_letter(await Inbox.open(redis)),
+        on_dead_letter=tell_run_of_dead_letter(handler.inbox),
     )
+    chats = build_scheduler(redis, handler, settings)
     try:
-        return await run_consumer(
-            redis,
-            consumer,
-            LLMTask,
-            handler,
-            service="llm-worker",
-            burst=burst,
-            concurrency=settings.concurrency,
-            heartbeat_s=settings.heartbeat_s,
-        )
+        async with serving(redis, "llm-worker", checks.name, settings.heartbeat_s) as stopping:
+            if stop is not None:
+                relay = asyncio.create_task(stop.wait())
+                relay.add_done_callback(lambda _done: stopping.set())
+            counts = await asyncio.gather(
+                serve(
+                    checks,
+                    LLMTask,
+                    handler,
+                    burst=burst,
+                    concurrency=settings.check_concurrency,
+                    stop=stopping,
+                ),
+                chats.run(stopping, burst=burst),
+            )
+            return sum(counts)
     finally:
         await handler.aclose()
         await redis.aclose()
+
+
+def build_scheduler(
+    redis: aioredis.Redis, handler: LLMTaskHandler, settings: LLMWorkerSettings
+) -> ChatScheduler:
+    return ChatScheduler(
+        redis,
+        handler,
+        HostSlots(redis, settings.slot_times),
+        settings.host_limits,
+        SchedulerSettings(
+            consumer_name=settings.consumer_name,
+            concurrency=settings.concurrency,
+            policy=settings.policy,
+            max_wait_ms=int(settings.max_wait_s * 1000),
+            poll_s=settings.poll_s,
+            reclaim_idle_ms=settings.reclaim_idle_ms,
+        ),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -71,31 +71,58 @@ class OllamaBackend:
         self._retry = retry
         self._clients: dict[tuple[str, float | None, float], ollama.AsyncClient] = {}
 
-    def _client(self, task: LLMTask) -> ollama.AsyncClient:
+    def _client(self, host: str, task: LLMTask) -> ollama.AsyncClient:
         """One client per (host, timeouts). Reaching the server is bounded by the
         short connect timeout; an answer (a long generation) by ``timeout_s``."""
-        key = (task.host, task.timeout_s, task.connect_timeout_s)
+        key = (host, task.timeout_s, task.connect_timeout_s)
         if key not in self._clients:
             timeout = httpx.Timeout(task.timeout_s, connect=task.connect_timeout_s)
-            self._clients[key] = ollama.AsyncClient(host=task.host, timeout=timeout)
+            self._clients[key] = ollama.AsyncClient(host=host, timeout=timeout)
         return self._clients[key]
 
     async def check(self, task: LLMTask) -> CheckOutcome:
-        client = self._client(task)
+        """The model must be on every host of the pool, the same version on each (a
+        run's calls may go to any of them)."""
+        digests: dict[str, str | None] = {}
+        for host in task.hosts or (task.host,):
+            outcome = await self._check_host(task, host)
+            if not outcome.ok:
+                return outcome
+            digests[host] = outcome.model_digest
+        if len(set(digests.values())) > 1:
+            versions = ", ".join(f"{host}: {digest}" for host, digest in digests.items())
+            return CheckOutcome(
+                ok=False,
+                backend="ollama",
+                detail=f"model '{task.model}' differs between the hosts of the pool "
+                f"({versions}): run `ollama pull {task.model}` on each",
+            )
+        hosts = list(digests)
+        where = hosts[0] if len(hosts) == 1 else f"{len(hosts)} hosts ({', '.join(hosts)})"
+        return CheckOutcome(
+            ok=True,
+            backend="ollama",
+            detail=f"model '{full_name(task.model)}' is available on {where}",
+            model_digest=digests[hosts[0]],
+            model=task.model,
+        )
+
+    async def _check_host(self, task: LLMTask, host: str) -> CheckOutcome:
+        client = self._client(host, task)
         try:
             listing = await client.list()
         except Exception as exc:
-            return CheckOutcome(ok=False, backend="ollama", detail=classify(exc, task.host).args[0])
+            return CheckOutcome(ok=False, backend="ollama", detail=classify(exc, host).args[0])
         wanted = full_name(task.model)
         for entry in listing.models:
             if entry.model is not None and full_name(entry.model) == wanted:
                 return CheckOutcome(
                     ok=True,
                     backend="ollama",
-                    detail=f"model '{entry.model}' is available on {task.host}",
+                    detail=f"model '{entry.model}' is available on {host}",
                     model_digest=entry.digest,
                 )
-        return CheckOutcome(ok=False, backend="ollama", detail=pull_hint(task.model, task.host))
+        return CheckOutcome(ok=False, backend="ollama", detail=pull_hint(task.model, host))
 
     async def chat(self, task: LLMTask) -> ChatOutcome:
         started = time.monotonic()
@@ -141,14 +168,17 @@ class OllamaBackend:
         return ChatReply(message=message, usage=usage, model=response.model or task.model)
 
     async def _chat_once(self, task: LLMTask) -> ollama.ChatResponse:
-        client = self._client(task)
+        client = self._client(task.host, task)
+        options = dict(task.options)
+        think = options.pop("reasoning_effort", None)  # Ollama's `think` levels
         try:
             return await client.chat(
                 model=task.model,
                 messages=[m.as_ollama() for m in task.messages],
                 tools=list(task.tools) or None,
                 stream=False,
-                options=task.options or None,
+                think=think,
+                options=options or None,
                 keep_alive=task.keep_alive,
             )
         except Exception as exc:

@@ -26,6 +26,7 @@ from contreact_bus.archive import read_archive, write_archive
 from contreact_bus.backoff import REDIS_DOWN, Backoff
 from contreact_bus.exceptions import FencedOut, LogMoved
 from contreact_bus.inbox import Inbox
+from contreact_bus.llm_routes import known_routes, llm_task_stream
 from contreact_bus.replies import entries
 from contreact_bus.run_log import PendingTask, RunLog, append_result
 from contreact_bus.runs import active_run_ids, meta_fields, register_run
@@ -103,7 +104,6 @@ class Orchestrator:
         self._inbox = inbox
         self._retention_s = log_retention_s
         self._log = RunLog(redis)
-        self._llm = TaskStream(redis, LLM_TASKS_STREAM)
         self._memory = TaskStream(redis, MEMORY_TASKS_STREAM)
         self._embed = TaskStream(redis, EMBED_TASKS_STREAM)
         self._states: dict[str, AgentState] = {}
@@ -194,7 +194,7 @@ class Orchestrator:
         wanted = [task for state in states for task in pending_tasks(state)]
         if not wanted:
             return 0
-        present = await _queued_tasks(self._redis, [s.stream for s in self._streams()])
+        present = await _queued_tasks(self._redis, await self._task_streams())
         answered = await _answered_tasks(self._redis, inbox_stream(shard))
         missing = [
             task
@@ -369,12 +369,15 @@ class Orchestrator:
                 self._stream_for(task).queue(pipe, task)
             await pipe.execute()
 
-    def _streams(self) -> list[TaskStream]:
-        return [self._llm, self._memory, self._embed]
+    async def _task_streams(self) -> list[str]:
+        """Every stream a task may wait in: the model checks', each LLM route's, the
+        memory service's and the embedder's."""
+        routes = [route.stream for route in (await known_routes(self._redis)).values()]
+        return [LLM_TASKS_STREAM, *routes, MEMORY_TASKS_STREAM, EMBED_TASKS_STREAM]
 
     def _stream_for(self, task: Task) -> TaskStream:
-        if isinstance(task, LLMTask):
-            return self._llm
+        if isinstance(task, LLMTask):  # checks to tasks:llm, chats to their route's stream
+            return llm_task_stream(self._redis, task)
         if isinstance(task, EmbedTask):
             return self._embed
         return self._memory

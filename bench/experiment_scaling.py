@@ -1,0 +1,151 @@
+"""Experiment scaling: N runs submitted as one experiment, against one run alone,
+through the services (orchestrator, one LLM worker, memory service as processes,
+over a private Redis).
+
+Every run: 10 cycles; each cycle is a memory write and a reflection, two LLM calls
+answered by the scripted backend after a fixed 200 ms, so a run alone takes a little
+over 4 s. Diversity is off (the embedder is measured in its own benchmarks).
+
+- one run: an experiment of one replica, median of three, submitted with the code
+  `contreact experiment run --detach` runs (``run_experiment``), from the call until
+  the run is completed (polling its status every 50 ms from this process).
+- N runs: one experiment of N replicas of one model, on a host allowed N calls at
+  once (N slots, ``CONTREACT_LLM_HOSTS``): from the call until the last run completed.
+  Also shown: how long the submission itself took.
+
+Targets: 16 runs take at most 1.15x one run's wall time; 50 runs at most 1.3x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import redis.asyncio as aioredis
+import yaml
+
+from bench._support import header, ratio, redis_server, row, services, verdict
+from contreact_bus.experiments import run_statuses
+from contreact_cli.experiment import run_experiment
+from contreact_cli.settings import CLISettings
+from contreact_events.experiment import replica_letter
+
+CYCLES = 10
+LATENCY_MS = 200
+SIZES = {16: 1.15, 50: 1.30}
+"""Runs -> the wall-time ratio they must stay within."""
+SINGLE_REPEATS = 3
+POLL_S = 0.05
+
+
+def host(slots: int) -> str:
+    return f"http://slots-{slots}:11434"
+
+
+def write_experiment(folder: Path, name: str, replicas: int, slots: int) -> Path:
+    latency = {"latency_ms": LATENCY_MS}
+    data = {
+        "experiment": name,
+        "replicas": replicas,
+        "cycle_count": CYCLES,
+        "backend": "scripted",
+        "ollama_client_config": {"host": host(slots)},
+        "operator": {"mode": "auto"},
+        "diversity": {"enabled": False},
+        "models": [
+            {
+                "label": "scripted",
+                "model_name": "scripted-model",
+                "script": {
+                    "repeat": True,
+                    "replies": [
+                        {
+                            **latency,
+                            "tool_calls": [
+                                {"name": "write", "arguments": {"key": "k", "value": "{cycle}"}}
+                            ],
+                        },
+                        {**latency, "content": "Reflection of cycle {cycle}."},
+                    ],
+                },
+            }
+        ],
+    }
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+async def timed_experiment(
+    settings: CLISettings, client: aioredis.Redis, path: Path, replicas: int
+) -> tuple[float, float]:
+    """(seconds to submit, seconds until every run completed). The runs' statuses
+    are polled every 50 ms, the unfinished ones only, so this process stays light."""
+    name = yaml.safe_load(path.read_text())["experiment"]  # noqa: ASYNC240 (a tiny file)
+    going = {f"{name}-scripted-{replica_letter(i)}" for i in range(replicas)}
+    t0 = time.perf_counter()
+    code = await run_experiment(settings, path, lambda _line: None, follow=False, wait_s=30)
+    submitted = time.perf_counter() - t0
+    assert code == 0
+    bad: dict[str, str | None] = {}
+    while going:
+        await asyncio.sleep(POLL_S)
+        statuses = await run_statuses(client, settings.archive_dir, sorted(going))
+        for run_id, status in statuses.items():
+            if status in ("completed", "failed", "cancelled"):
+                going.discard(run_id)
+                if status != "completed":
+                    bad[run_id] = status
+    elapsed = time.perf_counter() - t0
+    if bad:
+        raise RuntimeError(f"runs did not complete: {bad}")
+    return submitted, elapsed
+
+
+async def measure(url: str, workdir: Path) -> dict[str, Any]:
+    slots = {host(n): {"parallel": n, "max_loaded_models": 0} for n in SIZES}
+    env = {"CONTREACT_LLM_HOSTS": json.dumps(slots), "CONTREACT_LLM_CONCURRENCY": "64"}
+    settings = CLISettings(redis_url=url, data_dir=workdir / "data")
+    results: dict[str, Any] = {"single": [], "many": {}}
+    with services(url, workdir / "data", extra_env=env):
+        client = aioredis.Redis.from_url(url)
+        try:
+            for n in range(SINGLE_REPEATS):
+                path = write_experiment(workdir, f"one{n}", 1, min(SIZES))
+                results["single"].append((await timed_experiment(settings, client, path, 1))[1])
+            for size in SIZES:
+                path = write_experiment(workdir, f"many{size}", size, size)
+                results["many"][size] = await timed_experiment(settings, client, path, size)
+        finally:
+            await client.aclose()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.experiment_scaling")
+    parser.parse_args()
+    header(
+        f"experiment scaling: {CYCLES} cycles x 2 scripted calls of {LATENCY_MS} ms per run, "
+        "N runs as one experiment on N slots"
+    )
+    with redis_server() as url, tempfile.TemporaryDirectory(prefix="bench-exp-") as tmp:
+        results = asyncio.run(measure(url, Path(tmp)))
+    single = statistics.median(results["single"])
+    row("one run alone (median of 3)", single, "s", f"samples {results['single']}")
+    row("  of which scripted latency", CYCLES * 2 * LATENCY_MS / 1000, "s")
+    for size, target in SIZES.items():
+        submitted, elapsed = results["many"][size]
+        submit_note = f"submitted in {submitted * 1000:.0f} ms"
+        row(f"{size} runs as one experiment", elapsed, "s", submit_note)
+        value = ratio(f"{size} runs / one run", elapsed, single)
+        verdict(f"{size} runs", value <= target, f"{value:.2f}x one run's wall time (<= {target})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,328 @@
+"""An experiment: models x replicas in one file, expanded into run configs. Pure.
+
+```yaml
+experiment: paper-replication      # names the runs: paper-replication-GPT5-A
+replicas: 3                        # A, B, C (the paper's variants)
+cycle_count: 10                    # any run option here is shared by every model ...
+backend: openai
+model_options: {seed: 42}
+models:
+  - label: GPT5
+    model_name: openai/gpt-5
+    model_options: {temperature: 0.0, top_p: 0.9}   # ... and overridden per model
+```
+
+Per-model settings override the shared ones key by key; nested blocks
+(``model_options``, ``operator``, ``diversity`` ...) merge the same way. With a
+seed, replica A gets it, B the seed + 1, and so on (``replica_seeds: same`` to give
+every replica the same seed): replicas are independent samples. Each run
+is then validated as a run config is, and named predictably:
+``{experiment}-{label}-{replica}``, and ``.{attempt}`` from a run's second attempt
+on (a failed or cancelled run keeps its log; its replica runs again under a new id).
+
+Reading the YAML file and resolving the files it names is the CLI's job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import string
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    field_validator,
+)
+
+from contreact_events.config import (
+    Backend,
+    DeadlinesConfig,
+    DiversityConfig,
+    LimitsConfig,
+    ModelOptions,
+    OllamaClientConfig,
+    OpenAIClientConfig,
+    OperatorConfig,
+    RunConfig,
+    ScriptConfig,
+    ToolsConfig,
+    describe_validation_error,
+    parse_run_config,
+)
+from contreact_events.exceptions import ConfigError
+
+EXPERIMENT_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
+LABEL_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
+"""Short enough that every run id they make is valid (48 + 40 + 2 letters + attempt)."""
+MAX_REPLICAS = 26 * 27
+"""A..Z, then AA..ZZ: two letters at most."""
+RUN_ONLY_KEYS = frozenset({"run_id", "model_name", "experiment"})
+"""Run-config keys an experiment sets itself, per run (not run options)."""
+
+
+class RunOptions(BaseModel):
+    """The run options an experiment sets for every model or per model. Unset keys
+    take the run config's defaults. (A test keeps this list equal to RunConfig's.)"""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cycle_count: StrictInt | None = Field(default=None, gt=0, le=100_000)
+    ollama_client_config: OllamaClientConfig | None = None
+    openai_client_config: OpenAIClientConfig | None = None
+    model_options: ModelOptions | None = None
+    backend: Backend | None = None
+    max_steps_per_cycle: StrictInt | None = Field(default=None, gt=0, le=10_000)
+    final_call_at_step_cap: StrictBool | None = None
+    operator: OperatorConfig | None = None
+    system_prompt: str | None = None
+    system_prompt_file: str | None = None
+    cycle_start_message: str | None = None
+    keep_alive: str | None = None
+    script: ScriptConfig | None = None
+    diversity: DiversityConfig | None = None
+    tools: ToolsConfig | None = None
+    deadlines: DeadlinesConfig | None = None
+    limits: LimitsConfig | None = None
+
+    def options(self) -> dict[str, Any]:
+        """The run options that were set, as data (nested blocks: their set keys)."""
+        return self.model_dump(
+            mode="json", exclude_unset=True, include=set(RunOptions.model_fields)
+        )
+
+
+class ExperimentModel(RunOptions):
+    """One model of an experiment, with its own replicas and option overrides."""
+
+    model_name: str = Field(min_length=1)
+    label: str | None = None
+    """Names its runs (default: the model name, made safe for a run id)."""
+    replicas: int | None = Field(default=None, ge=1, le=MAX_REPLICAS)
+
+    @field_validator("label")
+    @classmethod
+    def _label_shape(cls, value: str | None) -> str | None:
+        if value is not None and not LABEL_PATTERN.match(value):
+            raise ValueError(
+                "label must be 1-40 letters, digits, '.', '_' or '-', starting with a "
+                "letter or digit"
+            )
+        return value
+
+    @property
+    def name(self) -> str:
+        return self.label or default_label(self.model_name)
+
+
+class ExperimentConfig(RunOptions):
+    experiment: str
+    description: str = ""
+    replicas: int = Field(default=3, ge=1, le=MAX_REPLICAS)
+    """Runs per model (the paper: 3, variants A, B, C)."""
+    replica_seeds: Literal["offset", "same"] = "offset"
+    """With a ``model_options.seed``: replica A runs with it, B with seed + 1, and so on,
+    so replicas are independent samples (``same``: every replica gets the seed)."""
+    models: tuple[ExperimentModel, ...] = Field(min_length=1)
+
+    @field_validator("experiment")
+    @classmethod
+    def _name_shape(cls, value: str) -> str:
+        if not EXPERIMENT_NAME_PATTERN.match(value):
+            raise ValueError(
+                "experiment must be 1-48 letters, digits, '.', '_' or '-', starting with a "
+                "letter or digit"
+            )
+        return value
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One replica of one model: what to run (its first attempt's config)."""
+
+    replica: str
+    """``{label}-{letter}``: the replica's name within the experiment."""
+    label: str
+    letter: str
+    config: RunConfig
+
+    @property
+    def config_sha256(self) -> str:
+        """What the replica runs, its run id left out (it changes between attempts)."""
+        return config_sha256(self.config)
+
+    def attempt(self, number: int) -> RunConfig:
+        """The config of the replica's ``number``-th attempt (its run id)."""
+        run_id = attempt_run_id(self.config.run_id, number)
+        return self.config.model_copy(update={"run_id": run_id})
+
+
+def config_sha256(config: RunConfig) -> str:
+    data = config.model_dump(mode="json", exclude={"run_id"})
+    return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def replica_letter(index: int) -> str:
+    """A, B, ... Z, AA, AB, ...: the paper's variant names, extended."""
+    letters = string.ascii_uppercase
+    if index < len(letters):
+        return letters[index]
+    first, second = divmod(index - len(letters), len(letters))
+    return letters[first] + letters[second]
+
+
+def replica_run_id(experiment: str, label: str, letter: str) -> str:
+    return f"{experiment}-{label}-{letter}"
+
+
+def attempt_run_id(first: str, attempt: int) -> str:
+    """The run id of a replica's ``attempt`` (1: the first id itself)."""
+    return first if attempt <= 1 else f"{first}.{attempt}"
+
+
+def default_label(model_name: str) -> str:
+    label = re.sub(r"[^A-Za-z0-9._-]+", "-", model_name).strip("-._")[:40].strip("-._")
+    return label or "model"
+
+
+def parse_experiment(data: Any, *, source: str = "experiment") -> ExperimentConfig:
+    """Validate an experiment file's data, with one readable line per problem."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping of settings, got {type(data).__name__}")
+    if "run_id" in data:
+        raise ConfigError(
+            f"{source}: 'run_id' is set per run by the experiment (its runs are named "
+            "EXPERIMENT-LABEL-REPLICA): remove it"
+        )
+    if "model_name" in data:
+        raise ConfigError(
+            f"{source}: 'model_name' belongs to each entry of 'models' "
+            "(models: [{model_name: ..., label: ...}])"
+        )
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {describe_validation_error(exc, ExperimentConfig)}") from None
+
+
+def expand(experiment: ExperimentConfig, *, source: str = "experiment") -> list[PlannedRun]:
+    """Every run of the experiment: each model's replicas, options merged, validated."""
+    shared = experiment.options()
+    labels: dict[str, str] = {}
+    runs: list[PlannedRun] = []
+    for index, model in enumerate(experiment.models):
+        label = model.name
+        where = f"{source}: models[{index}] ({label})"
+        if label in labels:
+            raise ConfigError(
+                f"{where}: label '{label}' is taken by {labels[label]}: give one a 'label'"
+            )
+        labels[label] = model.model_name
+        options = merge(shared, model.options())
+        for number in range(model.replicas or experiment.replicas):
+            letter = replica_letter(number)
+            run_id = replica_run_id(experiment.experiment, label, letter)
+            data = {
+                **options,
+                "run_id": run_id,
+                "model_name": model.model_name,
+                "experiment": experiment.experiment,
+            }
+            seed = options.get("model_options", {}).get("seed")
+            if isinstance(seed, int) and experiment.replica_seeds == "offset":
+                data["model_options"] = {**options["model_options"], "seed": seed + number}
+            config = parse_run_config(data, source=where)
+            runs.append(PlannedRun(f"{label}-{letter}", label, letter, config))
+    return runs
+
+
+def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` on ``base``, key by key; mappings merge, everything else replaces."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+ACTIVE_STATUSES = frozenset({"new", "checking", "running", "waiting_operator"})
+DONE_STATUS = "completed"
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What an experiment's record holds for a replica: its current attempt."""
+
+    run_id: str
+    attempt: int
+    config_sha256: str
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What resubmitting does for one replica.
+
+    ``submit``: first attempt. ``retry``: the last attempt failed or was cancelled,
+    a new one runs under the next id. ``resend``: the last request left no trace
+    (the orchestrator has not taken it yet): it is sent again under the same id,
+    which is harmless (a second request for a run is ignored). ``done`` and
+    ``running``: nothing is sent."""
+
+    planned: PlannedRun
+    action: str
+    attempt: int
+    config: RunConfig
+    status: str | None = None
+    """The status of the attempt before (for retry/done/running)."""
+
+    @property
+    def sends(self) -> bool:
+        return self.action in ("submit", "retry", "resend")
+
+
+def resume(
+    planned: list[PlannedRun],
+    records: dict[str, Recorded],
+    statuses: dict[str, str | None],
+    *,
+    source: str = "experiment",
+) -> list[Submission]:
+    """What to do for each replica, given the record and the status of each recorded
+    run (None: no trace of it). A replica whose configuration changed since it was
+    recorded is refused: an experiment's runs must be comparable."""
+    changed = [
+        p.replica
+        for p in planned
+        if p.replica in records and records[p.replica].config_sha256 != p.config_sha256
+    ]
+    if changed:
+        raise ConfigError(
+            f"{source}: the configuration of {', '.join(changed)} differs from when this "
+            "experiment was submitted: restore the file, or give the experiment a new name"
+        )
+    out = []
+    for run in planned:
+        record = records.get(run.replica)
+        if record is None:
+            out.append(Submission(run, "submit", 1, run.config))
+            continue
+        status = statuses.get(record.run_id)
+        if status == DONE_STATUS:
+            action, attempt = "done", record.attempt
+        elif status in ACTIVE_STATUSES:
+            action, attempt = "running", record.attempt
+        elif status is None:
+            action, attempt = "resend", record.attempt
+        else:  # failed, cancelled, quarantined
+            action, attempt = "retry", record.attempt + 1
+        out.append(Submission(run, action, attempt, run.attempt(attempt), status))
+    return out

@@ -1,0 +1,157 @@
+"""Experiments end to end: every service as a process, `contreact experiment` as users
+run it, scripted models standing in for an Ollama host."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.conftest import Stack
+
+pytestmark = [pytest.mark.e2e, pytest.mark.redis]
+
+HOST = "http://localhost:11434"
+"""The scripted models' nominal host: their calls are routed and limited on it."""
+
+
+@pytest.fixture(scope="module")
+def stack_env() -> dict[str, str]:
+    # Two calls of a model at once on the host, and one worker process for all:
+    # a slow model's calls must not take the fast models' turns.
+    return {"CONTREACT_LLM_HOSTS": json.dumps({HOST: {"parallel": 2, "max_loaded_models": 0}})}
+
+
+def script(latency_ms: float) -> dict[str, Any]:
+    """Each cycle: one memory write, then the reflection."""
+    return {
+        "repeat": True,
+        "replies": [
+            {
+                "latency_ms": latency_ms,
+                "tool_calls": [{"name": "write", "arguments": {"key": "c{cycle}", "value": "v"}}],
+            },
+            {"latency_ms": latency_ms, "content": "Reflection of cycle {cycle}."},
+        ],
+    }
+
+
+def write_experiment(tmp_path: Path, name: str, models: list[dict[str, Any]], **extra: Any) -> Path:
+    data = {
+        "experiment": name,
+        "replicas": 2,
+        "cycle_count": 4,
+        "backend": "scripted",
+        "ollama_client_config": {"host": HOST},
+        "operator": {"mode": "auto"},
+        "diversity": {"enabled": False},
+        "models": models,
+        **extra,
+    }
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def rows(stack: Stack, name: str) -> list[dict[str, Any]]:
+    return list(stack.json("experiment", "status", name))
+
+
+def test_three_models_two_replicas_and_a_slow_model_holds_nobody_back(
+    stack: Stack, tmp_path: Path
+) -> None:
+    models: list[dict[str, Any]] = [
+        {"label": "quick", "model_name": "quick-model", "script": script(40)},
+        {"label": "brisk", "model_name": "brisk-model", "script": script(40)},
+        {"label": "slow", "model_name": "slow-model", "script": script(400)},
+    ]
+    path = write_experiment(tmp_path, "trio", models)
+    proc = stack.cli("experiment", "run", str(path), timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "experiment trio: 6 run(s): 6 submitted" in proc.stdout
+    assert "next: `contreact experiment export trio`" in proc.stdout
+
+    table = {row["run_id"]: row for row in rows(stack, "trio")}
+    assert sorted(table) == [f"trio-{m}-{r}" for m in ("brisk", "quick", "slow") for r in "AB"]
+    assert {row["status"] for row in table.values()} == {"completed"}
+    assert {(row["cycle"], row["backend"]) for row in table.values()} == {(4, "scripted")}
+    assert all(row["tokens"] > 0 for row in table.values())
+    fast = [row["wall_seconds"] for row in table.values() if row["label"] != "slow"]
+    slow = [row["wall_seconds"] for row in table.values() if row["label"] == "slow"]
+    # 8 calls of 40 ms against 8 of 400 ms: not held back, the fast runs take a
+    # fraction of the slow runs' time (held back, they would take as long)
+    assert max(fast) < 0.5 * min(slow), (fast, slow)
+
+    status = stack.cli("experiment", "status", "trio", check=True).stdout
+    assert "trio-slow-B (scripted)" in status and "completed" in status
+
+    out = tmp_path / "exported"
+    stack.cli("experiment", "export", "trio", "--out", str(out), check=True)
+    manifest = json.loads((out / "trio" / "experiment.json").read_text())
+    assert len(manifest["replicas"]) == 6
+    first = manifest["replicas"][0]
+    assert (first["backend"], first["ran_model"], first["attempts"]) == (
+        "scripted",
+        first["model"],
+        [first["run_id"]],
+    )
+    records = [json.loads(line) for line in (out / "trio" / first["file"]).open()]
+    calls = [r["payload"] for r in records if r["event_type"] == "LLM_INVOCATION"]
+    assert len(calls) == 8 and {c["backend"] for c in calls} == {"scripted"}
+
+
+def test_resubmitting_after_a_cancel_finishes_only_what_was_missing(
+    stack: Stack, tmp_path: Path
+) -> None:
+    models: list[dict[str, Any]] = [
+        {"label": "done", "model_name": "quick-model", "script": script(0)},
+        {"label": "long", "model_name": "slow-model", "script": script(250), "cycle_count": 24},
+    ]
+    path = write_experiment(tmp_path, "resume", models)
+    stack.cli("experiment", "run", str(path), "--detach", check=True)
+
+    def state() -> dict[str, str]:
+        return {row["run_id"]: row["status"] for row in rows(stack, "resume")}
+
+    stack.wait_until(
+        lambda: state().get("resume-done-A") == state().get("resume-done-B") == "completed",
+        what="the quick runs to complete",
+    )
+    assert state()["resume-long-A"] in ("checking", "running")
+    cancelled = stack.cli("experiment", "cancel", "resume", check=True)
+    assert "cancelled 2 run(s)" in cancelled.stdout
+    assert set(state().values()) == {"completed", "cancelled"}
+
+    again = stack.cli("experiment", "run", str(path), timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "4 run(s): 2 done already, 2 run again" in again.stdout
+    final = {row["replica"]: row for row in rows(stack, "resume")}
+    assert {r: (row["run_id"], row["status"]) for r, row in final.items()} == {
+        "done-A": ("resume-done-A", "completed"),
+        "done-B": ("resume-done-B", "completed"),
+        "long-A": ("resume-long-A.2", "completed"),
+        "long-B": ("resume-long-B.2", "completed"),
+    }
+    listed = {row["run_id"]: row["status"] for row in stack.json("runs")}
+    assert listed == {
+        "resume-done-A": "completed",
+        "resume-done-B": "completed",
+        "resume-long-A": "cancelled",
+        "resume-long-B": "cancelled",
+        "resume-long-A.2": "completed",
+        "resume-long-B.2": "completed",
+    }
+    # nothing ran twice: the completed runs' logs hold one request each
+    show = stack.json("show", "resume-done-A")
+    assert len(show["reflection_history"]) == 4
+
+    third = stack.cli("experiment", "run", str(path), "--detach", check=True)
+    assert "4 run(s): 4 done already" in third.stdout
+
+    changed = write_experiment(tmp_path, "resume", [{**models[0], "cycle_count": 9}, models[1]])
+    refused = stack.cli("experiment", "run", str(changed))
+    assert refused.returncode == 2
+    assert "configuration of done-A, done-B differs" in refused.stderr

@@ -1,0 +1,208 @@
+"""An OpenAI-compatible chat-completions stand-in on a real socket, for driving the
+real ``openai`` client (as OpenRouter, vLLM or llama.cpp's server would answer).
+
+Speaks ``GET /v1/models`` and ``POST /v1/chat/completions`` (non-streaming), with
+bearer-key checks, tool calls, usage, and errors in the OpenAI error shape. Each
+test sets the models, queues answers or failures, and reads back the requests
+(headers included) and how many calls were in flight at once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Failure:
+    """Answer with this HTTP status and OpenAI error body, or (``close``) hang up."""
+
+    status: int = 500
+    message: str = "internal error"
+    kind: str = "server_error"
+    close: bool = False
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    """Lower-case names."""
+    body: dict[str, Any]
+
+
+@dataclass
+class FakeOpenAI:
+    base_url: str = ""
+    models: list[str] = field(default_factory=list)
+    key: str | None = None
+    """The bearer key the server requires (None: any or none)."""
+    list_models: bool = True
+    """False: ``/v1/models`` answers 404, as some servers do."""
+    queue: list[dict[str, Any] | Failure] = field(default_factory=list)
+    received: list[Received] = field(default_factory=list)
+    latency_s: float = 0.0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def reply(
+        self,
+        content: str | None = "",
+        tool_calls: list[tuple[str, dict[str, Any] | str]] = (),  # type: ignore[assignment]
+        *,
+        prompt_tokens: int = 11,
+        completion_tokens: int = 7,
+        finish_reason: str = "stop",
+        model: str | None = None,
+        reasoning: str | None = None,
+    ) -> None:
+        """Queue an answer; a tool call's arguments may be raw text (unreadable JSON)."""
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": f"srv_{n}",
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "arguments": args if isinstance(args, str) else json.dumps(args),
+                    },
+                }
+                for n, (name, args) in enumerate(tool_calls)
+            ]
+            finish_reason = "tool_calls"
+        if reasoning is not None:
+            message["reasoning"] = reasoning
+        self.queue.append(
+            {
+                "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            }
+        )
+
+    def fail(self, status: int = 500, message: str = "boom", *, times: int = 1) -> None:
+        kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit"}
+        self.queue.extend(
+            Failure(status, message, kind.get(status, "server_error")) for _ in range(times)
+        )
+
+    def drop_connection(self) -> None:
+        self.queue.append(Failure(close=True))
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.received if r.path.endswith("/chat/completions")]
+
+
+def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def _send(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _error(self, status: int, message: str, kind: str) -> None:
+            self._send(status, {"error": {"message": message, "type": kind, "code": None}})
+
+        def _authorized(self) -> bool:
+            if fake.key is None:
+                return True
+            if self.headers.get("Authorization") == f"Bearer {fake.key}":
+                return True
+            self._error(401, "Incorrect API key provided.", "authentication_error")
+            return False
+
+        def _record(self, body: dict[str, Any]) -> None:
+            with fake.lock:
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                fake.received.append(Received(self.path, headers, body))
+
+        def do_GET(self) -> None:
+            self._record({})
+            if not self._authorized():
+                return
+            if self.path.rstrip("/").endswith("/v1/models") and fake.list_models:
+                data = [{"id": m, "object": "model", "owned_by": "fake"} for m in fake.models]
+                self._send(200, {"object": "list", "data": data})
+            else:
+                self._error(404, f"no route {self.path}", "not_found")
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            self._record(body)
+            if not self.path.endswith("/v1/chat/completions"):
+                self._error(404, f"no route {self.path}", "not_found")
+                return
+            if not self._authorized():
+                return
+            with fake.lock:
+                answer = fake.queue.pop(0) if fake.queue else None
+                fake.in_flight += 1
+                fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+            try:
+                if fake.latency_s:
+                    time.sleep(fake.latency_s)
+                self._answer(body, answer)
+            finally:
+                with fake.lock:
+                    fake.in_flight -= 1
+
+        def _answer(self, body: dict[str, Any], answer: dict[str, Any] | Failure | None) -> None:
+            if isinstance(answer, Failure):
+                if answer.close:
+                    self.close_connection = True
+                    self.connection.close()
+                else:
+                    self._error(answer.status, answer.message, answer.kind)
+            elif body.get("model") not in fake.models:
+                self._error(404, f"The model `{body.get('model')}` does not exist", "not_found")
+            elif answer is None:
+                self._error(500, "fake openai: no answer queued", "server_error")
+            else:
+                self._send(
+                    200,
+                    {
+                        "id": "chatcmpl-fake",
+                        "object": "chat.completion",
+                        "created": 1_700_000_000,
+                        **answer,
+                        "model": answer["model"] or body["model"],
+                    },
+                )
+
+    return Handler
+
+
+@contextmanager
+def running_fake_openai(
+    models: list[str] | None = None, *, key: str | None = None
+) -> Iterator[FakeOpenAI]:
+    fake = FakeOpenAI(models=list(models or []), key=key)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
+    fake.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -1,0 +1,272 @@
+"""LLM workers on a real Redis against an Ollama stand-in that schedules like Ollama:
+limits shared by every worker, a slow model beside a fast one, loaded models kept
+busy, and a dead worker's slot and task taken over."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from contreact_bus.connection import connect
+from contreact_bus.llm_routes import llm_task_stream
+from contreact_events.codec import message_from_fields
+from contreact_events.messages import ChatMessage
+from contreact_events.names import LLM_ROUTES, llm_host_leases_key
+from contreact_events.tasks import InboxMessage, LLMTask
+from contreact_llm.handler import build_handler
+from contreact_llm.main import build_scheduler, run
+from contreact_llm.settings import LLMWorkerSettings
+from tests.ollama_host import running_ollama_host
+from tests.support.inbox import INBOX, use_one_shard
+from tests.support.orchestration import ask_for
+
+pytestmark = pytest.mark.redis
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+async def _one_inbox_shard(aredis: aioredis.Redis) -> None:
+    await use_one_shard(aredis)
+
+
+def chat(run_id: str, model: str, host: str, **changes: Any) -> LLMTask:
+    fields: dict[str, Any] = {"hosts": (host,), **changes}
+    return LLMTask(
+        kind="chat",
+        task_id=f"{run_id}/c1/s1",
+        run_id=run_id,
+        backend="ollama",
+        model=model,
+        host=host,
+        messages=(ChatMessage(role="user", content="Cycle 1 begins."),),
+        **fields,
+    )
+
+
+def worker(redis_url: str, name: str, host: str, **changes: Any) -> LLMWorkerSettings:
+    fields: dict[str, Any] = {
+        "redis_url": redis_url,
+        "consumer_name": name,
+        "hosts": {host: {"parallel": 2, "max_loaded_models": 2}},
+        "poll_s": 0.1,
+        "backoff_base_s": 0.001,
+        "keep_warm_s": 0.2,
+        **changes,
+    }
+    return LLMWorkerSettings(**fields)
+
+
+async def send(redis: aioredis.Redis, *tasks: LLMTask) -> None:
+    """Queue tasks as an orchestrator would: each recorded as its run's pending task."""
+    for task in tasks:
+        await ask_for(redis, task.run_id, task)
+        await llm_task_stream(redis, task).send(task)
+
+
+async def answers(redis: aioredis.Redis) -> dict[str, InboxMessage]:
+    entries = await redis.xrange(INBOX) or []
+    messages = [message_from_fields(InboxMessage, fields or {}) for _id, fields in entries]
+    return {m.run_id: m for m in messages}
+
+
+async def test_a_limit_of_two_per_host_holds_across_three_workers(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    with running_ollama_host(["m"], num_parallel=8, latency_s=lambda _m: 0.15) as ollama:
+        await send(aredis, *(chat(f"run-{n}", "m", ollama.host) for n in range(8)))
+        started = await asyncio.gather(
+            *(run(worker(redis_url, f"w{n}", ollama.host), burst=True) for n in range(3))
+        )
+        assert ollama.max_in_flight == 2  # the server never saw a third call at once
+        assert len(ollama.calls) == 8
+    assert sum(started) == 8
+    done = await answers(aredis)
+    assert sorted(done) == [f"run-{n}" for n in range(8)]
+    assert {m.kind for m in done.values()} == {"LLMResponded"}
+    assert await aredis.zcard(llm_host_leases_key(ollama.host)) == 0  # every slot came back
+
+
+async def test_loaded_models_are_kept_busy_before_another_is_loaded(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    models = ["a", "b", "c"]
+    with running_ollama_host(
+        models, num_parallel=2, max_loaded=1, load_s=0.3, latency_s=lambda _m: 0.05
+    ) as ollama:
+        await send(aredis, *(chat(f"{m}-{n}", m, ollama.host) for n in range(4) for m in models))
+        settings = worker(
+            redis_url,
+            "w1",
+            ollama.host,
+            hosts={ollama.host: {"parallel": 2, "max_loaded_models": 1}},
+        )
+        await run(settings, burst=True)
+        assert len(ollama.calls) == 12
+        assert sorted(model for _t, model in ollama.loads) == models  # one load each
+        assert ollama.max_loaded_seen == 1
+        for one, other in zip(ollama.calls, ollama.calls[1:], strict=False):
+            if one.model != other.model:  # never two models at once on the host
+                assert one.end <= other.start or other.end <= one.start
+
+
+async def test_a_slow_model_does_not_hold_up_a_fast_one(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    latency = {"slow": 1.0, "fast": 0.02}
+    with running_ollama_host(
+        ["slow", "fast"], num_parallel=4, max_loaded=2, latency_s=latency.__getitem__
+    ) as ollama:
+        await send(aredis, *(chat(f"slow-{n}", "slow", ollama.host) for n in range(6)))
+        await send(aredis, *(chat(f"fast-{n}", "fast", ollama.host) for n in range(6)))
+        t0 = time.monotonic()
+        await run(worker(redis_url, "w1", ollama.host, concurrency=4), burst=True)
+        fast_done = max(c.end for c in ollama.calls if c.model == "fast") - t0
+        slow_done = max(c.end for c in ollama.calls if c.model == "slow") - t0
+    # two slow calls at a time take 3 s; the fast ones are not behind them
+    assert slow_done > 2.5
+    assert fast_done < slow_done / 3, (fast_done, slow_done)
+
+
+async def test_a_dead_workers_slot_and_task_are_taken_over(
+    aredis: aioredis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    with running_ollama_host(["m"], num_parallel=4, latency_s=lambda _m: 1.5) as ollama:
+        env = {
+            **os.environ,
+            "REDIS_URL": redis_url,
+            "CONTREACT_LLM_CONSUMER_NAME": "doomed",
+            "CONTREACT_LLM_HOSTS": json.dumps({ollama.host: {"parallel": 1}}),
+            "CONTREACT_LLM_LEASE_TTL_S": "1",
+            "CONTREACT_LLM_RECLAIM_IDLE_MS": "1000",
+        }
+        log_path = tmp_path / "doomed.log"
+        with log_path.open("wb") as log:
+            doomed = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "contreact_llm", env=env, cwd=ROOT, stdout=log, stderr=log
+            )
+        try:
+            await send(aredis, chat("run-1", "m", ollama.host))
+            deadline = time.monotonic() + 30
+            while ollama.in_flight == 0:  # the call has reached the host
+                assert time.monotonic() < deadline, log_path.read_text()
+                await asyncio.sleep(0.02)
+            doomed.send_signal(signal.SIGKILL)
+            await doomed.wait()
+        finally:
+            if doomed.returncode is None:
+                doomed.kill()
+                await doomed.wait()
+        killed_at = time.monotonic()
+        assert await aredis.zcard(llm_host_leases_key(ollama.host)) == 1  # still held
+        heir = worker(
+            redis_url,
+            "heir",
+            ollama.host,
+            hosts={ollama.host: {"parallel": 1}},
+            reclaim_idle_ms=1000,
+        )
+        await _serve_until(heir, aredis, "run-1")
+        waited = time.monotonic() - killed_at
+    assert 0.5 < waited < 10
+    (message,) = (await answers(aredis)).values()
+    assert message.kind == "LLMResponded" and message.causation_id == "run-1/c1/s1"
+    assert await aredis.zcard(llm_host_leases_key(ollama.host)) == 0
+
+
+async def _serve_until(settings: LLMWorkerSettings, redis: aioredis.Redis, run_id: str) -> None:
+    """A worker that keeps going (burst would stop at once: nothing is *waiting*, the
+    task is pending on the dead worker) until ``run_id`` is answered."""
+    stop = asyncio.Event()
+    serving = asyncio.create_task(run(settings, stop=stop))
+    deadline = time.monotonic() + 20
+    while run_id not in await answers(redis):
+        assert time.monotonic() < deadline and not serving.done()
+        await asyncio.sleep(0.05)
+    stop.set()
+    await serving
+
+
+async def test_routes_are_registered_per_model_and_pool(aredis: aioredis.Redis) -> None:
+    one = chat("r1", "m", "http://a:1")
+    pool = chat("r2", "m", "http://a:1", hosts=("http://a:1", "http://b:1"))
+    await send(aredis, one, pool, chat("r3", "other", "http://a:1"))
+    routes = {k.decode(): json.loads(v) for k, v in (await aredis.hgetall(LLM_ROUTES)).items()}
+    assert len(routes) == 3
+    assert sorted(r["hosts"] for r in routes.values()) == [
+        ["http://a:1"],
+        ["http://a:1"],
+        ["http://a:1", "http://b:1"],
+    ]
+    assert all(k.startswith("ollama/") for k in routes)
+
+
+async def test_the_chat_loop_keeps_going_when_its_connections_are_dropped(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    with running_ollama_host(["m"], num_parallel=2, latency_s=lambda _m: 0.01) as ollama:
+        settings = worker(redis_url, "w1", ollama.host)
+        client = await connect(redis_url)
+        handler = await build_handler(client, settings)
+        chats = build_scheduler(client, handler, settings)
+        stop = asyncio.Event()
+        serving = asyncio.create_task(chats.run(stop))
+        try:
+            await send(aredis, chat("before", "m", ollama.host))
+            await _until_answered(aredis, "before", serving)
+            # every connection of the worker's, its wake-up subscription included
+            await aredis.client_kill_filter(_type="normal", skipme=True)
+            await aredis.client_kill_filter(_type="pubsub")
+            await send(aredis, chat("after", "m", ollama.host))
+            await _until_answered(aredis, "after", serving)
+        finally:
+            stop.set()
+            await serving
+            await handler.aclose()
+            await client.aclose()
+
+
+async def _until_answered(redis: aioredis.Redis, run_id: str, serving: asyncio.Task[int]) -> None:
+    deadline = time.monotonic() + 15
+    while run_id not in await answers(redis):
+        assert time.monotonic() < deadline and not serving.done(), serving
+        await asyncio.sleep(0.05)
+
+
+async def test_a_pool_of_hosts_serves_one_model(aredis: aioredis.Redis, redis_url: str) -> None:
+    with (
+        running_ollama_host(["m"], num_parallel=4, latency_s=lambda _m: 0.3) as one,
+        running_ollama_host(["m"], num_parallel=4, latency_s=lambda _m: 0.3) as two,
+    ):
+        pool = (one.host, two.host)
+        limits = {host: {"parallel": 1, "max_loaded_models": 1} for host in pool}
+        await send(aredis, *(chat(f"run-{n}", "m", one.host, hosts=pool) for n in range(4)))
+        await run(worker(redis_url, "w1", one.host, hosts=limits), burst=True)
+        assert (len(one.calls), len(two.calls)) == (2, 2)  # both hosts served
+        assert one.max_in_flight == two.max_in_flight == 1
+        # at the same time: each call on one host overlaps one on the other
+        for call in one.calls:
+            assert any(c.start < call.end and call.start < c.end for c in two.calls)
+    assert sorted(await answers(aredis)) == [f"run-{n}" for n in range(4)]
+
+
+async def test_renewals_do_not_cry_wolf_over_calls_that_just_ended(
+    aredis: aioredis.Redis, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Leases are renewed while calls keep ending; one released meanwhile is not lost."""
+    with running_ollama_host(["m"], num_parallel=64, latency_s=lambda _m: 0.02) as ollama:
+        await send(aredis, *(chat(f"run-{n}", "m", ollama.host) for n in range(300)))
+        many = {ollama.host: {"parallel": 20}}
+        settings = worker(redis_url, "w1", ollama.host, hosts=many, lease_ttl_s=1.5)
+        await asyncio.wait_for(run(settings, burst=True), 60)
+    assert len(ollama.calls) == 300
+    assert not [r for r in caplog.records if "had expired" in r.getMessage()]
