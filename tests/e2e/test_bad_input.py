@@ -88,7 +88,9 @@ def test_a_model_that_is_not_pulled_fails_the_run_with_the_pull_command(
 @pytest.mark.redis
 def test_an_unreachable_ollama_host_is_named(stack: Stack, tmp_path: Path) -> None:
     host = closed_port_host()
-    path = config_file(tmp_path, backend="ollama", ollama_client_config={"host": host})
+    path = config_file(
+        tmp_path, run_id="bad-unreachable", backend="ollama", ollama_client_config={"host": host}
+    )
     one_line_error(stack.cli("run", str(path)), 1, host)
 
 
@@ -99,6 +101,7 @@ def test_an_ollama_run_through_every_service(stack: Stack, tmp_path: Path) -> No
         fake.reply("I wrote my first thought down.")
         path = config_file(
             tmp_path,
+            run_id="bad-ollama",
             backend="auto",
             model_name="llama3",
             ollama_client_config={"host": fake.host},
@@ -117,6 +120,6 @@ def test_an_ollama_run_through_every_service(stack: Stack, tmp_path: Path) -> No
         "content": "Saved under key 'first'.",
         "tool_name": "write",
     }
-    show = stack.json("show", "bad-1")
+    show = stack.json("show", "bad-ollama")
     assert show["reflection_history"] == ["I wrote my first thought down."]
     assert show["cycle_metrics"][0]["prompt_tokens"] == 20
