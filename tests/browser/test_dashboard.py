@@ -179,6 +179,38 @@ def test_a_composed_config_runs_with_the_cli(ui_stack: UIStack, page: Page, tmp_
     assert page.locator("#download").count() == 0
 
 
+def test_a_composed_experiment_runs_with_the_cli(
+    ui_stack: UIStack, page: Page, tmp_path: Path
+) -> None:
+    page.goto(ui_stack.base + "/compose")
+    page.locator("#compose-modes a", has_text="experiment").click()
+    page.fill("input[name=experiment]", "composed-exp")
+    page.fill("input[name=replicas]", "2")
+    page.fill("textarea[name=models]", "scripted-a\nscripted-b")
+    page.fill("input[name=cycle_count]", "2")
+    page.select_option("select[name=backend]", "scripted")
+    page.fill("textarea[name=script]", "repeat: true\nreplies:\n  - content: 'Cycle {cycle}.'\n")
+    page.locator("#compose-submit").click()
+    assert "composed-exp.yaml" in page.locator("h2").last.inner_text()
+    preview = page.locator("#yaml-preview").inner_text()
+    assert "contreact experiment run composed-exp.yaml" in preview
+    shot(page, "compose-experiment-preview")
+    with page.expect_download() as download:
+        page.locator("#download").click()
+    target = tmp_path / download.value.suggested_filename
+    download.value.save_as(target)
+    result = ui_stack.cli("experiment", "run", str(target), timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    runs = [f"composed-exp-scripted-{m}-{r}" for m in "ab" for r in "AB"]
+    for run_id in runs:
+        wait(lambda: ui_stack.run_row(run_id).get("status") == "completed", 30, run_id)  # noqa: B023
+    assert {ui_stack.run_row(run_id).get("experiment") for run_id in runs} == {"composed-exp"}
+    page.fill("textarea[name=models]", "- {model_name: a, label: X}\n- {model_name: b, label: X}")
+    page.locator("#compose-submit").click()
+    assert "label 'X'" in page.locator("#compose-error").inner_text()
+    assert page.locator("#download").count() == 0
+
+
 HOSTILE = "hostile-browser"
 
 

@@ -204,7 +204,7 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
         request: Request,
         mode: Annotated[str, Query(pattern=f"^({'|'.join(COMPOSERS)})$")] = "run",
     ) -> ComposePage:
-        """A form that composes a run config; nothing is stored."""
+        """A form that composes a run config or an experiment file; nothing is stored."""
         values = dict(request.query_params)
         values.pop("mode", None)
         sent = bool(values)
@@ -212,7 +212,8 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
         download = f"/compose.yaml?{request.url.query}" if composed.yaml and sent else None
         return ComposePage(
             mode=mode,
-            modes=sorted(COMPOSERS),
+            modes=list(COMPOSERS),
+            command=COMPOSERS[mode].command,
             values=composed.values,
             yaml=composed.yaml if sent else None,
             error=composed.error if sent else None,
@@ -225,11 +226,14 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
         response_class=Response,
         responses=download_responses("application/yaml", "the composed config"),
     )
-    def composed_yaml(request: Request) -> Response:
+    def composed_yaml(
+        request: Request,
+        mode: Annotated[str, Query(pattern=f"^({'|'.join(COMPOSERS)})$")] = "run",
+    ) -> Response:
         """The composed config as a file to download (400 with the reason if invalid)."""
         values = dict(request.query_params)
         values.pop("mode", None)
-        composed = compose("run", values)
+        composed = compose(mode, values)
         if composed.yaml is None:
             return PlainTextResponse(f"{composed.error}\n", status_code=400)
         return Response(

@@ -3,9 +3,10 @@ nothing (the form is a GET and the YAML is built for the response alone).
 
 Each mode is a ``Composer``: its fields, how values become config data, and the
 model that validates it. ``run`` builds a run config and validates it with
-``contreact_events.config.parse_run_config``, the check ``contreact run`` makes. An
-``experiment`` mode (models x replicas) is added here as a second composer once the
-experiment file format exists.
+``contreact_events.config.parse_run_config``, the check ``contreact run`` makes.
+``experiment`` builds an experiment file (models x replicas, the same run options
+shared by every model) and validates it as ``contreact experiment run`` does: the file
+parsed, then every run it expands to.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import yaml
 
 from contreact_events.config import RunConfig, parse_run_config
 from contreact_events.exceptions import ConfigError
+from contreact_events.experiment import expand, parse_experiment
 
 FieldKind = Literal["text", "int", "float", "select", "checkbox", "textarea"]
 SUBMITTED = "submitted"
@@ -43,6 +45,8 @@ class FormField:
 
 class Composer(Protocol):
     mode: str
+    command: str
+    """The CLI command that runs what it composes."""
     fields: tuple[FormField, ...]
 
     def build(self, values: Mapping[str, str]) -> dict[str, Any]: ...
@@ -66,8 +70,152 @@ def _set(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     data[path[-1]] = value
 
 
+OPTION_FIELDS: tuple[FormField, ...] = (
+    FormField("cycle_count", "Cycles", "int", default="10"),
+    FormField(
+        "backend",
+        "Backend",
+        "select",
+        default="ollama",
+        options=("ollama", "openai", "embedded", "scripted", "auto"),
+        help="auto: Ollama if it answers, else the embedded model (the run records which)",
+    ),
+    FormField(
+        "ollama_client_config.host",
+        "Ollama host",
+        default="http://localhost:11434",
+        group="Backend",
+    ),
+    FormField(
+        "openai_client_config.base_url",
+        "OpenAI-compatible URL",
+        group="Backend",
+        help="backend openai: default OpenRouter's",
+    ),
+    FormField(
+        "openai_client_config.api_key_env",
+        "API key variable",
+        group="Backend",
+        help="the environment variable the LLM worker reads the key from (never the key)",
+    ),
+    FormField("keep_alive", "keep_alive", help="e.g. 10m", group="Backend"),
+    FormField("model_options.seed", "seed", "int", group="Model options"),
+    FormField("model_options.temperature", "temperature", "float", group="Model options"),
+    FormField("model_options.top_p", "top_p", "float", group="Model options"),
+    FormField("model_options.num_predict", "num_predict", "int", group="Model options"),
+    FormField("model_options.repeat_last_n", "repeat_last_n", "int", group="Model options"),
+    FormField("model_options.repeat_penalty", "repeat_penalty", "float", group="Model options"),
+    FormField("model_options.num_ctx", "num_ctx", "int", group="Model options"),
+    FormField(
+        "max_steps_per_cycle",
+        "Steps per cycle",
+        "int",
+        group="Protocol",
+        help="LLM calls per cycle before it is cut (default 25)",
+    ),
+    FormField(
+        "operator.mode",
+        "Operator",
+        "select",
+        default="auto",
+        options=("auto", "human"),
+        group="Protocol",
+    ),
+    FormField(
+        "operator.auto_reply",
+        "Automatic reply",
+        group="Protocol",
+        help="default: Acknowledged.",
+    ),
+    FormField(
+        "system_prompt_file",
+        "System prompt file",
+        group="Protocol",
+        help="relative to the YAML file; default: the paper's Box 1",
+    ),
+    FormField(
+        "cycle_start_message",
+        "Cycle opening",
+        group="Protocol",
+        help="default: Cycle {cycle} begins.",
+    ),
+    FormField(
+        "diversity.enabled",
+        "Similarity advisories",
+        "checkbox",
+        default="on",
+        group="Diversity",
+    ),
+    FormField(
+        "diversity.mode",
+        "Mode",
+        "select",
+        default="advisory",
+        options=("advisory", "regenerate"),
+        group="Diversity",
+    ),
+    FormField(
+        "diversity.corpus_scope",
+        "Corpus",
+        "select",
+        default="run",
+        options=("run", "experiment"),
+        group="Diversity",
+    ),
+    FormField(
+        "diversity.high_threshold",
+        "High threshold",
+        "float",
+        group="Diversity",
+        help="default 0.8",
+    ),
+    FormField(
+        "diversity.moderate_threshold",
+        "Moderate threshold",
+        "float",
+        group="Diversity",
+        help="default 0.7",
+    ),
+    FormField("tools.search_memory", "search_memory tool", "checkbox", group="Diversity"),
+    FormField(
+        "script",
+        "Script (scripted backend)",
+        "textarea",
+        group="Script",
+        help="YAML: a list of replies ({content, tool_calls}) or {replies, repeat}",
+    ),
+)
+"""The run options: the same for a run and for every model of an experiment."""
+
+
+def build_values(fields: tuple[FormField, ...], values: Mapping[str, str]) -> dict[str, Any]:
+    """Config data from the form: empty fields are left out (their defaults hold)."""
+    submitted = bool(values.get(SUBMITTED))
+    data: dict[str, Any] = {}
+    for field in fields:
+        raw = values.get(field.name)
+        if field.kind == "checkbox":
+            ticked = raw is not None if submitted else field.default == "on"
+            if ticked != (field.default == "on"):
+                _set(data, field.path, ticked)
+            continue
+        raw = (raw if raw is not None else ("" if submitted else field.default)).strip()
+        if not raw:
+            continue
+        value: Any = raw
+        if field.kind == "int":
+            value = _number(field, raw, int)
+        elif field.kind == "float":
+            value = _number(field, raw, float)
+        elif field.kind == "textarea":
+            value = _yaml_field(field, raw)
+        _set(data, field.path, value)
+    return data
+
+
 class RunComposer:
     mode = "run"
+    command = "contreact run"
     fields: tuple[FormField, ...] = (
         FormField(
             "run_id",
@@ -75,132 +223,12 @@ class RunComposer:
             help="optional: `contreact run` makes one from the model name and the time",
         ),
         FormField("model_name", "Model", default="llama3:latest"),
-        FormField("cycle_count", "Cycles", "int", default="10"),
-        FormField(
-            "backend",
-            "Backend",
-            "select",
-            default="auto",
-            options=("auto", "ollama", "embedded", "scripted"),
-        ),
         FormField("experiment", "Experiment", help="groups runs for comparison"),
-        FormField(
-            "ollama_client_config.host",
-            "Ollama host",
-            default="http://localhost:11434",
-            group="Backend",
-        ),
-        FormField("keep_alive", "keep_alive", help="e.g. 10m", group="Backend"),
-        FormField("model_options.seed", "seed", "int", group="Model options"),
-        FormField("model_options.temperature", "temperature", "float", group="Model options"),
-        FormField("model_options.top_p", "top_p", "float", group="Model options"),
-        FormField("model_options.num_predict", "num_predict", "int", group="Model options"),
-        FormField("model_options.repeat_last_n", "repeat_last_n", "int", group="Model options"),
-        FormField("model_options.repeat_penalty", "repeat_penalty", "float", group="Model options"),
-        FormField("model_options.num_ctx", "num_ctx", "int", group="Model options"),
-        FormField(
-            "max_steps_per_cycle",
-            "Steps per cycle",
-            "int",
-            group="Protocol",
-            help="LLM calls per cycle before it is cut (default 25)",
-        ),
-        FormField(
-            "operator.mode",
-            "Operator",
-            "select",
-            default="auto",
-            options=("auto", "human"),
-            group="Protocol",
-        ),
-        FormField(
-            "operator.auto_reply",
-            "Automatic reply",
-            group="Protocol",
-            help="default: Acknowledged.",
-        ),
-        FormField(
-            "system_prompt_file",
-            "System prompt file",
-            group="Protocol",
-            help="relative to the YAML file; default: the paper's Box 1",
-        ),
-        FormField(
-            "cycle_start_message",
-            "Cycle opening",
-            group="Protocol",
-            help="default: Cycle {cycle} begins.",
-        ),
-        FormField(
-            "diversity.enabled",
-            "Similarity advisories",
-            "checkbox",
-            default="on",
-            group="Diversity",
-        ),
-        FormField(
-            "diversity.mode",
-            "Mode",
-            "select",
-            default="advisory",
-            options=("advisory", "regenerate"),
-            group="Diversity",
-        ),
-        FormField(
-            "diversity.corpus_scope",
-            "Corpus",
-            "select",
-            default="run",
-            options=("run", "experiment"),
-            group="Diversity",
-        ),
-        FormField(
-            "diversity.high_threshold",
-            "High threshold",
-            "float",
-            group="Diversity",
-            help="default 0.8",
-        ),
-        FormField(
-            "diversity.moderate_threshold",
-            "Moderate threshold",
-            "float",
-            group="Diversity",
-            help="default 0.7",
-        ),
-        FormField("tools.search_memory", "search_memory tool", "checkbox", group="Diversity"),
-        FormField(
-            "script",
-            "Script (scripted backend)",
-            "textarea",
-            group="Script",
-            help="YAML: a list of replies ({content, tool_calls}) or {replies, repeat}",
-        ),
+        *OPTION_FIELDS,
     )
 
     def build(self, values: Mapping[str, str]) -> dict[str, Any]:
-        """Config data from the form: empty fields are left out (their defaults hold)."""
-        submitted = bool(values.get(SUBMITTED))
-        data: dict[str, Any] = {}
-        for field in self.fields:
-            raw = values.get(field.name)
-            if field.kind == "checkbox":
-                ticked = raw is not None if submitted else field.default == "on"
-                if ticked != (field.default == "on"):
-                    _set(data, field.path, ticked)
-                continue
-            raw = (raw if raw is not None else ("" if submitted else field.default)).strip()
-            if not raw:
-                continue
-            value: Any = raw
-            if field.kind == "int":
-                value = _number(field, raw, int)
-            elif field.kind == "float":
-                value = _number(field, raw, float)
-            elif field.kind == "textarea":
-                value = _script(raw)
-            _set(data, field.path, value)
-        return data
+        return build_values(self.fields, values)
 
     def validate(self, data: dict[str, Any]) -> None:
         checked = dict(data)
@@ -211,20 +239,77 @@ class RunComposer:
         return f"{data.get('run_id') or 'run'}.yaml"
 
 
-def _script(raw: str) -> Any:
+class ExperimentComposer:
+    """Models x replicas: the models one per line (or a YAML list with per-model
+    overrides), every other option shared by all of them."""
+
+    mode = "experiment"
+    command = "contreact experiment run"
+    fields: tuple[FormField, ...] = (
+        FormField(
+            "experiment",
+            "Experiment",
+            default="my-experiment",
+            help="names its runs: EXPERIMENT-LABEL-A, -B, ...",
+            group="Experiment",
+        ),
+        FormField("description", "Description", group="Experiment"),
+        FormField("replicas", "Replicas per model", "int", default="3", group="Experiment"),
+        FormField(
+            "replica_seeds",
+            "Replica seeds",
+            "select",
+            default="offset",
+            options=("offset", "same"),
+            help="offset: replica A gets the seed, B seed + 1, ... (independent samples)",
+            group="Experiment",
+        ),
+        FormField(
+            "models",
+            "Models",
+            "textarea",
+            default="llama3.2:3b\nqwen2.5:7b",
+            help="one model name per line, or a YAML list of {model_name, label, replicas, "
+            "model_options, ...} to override options per model",
+            group="Experiment",
+        ),
+        *OPTION_FIELDS,
+    )
+
+    def build(self, values: Mapping[str, str]) -> dict[str, Any]:
+        return build_values(self.fields, values)
+
+    def validate(self, data: dict[str, Any]) -> None:
+        source = "composed experiment"
+        expand(parse_experiment(data, source=source), source=source)
+
+    def filename(self, data: dict[str, Any]) -> str:
+        return f"{data.get('experiment') or 'experiment'}.yaml"
+
+
+def _yaml_field(field: FormField, raw: str) -> Any:
     try:
         loaded = yaml.safe_load(raw)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark else ""
         raise ConfigError(
-            f"script is not valid YAML{where}: {getattr(exc, 'problem', exc)}"
+            f"{field.name} is not valid YAML{where}: {getattr(exc, 'problem', exc)}"
         ) from None
+    if field.name == "models":
+        return _models(raw, loaded)
     return {"replies": loaded} if isinstance(loaded, list) else loaded
 
 
-COMPOSERS: dict[str, Composer] = {"run": RunComposer()}
-"""The modes the form offers; the experiment composer joins when experiments exist."""
+def _models(raw: str, loaded: Any) -> Any:
+    """Plain lines are model names; list entries that are strings too."""
+    if not isinstance(loaded, list):
+        return [{"model_name": line.strip()} for line in raw.splitlines() if line.strip()]
+    return [{"model_name": entry} if isinstance(entry, str) else entry for entry in loaded]
+
+
+COMPOSERS: dict[str, Composer] = {"run": RunComposer(), "experiment": ExperimentComposer()}
+"""The modes the form offers."""
 
 
 @dataclass(frozen=True)
@@ -244,10 +329,11 @@ def compose(mode: str, values: Mapping[str, str]) -> Composed:
         data = composer.build(values)
         composer.validate(data)
     except ConfigError as exc:
-        return Composed(shown, None, str(exc), "run.yaml")
+        return Composed(shown, None, str(exc), f"{mode}.yaml")
     header = (
-        "# Composed with the ContReAct dashboard; validated as `contreact run` validates.\n"
-        f"# Run it with: contreact run {composer.filename(data)}\n"
+        f"# Composed with the ContReAct dashboard; validated as `{composer.command}` "
+        "validates.\n"
+        f"# Run it with: {composer.command} {composer.filename(data)}\n"
     )
     text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     return Composed(shown, text, None, composer.filename(data))

@@ -289,7 +289,9 @@ class ComparePage(_Model):
 class ComposePage(_Model):
     mode: str
     modes: list[str]
-    """The modes this server composes (``experiment`` joins with the experiment format)."""
+    """The modes this server composes: ``run`` and ``experiment``."""
+    command: str
+    """The CLI command that runs the composed file."""
     values: dict[str, str]
     yaml: str | None
     error: str | None
