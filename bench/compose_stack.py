@@ -13,12 +13,13 @@ Figures:
   stand-in healthy, since the services wait for them); every service kind has a fresh
   heartbeat (what `contreact run` waits for); every container is healthy (Docker's
   health checks, run every 10 s).
-- the experiment: 2 models x 2 replicas, ``--cycles`` cycles, the stand-in answering
-  each chat request in ``--latency`` s (a note written, then a reflection: 2 LLM calls,
-  1 memory write and 1 embedding per cycle), 1 orchestrator, 2 LLM workers. Wall time
-  from the first submission to the last run completed, in compose and under
-  `contreact up`; the ratio compose / up is the cost of the containers (their network,
-  the CLI in a container).
+- the experiment: one experiment file, 2 models x 2 replicas, ``--cycles`` cycles, the
+  stand-in answering each chat request in ``--latency`` s (a note written, then a
+  reflection: 2 LLM calls, 1 memory write and 1 embedding per cycle), 1 orchestrator,
+  2 LLM workers, the dashboard following. Submitted with `contreact experiment run
+  --detach` (in a cli container for compose). Wall time from the submission to the
+  last run completed, in compose and under `contreact up`; the ratio compose / up is
+  the cost of the containers (their network, the CLI in a container).
 
 Run: ``make bench-docker`` (needs what the docker tests need: see the README).
 """
@@ -46,6 +47,7 @@ ensure_tests_importable()
 
 from contreact_bus.local_redis import free_port  # noqa: E402
 from contreact_bus.runs import heartbeats  # noqa: E402
+from contreact_cli.config_file import load_experiment  # noqa: E402
 from contreact_events.names import run_meta_key  # noqa: E402
 from tests.fake_ollama import running_fake_ollama  # noqa: E402
 from tests.support.compose_stack import (  # noqa: E402
@@ -58,30 +60,26 @@ from tests.support.compose_stack import (  # noqa: E402
 
 MODELS = ("stand-in-a:1b", "stand-in-b:3b")
 REPLICAS = 2
-KINDS = ("orchestrator", "llm-worker", "memory", "embedder")
+KINDS = ("orchestrator", "llm-worker", "memory", "embedder", "ui")
 
 
-def configs(folder: Path, host: str, cycles: int) -> list[Path]:
+def experiment_file(folder: Path, host: str, cycles: int) -> tuple[Path, list[str]]:
+    """The experiment (2 models x 2 replicas) and the run ids it makes."""
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o755)
-    paths = []
-    for model in MODELS:
-        for replica in range(1, REPLICAS + 1):
-            run_id = f"BENCH-{model.split(':')[0]}-{replica}"
-            data = {
-                "run_id": run_id,
-                "model_name": model,
-                "cycle_count": cycles,
-                "backend": "ollama",
-                "ollama_client_config": {"host": host, "timeout_s": 60},
-                "model_options": {"seed": replica},
-                "experiment": "bench",
-            }
-            path = folder / f"{run_id}.yaml"
-            path.write_text(yaml.safe_dump(data))
-            path.chmod(0o644)
-            paths.append(path)
-    return paths
+    data = {
+        "experiment": "bench",
+        "replicas": REPLICAS,
+        "cycle_count": cycles,
+        "backend": "ollama",
+        "ollama_client_config": {"host": host, "timeout_s": 60},
+        "model_options": {"seed": 1},
+        "models": [{"model_name": model} for model in MODELS],
+    }
+    path = folder / "bench.yaml"
+    path.write_text(yaml.safe_dump(data))
+    path.chmod(0o644)
+    return path, [run.config.run_id for run in load_experiment(path)[1]]
 
 
 def wait_completed(client: redis.Redis, run_ids: list[str], timeout: float = 600) -> None:
@@ -137,13 +135,14 @@ def compose_experiment(args: argparse.Namespace, env: dict[str, str]) -> dict[st
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-compose-") as tmp:
         folder = Path(tmp) / "configs"
-        paths = configs(folder, "http://ollama:11434", args.cycles)
+        path, run_ids = experiment_file(folder, "http://ollama:11434", args.cycles)
         port = free_port()
         stack_env = {
             **env,
             **images.env(),
             "CONTREACT_REDIS_PORT": str(port),
             "OLLAMA_PORT": str(free_port()),
+            "CONTREACT_UI_PUBLISHED_PORT": str(free_port()),
             "CONTREACT_CONFIGS": str(folder),
             "STAND_IN_LATENCY_S": str(args.latency),
         }
@@ -157,13 +156,14 @@ def compose_experiment(args: argparse.Namespace, env: dict[str, str]) -> dict[st
             figures["heartbeats"] = time.monotonic() - start
             stack.wait_healthy()
             figures["healthy"] = time.monotonic() - start
-            pulls = stack.cli(*(["models", "pull", f"/configs/{paths[i].name}"] for i in (0, 2)))
+            pulls = stack.cli(["models", "pull", f"/configs/{path.name}"])
             assert all(code == 0 for code, _, _ in pulls), pulls
             start = time.monotonic()
-            results = stack.cli(*(["run", "--detach", f"/configs/{p.name}"] for p in paths))
+            stack(
+                "run", "--rm", "-T", "cli", "experiment", "run", f"/configs/{path.name}", "--detach"
+            )
             figures["submitted"] = time.monotonic() - start
-            assert all(code == 0 for code, _, _ in results), results
-            wait_completed(client, [p.stem for p in paths])
+            wait_completed(client, run_ids)
             figures["experiment"] = time.monotonic() - start
         finally:
             stack.down(volumes=True)
@@ -172,7 +172,12 @@ def compose_experiment(args: argparse.Namespace, env: dict[str, str]) -> dict[st
 
 @contextlib.contextmanager
 def contreact_up(redis_url: str, data_dir: Path) -> Iterator[dict[str, str]]:
-    env = {**os.environ, "REDIS_URL": redis_url, "CONTREACT_DATA_DIR": str(data_dir)}
+    env = {
+        **os.environ,
+        "REDIS_URL": redis_url,
+        "CONTREACT_DATA_DIR": str(data_dir),
+        "CONTREACT_UI_PORT": str(free_port()),
+    }
     cli = [sys.executable, "-m", "contreact_cli"]
     subprocess.run([*cli, "up", "--llm-workers", "2"], env=env, check=True, capture_output=True)
     try:
@@ -190,19 +195,18 @@ def local_experiment(args: argparse.Namespace) -> dict[str, float]:
     ):
         fake.auto_reply = True
         fake.latency_s = args.latency
-        paths = configs(Path(tmp) / "configs", fake.host, args.cycles)
+        path, run_ids = experiment_file(Path(tmp) / "configs", fake.host, args.cycles)
         with contreact_up(url, Path(tmp) / "data") as env:
             client = redis.Redis.from_url(url)
             start = time.monotonic()
-            for path in paths:
-                subprocess.run(
-                    [sys.executable, "-m", "contreact_cli", "run", "--detach", str(path)],
-                    env=env,
-                    check=True,
-                    capture_output=True,
-                )
+            subprocess.run(
+                [sys.executable, "-m", "contreact_cli", "experiment", "run", "--detach", str(path)],
+                env=env,
+                check=True,
+                capture_output=True,
+            )
             figures["submitted"] = time.monotonic() - start
-            wait_completed(client, [p.stem for p in paths])
+            wait_completed(client, run_ids)
             figures["experiment"] = time.monotonic() - start
     return figures
 
@@ -222,9 +226,9 @@ def main() -> None:
     row("cold up: every service's heartbeat fresh", compose["heartbeats"], "s")
     row("cold up: every container healthy", compose["healthy"], "s")
     local = local_experiment(args)
-    row("compose: 4 runs submitted (cli container)", compose["submitted"], "s")
+    row("compose: experiment submitted (cli container)", compose["submitted"], "s")
     row("compose: experiment wall time", compose["experiment"], "s")
-    row("contreact up: 4 runs submitted", local["submitted"], "s")
+    row("contreact up: experiment submitted", local["submitted"], "s")
     row("contreact up: experiment wall time", local["experiment"], "s")
     ratio("experiment: compose / contreact up", compose["experiment"], local["experiment"])
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())

@@ -22,9 +22,24 @@ from contreact_events.experiment import ExperimentConfig, PlannedRun, expand, pa
 
 
 def load_config(path: Path, *, run_id: str | None = None) -> RunConfig:
-    data = _read_yaml(path, what="config file")
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of settings at the top level")
+    return _run_config(_read_mapping(path, what="config file"), path, run_id)
+
+
+def load_experiment(path: Path) -> tuple[ExperimentConfig, list[PlannedRun]]:
+    """An experiment file and every run it calls for (validated, files read in)."""
+    return _experiment(_read_mapping(path, what="experiment file"), path)
+
+
+def load_run_configs(path: Path) -> list[RunConfig]:
+    """What a file calls for, whichever kind it is: a run config's one run, or every
+    run of an experiment file (told apart by its ``models`` list)."""
+    data = _read_mapping(path, what="config or experiment file")
+    if "models" in data:
+        return [run.config for run in _experiment(data, path)[1]]
+    return [_run_config(data, path, None)]
+
+
+def _run_config(data: dict[str, Any], path: Path, run_id: str | None) -> RunConfig:
     if run_id:
         data["run_id"] = run_id
     elif not data.get("run_id"):
@@ -32,11 +47,7 @@ def load_config(path: Path, *, run_id: str | None = None) -> RunConfig:
     return parse_run_config(resolve_files(data, path), source=str(path))
 
 
-def load_experiment(path: Path) -> tuple[ExperimentConfig, list[PlannedRun]]:
-    """An experiment file and every run it calls for (validated, files read in)."""
-    data = _read_yaml(path, what="experiment file")
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of settings at the top level")
+def _experiment(data: dict[str, Any], path: Path) -> tuple[ExperimentConfig, list[PlannedRun]]:
     data = resolve_files(data, path)
     models = data.get("models")
     if isinstance(models, list):
@@ -77,6 +88,13 @@ def default_run_id(model_name: str) -> str:
 def _resolve(config_path: Path, name: Any) -> Path:
     candidate = Path(str(name)).expanduser()
     return candidate if candidate.is_absolute() else config_path.parent / candidate
+
+
+def _read_mapping(path: Path, *, what: str) -> dict[str, Any]:
+    data = _read_yaml(path, what=what)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings at the top level")
+    return data
 
 
 def _read_yaml(path: Path, *, what: str) -> Any:

@@ -403,10 +403,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(
         "models",
         cmd_models,
-        "the Ollama models a config needs: check which are missing, or pull them",
+        "the Ollama models a run config or an experiment needs: check which are missing, "
+        "or pull them",
     )
     p.add_argument("action", choices=("pull", "check"))
-    p.add_argument("file", help="a run config (YAML)")
+    p.add_argument("file", help="a run config or an experiment file (YAML)")
     p.add_argument("--host", help="the Ollama to use instead of the one the file names")
     p = add("deadletters", cmd_deadletters, "messages that could not be processed", listing=True)
     p.add_argument("--limit", type=bounded_int(1, 10_000), default=50, help="newest N (default 50)")

@@ -1,6 +1,6 @@
-"""`contreact models pull|check FILE`: the Ollama models a config needs, on the Ollama
-host it names (or ``--host``): which are there, which are missing, and a pull of the
-missing ones with progress.
+"""`contreact models pull|check FILE`: the Ollama models a run config or an experiment
+file needs, on the Ollama host each run names (or ``--host``): which are there, which
+are missing, and a pull of the missing ones with progress.
 
 Pulls go through the real ``ollama`` client (``/api/pull``, streamed progress), one
 model at a time, so the progress lines of two models never interleave.
@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import ollama
 
-from contreact_cli.config_file import load_config
+from contreact_cli.config_file import load_run_configs
 from contreact_cli.exceptions import CLIError
 from contreact_cli.text import safe
 
@@ -46,13 +46,15 @@ def tagged(name: str) -> str:
 
 
 def needed_models(path: Path, host: str | None = None) -> list[ModelNeed]:
-    """The models a run config needs from Ollama, each with its host (``host``
-    overrides the file's). Experiment files add one branch here: each of their runs'
-    configs gives one need."""
-    config = load_config(path)
-    if config.backend not in OLLAMA_BACKENDS:
-        return []
-    return [ModelNeed(tagged(config.model_name), host or config.ollama_client_config.host)]
+    """The models a run config or an experiment file needs from Ollama: each run on
+    an Ollama backend gives one need, its model on its host (``host`` overrides the
+    file's), each need once, in the file's order."""
+    needs = [
+        ModelNeed(tagged(config.model_name), host or config.ollama_client_config.host)
+        for config in load_run_configs(path)
+        if config.backend in OLLAMA_BACKENDS
+    ]
+    return list(dict.fromkeys(needs))
 
 
 async def models_on(client: ollama.AsyncClient, host: str) -> set[str]:

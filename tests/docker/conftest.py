@@ -75,6 +75,7 @@ def compose_stack(
         **images.env(),
         "CONTREACT_REDIS_PORT": str(free_port()),
         "OLLAMA_PORT": str(free_port()),
+        "CONTREACT_UI_PUBLISHED_PORT": str(free_port()),
         "CONTREACT_CONFIGS": str(configs_dir),
     }
     stack = ComposeStack(env=env)

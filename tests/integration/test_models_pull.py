@@ -1,14 +1,17 @@
 """`contreact models pull|check FILE` against the Ollama stand-in (a real socket, the
-real ``ollama`` client, Ollama's streamed ``/api/pull`` progress)."""
+real ``ollama`` client, Ollama's streamed ``/api/pull`` progress), for a run config
+and for an experiment file (one need per run, each model once per host)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from contreact_cli.main import main
+from contreact_cli.models_commands import ModelNeed, needed_models
 from tests.fake_ollama import closed_port_host, running_fake_ollama
 
 
@@ -108,3 +111,87 @@ def test_a_bad_config_is_one_line(tmp_path, capsys) -> None:
     code, _, err = contreact(capsys, "models", "pull", str(path))
     assert code == 2
     assert err.startswith("contreact: error:") and "cycle_count" in err
+
+
+def experiment_file(tmp_path: Path, host: str, models: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "experiment.yaml"
+    data = {
+        "experiment": "pulls",
+        "replicas": 3,
+        "cycle_count": 1,
+        "backend": "ollama",
+        "ollama_client_config": {"host": host},
+        "models": models,
+    }
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_an_experiment_needs_each_of_its_models_once_per_host(tmp_path) -> None:
+    path = experiment_file(
+        tmp_path,
+        "http://gpu-a:11434",
+        [
+            {"label": "Llama", "model_name": "llama3"},
+            {"label": "LlamaCold", "model_name": "llama3", "model_options": {"temperature": 0}},
+            {"label": "Qwen", "model_name": "qwen3:8b", "replicas": 1},
+            {
+                "label": "QwenB",
+                "model_name": "qwen3:8b",
+                "ollama_client_config": {"host": "http://gpu-b:11434"},
+            },
+            {
+                "label": "Script",
+                "model_name": "s",
+                "backend": "scripted",
+                "script": {"replies": [{}]},
+            },
+        ],
+    )
+    assert needed_models(path) == [
+        ModelNeed("llama3:latest", "http://gpu-a:11434"),
+        ModelNeed("qwen3:8b", "http://gpu-a:11434"),
+        ModelNeed("qwen3:8b", "http://gpu-b:11434"),
+    ]
+    assert needed_models(path, "http://other:11434") == [
+        ModelNeed("llama3:latest", "http://other:11434"),
+        ModelNeed("qwen3:8b", "http://other:11434"),
+    ]
+
+
+def test_pull_fetches_every_model_of_an_experiment_once(tmp_path, capsys) -> None:
+    pullable = {"stand-in-a:1b": 1_300_000_000, "stand-in-b:3b": 2_000_000_000}
+    with running_fake_ollama(pullable=pullable) as fake:
+        path = experiment_file(
+            tmp_path,
+            fake.host,
+            [{"label": "A", "model_name": "stand-in-a:1b"}, {"model_name": "stand-in-b:3b"}],
+        )
+        code, out, _ = contreact(capsys, "models", "check", str(path))
+        assert code == 1
+        assert f"{fake.host}: MISSING stand-in-a:1b: not pulled" in out
+        assert f"{fake.host}: MISSING stand-in-b:3b: not pulled" in out
+
+        code, out, _ = contreact(capsys, "models", "pull", str(path))
+        assert code == 0, out
+        assert f"pulling stand-in-a:1b on {fake.host}" in out
+        assert f"pulling stand-in-b:3b on {fake.host}" in out
+        assert out.splitlines()[-1] == (
+            f"{fake.host}: stand-in-a:1b (pulled), stand-in-b:3b (pulled)"
+        )
+        pulls = [body["model"] for path_, body in fake.requests if path_ == "/api/pull"]
+        assert pulls == ["stand-in-a:1b", "stand-in-b:3b"]  # six runs, two pulls
+
+        code, out, _ = contreact(capsys, "models", "check", str(path))
+        assert code == 0
+        assert out.strip() == f"{fake.host}: stand-in-a:1b (present), stand-in-b:3b (present)"
+
+
+def test_a_bad_experiment_file_is_one_line_naming_the_problem(tmp_path, capsys) -> None:
+    path = experiment_file(
+        tmp_path, closed_port_host(), [{"label": "not a label", "model_name": "llama3"}]
+    )
+    code, out, err = contreact(capsys, "models", "pull", str(path))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1
+    assert err.startswith(f"contreact: error: {path}:") and "label must be" in err

@@ -21,6 +21,7 @@ from contreact_llm.settings import LLMWorkerSettings
 from contreact_memory.settings import MemorySettings
 from contreact_orchestrator.settings import OrchestratorSettings
 from contreact_ui.settings import UISettings
+from tests.support.compose_stack import BUILT_SERVICES, STACK_SERVICES
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "tests/schemas/compose-spec.json").read_text())
@@ -151,6 +152,27 @@ def test_only_the_embedder_carries_torch_and_the_model() -> None:
     cli = (ROOT / "cli/pyproject.toml").read_text()
     core = cli.split("[project.optional-dependencies]")[0]
     assert "contreact-embedder" not in core and "contreact-llm-worker" not in core
+
+
+def test_the_docker_test_builds_and_starts_every_service_offline() -> None:
+    """A service added to the compose file is in the docker e2e test's stack too: its
+    image built with the offline arguments (deploy/test/compose.yml), built and started
+    by the test (tests/support/compose_stack.py), its wheels in the wheelhouse."""
+    override = load("deploy/test/compose.yml")["services"]
+    for name, service in SERVICES.items():
+        if "build" in service:
+            assert name in BUILT_SERVICES, name
+            args = override[name]["build"]["args"]
+            assert args["PIP_INSTALL_ARGS"] == "--no-index", name
+            assert args["WHEELS_IMAGE"].startswith("${"), name
+        if "profiles" not in service:
+            assert name in STACK_SERVICES, name
+    wheelhouse = (ROOT / "deploy/wheelhouse.sh").read_text()
+    listed = re.search(r"^PACKAGES=\(([^)]*)\)", wheelhouse, re.M)
+    assert listed is not None
+    for package in [*(f"services/{name}" for name in SERVICE_MODULES), "cli"]:
+        assert package in listed.group(1).split(), package
+        assert re.search(rf"\./{package}( |$)", wheelhouse, re.M), package
 
 
 def env_name(settings: type[BaseSettings], field: str) -> str:
