@@ -23,8 +23,10 @@ version=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 [ "$version" = 3.11 ] ||
   { say "$PY is Python $version; the images run 3.11: set PYTHON to a Python 3.11"; exit 1; }
 
-# What the wheelhouse depends on: the packages' dependency lists, this script, torch.
-key=$(cat "$0" "${PACKAGES[@]/%//pyproject.toml}" | sha256sum | cut -c1-16)-torch$TORCH_VERSION
+# What the wheelhouse depends on: the packages' dependency lists, the pins the tests
+# passed with (constraints.txt, the versions `make install` puts into .venv), this
+# script, torch.
+key=$(cat "$0" constraints.txt "${PACKAGES[@]/%//pyproject.toml}" | sha256sum | cut -c1-16)-torch$TORCH_VERSION
 if [ -f "$OUT/.key" ] && [ "$(cat "$OUT/.key")" = "$key" ]; then
   say "$OUT is up to date ($key)"
   exit 0
@@ -35,10 +37,11 @@ rm -rf "$tmp"
 mkdir -p "$tmp/common" "$tmp/embedder"
 constraint="$tmp/.torch-constraint.txt"
 echo "torch==$TORCH_VERSION" >"$constraint"
-download() { # download DIR REQUIREMENT...
+download() { # download DIR REQUIREMENT...: at the versions the tests passed with
   local dir=$1
   shift
-  "$PY" -m pip download --quiet --disable-pip-version-check --dest "$dir" "$@" \
+  "$PY" -m pip download --quiet --disable-pip-version-check --dest "$dir" \
+    --constraint constraints.txt "$@" \
     2> >(grep -v 'is ignored: it is neither' >&2)
 }
 say "downloading wheels into $OUT (the pip cache makes a second time fast)"

@@ -40,6 +40,11 @@ def load_run_configs(path: Path) -> list[RunConfig]:
 
 
 def _run_config(data: dict[str, Any], path: Path, run_id: str | None) -> RunConfig:
+    if "models" in data:
+        raise ConfigError(
+            f"{path} is an experiment file (it lists 'models'): run it with "
+            f"`contreact experiment run {path}`"
+        )
     if run_id:
         data["run_id"] = run_id
     elif not data.get("run_id"):
@@ -48,6 +53,11 @@ def _run_config(data: dict[str, Any], path: Path, run_id: str | None) -> RunConf
 
 
 def _experiment(data: dict[str, Any], path: Path) -> tuple[ExperimentConfig, list[PlannedRun]]:
+    if "models" not in data and "model_name" in data:
+        raise ConfigError(
+            f"{path} is a run config (one 'model_name', no 'models' list): run it with "
+            f"`contreact run {path}`"
+        )
     data = resolve_files(data, path)
     models = data.get("models")
     if isinstance(models, list):

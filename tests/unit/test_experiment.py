@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from contreact_cli.config_file import load_experiment
+from contreact_cli.config_file import load_config, load_experiment
 from contreact_events.config import RUN_ID_PATTERN, RunConfig
 from contreact_events.exceptions import ConfigError
 from contreact_events.experiment import (
@@ -209,3 +209,19 @@ def test_files_named_in_an_experiment_are_read_relative_to_it(tmp_path: Path) ->
     config = planned[0].config
     assert config.system_prompt == "Be brief."
     assert config.script is not None and config.script.replies[0].content == "r"
+
+
+def test_a_file_given_to_the_wrong_command_names_the_right_one(tmp_path: Path) -> None:
+    experiment_file = tmp_path / "exp.yaml"
+    experiment_file.write_text(yaml.safe_dump(experiment()))
+    with pytest.raises(ConfigError) as raised:
+        load_config(experiment_file)
+    assert str(raised.value) == (
+        f"{experiment_file} is an experiment file (it lists 'models'): run it with "
+        f"`contreact experiment run {experiment_file}`"
+    )
+    run_file = tmp_path / "run.yaml"
+    run_file.write_text(yaml.safe_dump({"model_name": "m", "cycle_count": 2}))
+    with pytest.raises(ConfigError) as raised:
+        load_experiment(run_file)
+    assert f"`contreact run {run_file}`" in str(raised.value)
