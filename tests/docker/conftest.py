@@ -5,6 +5,7 @@ with its volumes afterwards."""
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
@@ -77,6 +78,9 @@ def compose_stack(
         "OLLAMA_PORT": str(free_port()),
         "CONTREACT_UI_PUBLISHED_PORT": str(free_port()),
         "CONTREACT_CONFIGS": str(configs_dir),
+        # Redis with a password, as .env.example offers: every service, the cli and the
+        # health checks must get it through compose.
+        "REDIS_PASSWORD": secrets.token_hex(16),
     }
     stack = ComposeStack(env=env)
     try:

@@ -7,7 +7,9 @@ mid-run. Every run completes with its cycle count, its rebuilt state equal to th
 one; the dashboard's JSON lists the runs completed with their cycles and a run's HTML
 page renders, from the host. After `docker compose down` and `up` the volumes still
 hold the runs, the memory, the experiment's record (submitting the file again sends
-nothing) and the dashboard's store (the same ui.db, not a rebuilt one).
+nothing) and the dashboard's store (the same ui.db, not a rebuilt one). Redis runs with
+a password (REDIS_PASSWORD): it refuses a client without it, every service, health
+check and the cli get it through compose, and no container's log shows it.
 
 Two orchestrator replicas share the inbox shards; the killed one's shards move to the
 other within the lease TTL.
@@ -253,7 +255,10 @@ def test_experiment_survives_kills_and_a_restart_of_the_stack(
     cold_up_s = stack.up(scale)
     assert len(stack.containers("llm-worker")) == LLM_WORKERS
     assert len(stack.containers("ui")) == 1
-    client = redis.Redis(port=int(stack.env["CONTREACT_REDIS_PORT"]))
+    port, password = int(stack.env["CONTREACT_REDIS_PORT"]), stack.env["REDIS_PASSWORD"]
+    with pytest.raises(redis.AuthenticationError):  # REDIS_PASSWORD is Redis's requirepass
+        redis.Redis(port=port).ping()
+    client = redis.Redis(port=port, password=password)
     ids = write_experiment(configs_dir)
     assert len(ids) == len(MODELS) * REPLICAS
 
@@ -308,6 +313,8 @@ def test_experiment_survives_kills_and_a_restart_of_the_stack(
     assert check_runs(stack, ids) == entries
     assert ui_store_generation(stack) == generation, "the ui volume keeps ui.db"
     check_dashboard(stack, ids)
+    logs = stack("logs", "--no-color", timeout=120).stdout
+    assert "orchestrator" in logs and password not in logs, "no service logs the password"
     print(
         f"compose: cold up {cold_up_s:.1f} s, 2x2 experiment ({CYCLES} cycles) "
         f"{experiment_s:.1f} s with kills, up again {warm_up_s:.1f} s"

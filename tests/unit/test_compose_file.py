@@ -82,7 +82,7 @@ def test_every_long_running_service_has_a_health_check_and_a_restart_policy() ->
             continue
         assert service.get("restart") == "unless-stopped", name
         test = service["healthcheck"]["test"]
-        assert test[0] == "CMD" and len(test) > 1, name
+        assert test[0] in ("CMD", "CMD-SHELL") and len(test) > 1, name
         if name in SERVICE_MODULES:
             assert test[-3:] == ["-m", "contreact_bus.health", name], name
             assert service["init"] is True, name
@@ -109,10 +109,7 @@ def test_ports_are_published_on_localhost_only() -> None:
 def test_state_lives_in_named_volumes() -> None:
     assert set(MAIN["volumes"]) == {"redis-data", "ollama-models", "runs", "memory", "ui"}
     assert "redis-data:/data" in SERVICES["redis"]["volumes"]
-    assert "--appendonly" in SERVICES["redis"]["command"]
-    assert SERVICES["redis"]["command"][SERVICES["redis"]["command"].index("--appendonly") + 1] == (
-        "yes"
-    )
+    assert "--appendonly yes" in " ".join(SERVICES["redis"]["command"])
     assert "ollama-models:/root/.ollama" in SERVICES["ollama"]["volumes"]
     assert "runs:/data/runs" in SERVICES["orchestrator"]["volumes"]
     assert "memory:/data/memory" in SERVICES["memory"]["volumes"]
@@ -204,3 +201,16 @@ def test_every_variable_the_compose_file_reads_is_in_env_example() -> None:
     assert variables
     missing = sorted(v for v in variables if not re.search(rf"^# {v}=", example, re.M))
     assert not missing
+
+
+def test_the_redis_password_reaches_every_service_and_the_health_check() -> None:
+    redis_service = SERVICES["redis"]
+    assert redis_service["environment"]["REDIS_PASSWORD"] == "${REDIS_PASSWORD:-}"
+    assert "--requirepass" in " ".join(redis_service["command"])
+    assert "REDISCLI_AUTH" in " ".join(redis_service["healthcheck"]["test"])
+    for name, service in SERVICES.items():
+        if name in ("redis", "ollama"):
+            continue
+        assert service["environment"]["REDIS_URL"] == "redis://:${REDIS_PASSWORD:-}@redis:6379/0", (
+            name
+        )

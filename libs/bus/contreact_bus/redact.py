@@ -17,7 +17,7 @@ def redact_url(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:
         return HIDDEN
-    if parts.password is None:
+    if not parts.password:  # none, or empty (compose's URL when no password is set)
         return url
     user = parts.username or ""
     host = parts.hostname or ""
