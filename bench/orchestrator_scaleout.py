@@ -2,14 +2,14 @@
 
 A synthetic load: RUNS runs of CYCLES one-call cycles (no tools, no diversity), whose
 model checks and LLM calls are answered at once by a driver in this process (it reads
-``tasks:llm`` in batches and writes answers in pipelines), so the orchestrators, not
-the workers, are what is measured. For each replica count: a flushed Redis, the
-replicas as processes (``python -m contreact_orchestrator``, 8 inbox shards), all
-shards held, then every run submitted at once; the figure is input events decided per
-second from the first submission to the last run's end. The baseline is 1 replica,
-measured in the same run.
+``tasks:llm`` and the chat route's stream in batches and writes answers in pipelines),
+so the orchestrators, not the workers, are what is measured. For each replica count: a
+flushed Redis, the replicas as processes (``python -m contreact_orchestrator``, 8 inbox
+shards), all shards held, then every run submitted at once; the figure is input events
+decided per second from the first submission to the last run's end. The baseline is 1
+replica, measured in the same run.
 
-    .venv/bin/python -m bench.orchestrator_scaleout [--runs 48] [--cycles 30]
+    .venv/bin/python -m bench.orchestrator_scaleout [--runs 96] [--cycles 60]
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import redis.asyncio as aioredis
 
 from bench._support import ROOT, header, ratio, redis_server, row, stop_process, verdict
 from contreact_bus.inbox import Inbox
-from contreact_bus.replies import stream_entries
+from contreact_bus.llm_routes import known_routes
+from contreact_bus.replies import Entry
 from contreact_bus.task_stream import Consumer
 from contreact_events.codec import message_from_fields
 from contreact_events.config import parse_run_config
@@ -58,32 +59,38 @@ def config(run_id: str, cycles: int) -> dict[str, Any]:
 
 
 async def drive(redis: aioredis.Redis, stop: asyncio.Event) -> int:
-    """Answer every LLM task at once; return how many were answered."""
+    """Answer every LLM task at once: the model checks on ``tasks:llm``, the chat calls
+    on their route's stream (found in ``llm:routes``, as the workers find them); return
+    how many were answered."""
     consumer = Consumer(redis, LLM_TASKS_STREAM, LLM_GROUP, "driver")
     await consumer.ensure_group()
     inbox = await Inbox.open(redis)
+    streams = {LLM_TASKS_STREAM: ">"}
     answered = 0
     while not stop.is_set():
-        reply = await redis.xreadgroup(
-            LLM_GROUP, "driver", {LLM_TASKS_STREAM: ">"}, count=256, block=200
-        )
-        batch = stream_entries(reply)
-        if not batch:
+        for route in (await known_routes(redis)).values():
+            if route.stream not in streams:
+                await Consumer(redis, route.stream, LLM_GROUP, "driver").ensure_group()
+                streams[route.stream] = ">"
+        reply = await redis.xreadgroup(LLM_GROUP, "driver", streams, count=256, block=200)  # type: ignore[arg-type]
+        if not reply:
             continue
+        batches = cast(list[tuple[bytes, list[Entry]]], reply)
         async with redis.pipeline(transaction=False) as pipe:
-            for entry_id, fields in batch:
-                task = message_from_fields(LLMTask, fields)
-                if task.kind == "check":
-                    message = model_checked(task, ok=True, backend="scripted", detail="bench")
-                else:
-                    content = f"reflection {task.cycle}"
-                    message = llm_responded(
-                        task, AssistantMessage(content=content), LLMUsage(), "synthetic"
-                    )
-                inbox.queue(pipe, message)
-                pipe.xack(LLM_TASKS_STREAM, LLM_GROUP, entry_id)
+            for stream, batch in batches:
+                for entry_id, fields in batch:
+                    task = message_from_fields(LLMTask, fields)
+                    if task.kind == "check":
+                        message = model_checked(task, ok=True, backend="scripted", detail="bench")
+                    else:
+                        content = f"reflection {task.cycle}"
+                        message = llm_responded(
+                            task, AssistantMessage(content=content), LLMUsage(), "synthetic"
+                        )
+                    inbox.queue(pipe, message)
+                    pipe.xack(stream, LLM_GROUP, entry_id)
+                    answered += 1
             await pipe.execute()
-        answered += len(batch)
     return answered
 
 
@@ -127,6 +134,10 @@ async def measure(url: str, replicas: int, runs: int, cycles: int) -> tuple[floa
                     statuses = await pipe.execute()
                 if all(s == b"completed" for s in statuses):
                     break
+                going = (None, b"new", b"checking", b"running", b"completed")
+                if any(s not in going for s in statuses):
+                    ended = {i: s for i, s in zip(ids, statuses, strict=True) if s not in going}
+                    raise SystemExit(f"bench: runs ended otherwise than completed: {ended}")
                 if time.perf_counter() - started > 900:
                     raise SystemExit("bench: the runs did not end within 15 minutes")
                 await asyncio.sleep(0.05)
@@ -169,8 +180,8 @@ async def _all_held(redis: aioredis.Redis) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="bench.orchestrator_scaleout")
-    parser.add_argument("--runs", type=int, default=48)
-    parser.add_argument("--cycles", type=int, default=30)
+    parser.add_argument("--runs", type=int, default=96)
+    parser.add_argument("--cycles", type=int, default=60)
     args = parser.parse_args()
     header("orchestrator scale-out: inputs decided per second, 1 / 2 / 4 replicas")
     print(f"   {args.runs} runs x {args.cycles} one-call cycles, {SHARDS} shards, answers at once")
