@@ -30,6 +30,7 @@ import redis
 import yaml
 
 from bench._support import cli, header, ratio, redis_server, row, verdict
+from contreact_bus.local_redis import free_port
 from contreact_bus.replies import entries
 from contreact_events.codec import event_from_fields
 from contreact_events.names import SERVICES_HEARTBEAT, run_log_key
@@ -129,7 +130,12 @@ def main() -> None:
     results: dict[str, tuple[float, float]] = {}
     with redis_server() as url, tempfile.TemporaryDirectory(prefix="bench-recovery-") as tmp:
         data_dir = Path(tmp) / "data"
-        env = {**os.environ, "REDIS_URL": url, "CONTREACT_DATA_DIR": str(data_dir)}
+        env = {
+            **os.environ,
+            "REDIS_URL": url,
+            "CONTREACT_DATA_DIR": str(data_dir),
+            "CONTREACT_UI_PORT": str(free_port()),  # beside a stack that holds the default
+        }
         cli(env, "up")
         client = redis.Redis.from_url(url)
         try:

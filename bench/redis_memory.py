@@ -26,6 +26,7 @@ import redis
 import yaml
 
 from bench._support import cli, header, redis_server, row, verdict
+from contreact_bus.local_redis import free_port
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
     DEFAULT_INBOX_SHARDS,
@@ -106,6 +107,7 @@ def main() -> None:
             **os.environ,
             "REDIS_URL": url,
             "CONTREACT_DATA_DIR": str(Path(tmp) / "data"),
+            "CONTREACT_UI_PORT": str(free_port()),  # beside a stack that holds the default
             "CONTREACT_ORCH_LOG_RETENTION_S": str(RETENTION_S),
         }
         cli(env, "up")

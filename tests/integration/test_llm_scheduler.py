@@ -17,10 +17,11 @@ import pytest
 import redis.asyncio as aioredis
 
 from contreact_bus.connection import connect
-from contreact_bus.llm_routes import llm_task_stream
+from contreact_bus.llm_routes import llm_task_stream, route_of
+from contreact_bus.task_stream import Consumer
 from contreact_events.codec import message_from_fields
 from contreact_events.messages import ChatMessage
-from contreact_events.names import LLM_ROUTES, llm_host_leases_key
+from contreact_events.names import LLM_GROUP, LLM_ROUTES, llm_host_leases_key
 from contreact_events.tasks import InboxMessage, LLMTask
 from contreact_llm.handler import build_handler
 from contreact_llm.main import build_scheduler, run
@@ -181,6 +182,56 @@ async def test_a_dead_workers_slot_and_task_are_taken_over(
     (message,) = (await answers(aredis)).values()
     assert message.kind == "LLMResponded" and message.causation_id == "run-1/c1/s1"
     assert await aredis.zcard(llm_host_leases_key(ollama.host)) == 0
+
+
+async def test_a_task_a_dead_worker_left_is_taken_before_newer_ones(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    """One slot, a task left pending by a worker that died, newer tasks queued behind
+    it: the left one goes first. (Reading new entries first starved it for as long as
+    another run kept its slot busy: a kill -9 of the LLM worker held three of four runs
+    for minutes.)"""
+    with running_ollama_host(["m"], num_parallel=4, latency_s=lambda _m: 0.05) as ollama:
+        old = chat("run-old", "m", ollama.host)
+        await send(aredis, old)
+        stream = route_of(old).stream
+        await Consumer(aredis, stream, LLM_GROUP, "ghost").ensure_group()
+        assert await aredis.xreadgroup(LLM_GROUP, "ghost", {stream: ">"}, count=1)
+        await asyncio.sleep(0.4)  # the ghost never refreshes its claim: it is silent
+        await send(aredis, *(chat(f"run-new-{n}", "m", ollama.host) for n in range(3)))
+        heir = worker(
+            redis_url,
+            "heir",
+            ollama.host,
+            hosts={ollama.host: {"parallel": 1}},
+            concurrency=1,
+            reclaim_idle_ms=300,
+        )
+        await _serve_until(heir, aredis, "run-new-2")
+    entries = await aredis.xrange(INBOX) or []
+    order = [message_from_fields(InboxMessage, fields or {}).run_id for _id, fields in entries]
+    assert order[0] == "run-old", order
+    assert sorted(order) == ["run-new-0", "run-new-1", "run-new-2", "run-old"]
+
+
+async def test_housekeeping_trims_the_routes_streams(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    """Every acked chat task carries its run's history: a route's stream must not keep
+    them (it did: 4.7 MB of one route's stream outlived every run in bench.redis_memory)."""
+    with running_ollama_host(["m"], num_parallel=8, latency_s=lambda _m: 0.0) as ollama:
+        tasks = [chat(f"run-{n}", "m", ollama.host) for n in range(250)]
+        await send(aredis, *tasks)
+        settings = worker(redis_url, "w1", ollama.host, concurrency=8)
+        assert await run(settings, burst=True) == 250
+    stream = route_of(tasks[0]).stream
+    assert await aredis.xlen(stream) == 250  # acked, still there
+    handler = await build_handler(aredis, settings)
+    try:
+        trimmed, _removed = await build_scheduler(aredis, handler, settings).housekeep()
+    finally:
+        await handler.aclose()
+    assert trimmed > 0 and await aredis.xlen(stream) < 250  # (trimmed in whole nodes)
 
 
 async def _serve_until(settings: LLMWorkerSettings, redis: aioredis.Redis, run_id: str) -> None:

@@ -53,6 +53,8 @@ class SchedulerSettings:
     poll_s: float = 1.0
     reclaim_idle_ms: int = 60_000
     max_deliveries: int = 5
+    housekeeping_every_s: float = 30.0
+    """How often the routes' streams are trimmed (as ``ConsumerSettings``)."""
 
 
 @dataclass
@@ -221,19 +223,29 @@ class ChatScheduler:
             await self._slots.release(*remote)
 
     async def _take(self, line: Line, count: int, reclaimable: bool) -> list[Delivery]:
-        """At most ``count`` new entries of the route (one read); else, when the scan
-        saw one, an entry a silent worker left behind."""
-        reply = await self._redis.xreadgroup(
-            LLM_GROUP, self.settings.consumer_name, {line.route.stream: ">"}, count=count
-        )
+        """At most ``count`` entries of the route: first, when the scan saw some, those
+        a silent worker left behind (the oldest: on a route that keeps receiving new
+        tasks they would otherwise wait for as long as its slots stay busy), then new
+        ones (one read)."""
         taken: list[Delivery] = []
+        while reclaimable and len(taken) < count:
+            left = await line.consumer.reclaim()  # (one entry a call: batch_size 1)
+            if not left:
+                break
+            taken += left
+        if len(taken) >= count:
+            return taken
+        reply = await self._redis.xreadgroup(
+            LLM_GROUP,
+            self.settings.consumer_name,
+            {line.route.stream: ">"},
+            count=count - len(taken),
+        )
         for entry_id, fields in stream_entries(reply):
             if fields is None:  # trimmed while pending: nothing to run
                 await self._redis.xack(line.route.stream, LLM_GROUP, entry_id)
                 continue
             taken.append(Delivery(entry_id, fields))
-        if not taken and reclaimable:
-            taken = (await line.consumer.reclaim())[:count]
         return taken
 
     def _start(self, line: Line, delivery: Delivery, lease: Lease) -> None:
@@ -316,10 +328,15 @@ class ChatScheduler:
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     async def _keep(self) -> None:
-        """Renew the leases and refresh the claims of the calls in progress."""
+        """Renew the leases and refresh the claims of the calls in progress; now and
+        then, keep house on every route's stream."""
         every_s = min(self._slots.times.lease_ttl_ms, self.settings.reclaim_idle_ms) / 3000
+        next_housekeeping = time.monotonic() + self.settings.housekeeping_every_s
         while True:
             await asyncio.sleep(every_s)
+            if time.monotonic() >= next_housekeeping:
+                next_housekeeping = time.monotonic() + self.settings.housekeeping_every_s
+                await self.housekeep()
             running = list(self._running.values())
             if not running:
                 continue
@@ -333,6 +350,21 @@ class ChatScheduler:
                 await self._refresh_claims([r for r in running if not r.ending])
             except Exception as exc:  # the next round tries again
                 log.warning("could not renew leases or claims: %s", exc)
+
+    async def housekeep(self) -> tuple[int, int]:
+        """Trim what every worker is done with from each route's stream and forget
+        consumers long gone (``Consumer.housekeep``): without it a route's stream kept
+        every acked task, each with its run's whole history. Returns (trimmed, removed)."""
+        trimmed = removed = 0
+        await self._routes.load_routes()
+        for line in list(self._routes.lines.values()):
+            try:
+                done = await line.consumer.housekeep()
+            except Exception as exc:  # the next round tries again
+                log.warning("%s: housekeeping failed: %s", line.route.stream, exc)
+                continue
+            trimmed, removed = trimmed + done[0], removed + done[1]
+        return trimmed, removed
 
     async def _refresh_claims(self, running: Sequence[_Running]) -> None:
         by_stream: dict[str, list[Any]] = {}
