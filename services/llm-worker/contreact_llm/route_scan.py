@@ -83,7 +83,8 @@ class RouteScanner:
                 on_dead_letter=self._on_dead_letter,
             )
             await consumer.ensure_group()
-            self.lines[route_id] = Line(route, consumer)
+            # (setdefault: housekeeping loads routes too, beside the dispatch loop)
+            self.lines.setdefault(route_id, Line(route, consumer))
 
     def hosts(self) -> list[str]:
         hosts = {host for line in self.lines.values() for host in line.route.hosts}

@@ -336,7 +336,10 @@ class ChatScheduler:
             await asyncio.sleep(every_s)
             if time.monotonic() >= next_housekeeping:
                 next_housekeeping = time.monotonic() + self.settings.housekeeping_every_s
-                await self.housekeep()
+                try:  # never at the cost of the renewals below
+                    await self.housekeep()
+                except Exception as exc:
+                    log.warning("housekeeping of the routes' streams failed: %s", exc)
             running = list(self._running.values())
             if not running:
                 continue
