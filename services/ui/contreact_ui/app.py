@@ -45,7 +45,7 @@ from contreact_ui.models import (
     RunRow,
     RunsPage,
 )
-from contreact_ui.pages import Pages, download_responses
+from contreact_ui.pages import Pages, download, download_responses
 from contreact_ui.projector import Notifier
 from contreact_ui.render import Renderer
 from contreact_ui.settings import UISettings
@@ -236,11 +236,7 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
         composed = compose(mode, values)
         if composed.yaml is None:
             return PlainTextResponse(f"{composed.error}\n", status_code=400)
-        return Response(
-            composed.yaml,
-            media_type="application/yaml",
-            headers={"Content-Disposition": f'attachment; filename="{composed.filename}"'},
-        )
+        return download(composed.yaml, "application/yaml", composed.filename)
 
     @app.get(
         "/runs/{run_id}/events.jsonl",
@@ -250,11 +246,7 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
     def events_jsonl(conn: Conn, run_id: RunId) -> Response:
         """The run log, one event per line, as the archive holds it."""
         lines = views.events_jsonl(conn, run_id)
-        return Response(
-            b"".join(lines),
-            media_type="application/x-ndjson",
-            headers={"Content-Disposition": f'attachment; filename="{run_id}.events.jsonl"'},
-        )
+        return download(b"".join(lines), "application/x-ndjson", f"{run_id}.events.jsonl")
 
     @app.get(
         "/runs/{run_id}/export.jsonl",
@@ -272,11 +264,7 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
             body = b"".join(orjson.dumps(r) + b"\n" for r in records)
         except ContReActEventError as exc:
             raise BadQuery(f"run {run_id} cannot be exported: {exc}") from None
-        return Response(
-            body,
-            media_type="application/x-ndjson",
-            headers={"Content-Disposition": f'attachment; filename="{run_id}.jsonl"'},
-        )
+        return download(body, "application/x-ndjson", f"{run_id}.jsonl")
 
     @app.get(
         "/runs/{run_id}/cycles.csv",
@@ -285,11 +273,7 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
     )
     def cycles_csv(conn: Conn, run_id: RunId) -> Response:
         """Per-cycle metrics as CSV."""
-        return Response(
-            views.cycles_csv(conn, run_id),
-            media_type="text/csv",
-            headers={"Content-Disposition": f'attachment; filename="{run_id}.cycles.csv"'},
-        )
+        return download(views.cycles_csv(conn, run_id), "text/csv", f"{run_id}.cycles.csv")
 
     @app.get("/health.json")
     def health(conn: Conn) -> Health:

@@ -1,8 +1,8 @@
 """The config composer: form values in, a validated YAML file out. Pure; it stores
 nothing (the form is a GET and the YAML is built for the response alone).
 
-Each mode is a ``Composer``: its fields, how values become config data, and the
-model that validates it. ``run`` builds a run config and validates it with
+Each mode is a ``Composer``: its fields (form values become config data the same way
+for every mode, ``build_values``) and the model that validates it. ``run`` builds a run config and validates it with
 ``contreact_events.config.parse_run_config``, the check ``contreact run`` makes.
 ``experiment`` builds an experiment file (models x replicas, the same run options
 shared by every model) and validates it as ``contreact experiment run`` does: the file
@@ -48,8 +48,6 @@ class Composer(Protocol):
     command: str
     """The CLI command that runs what it composes."""
     fields: tuple[FormField, ...]
-
-    def build(self, values: Mapping[str, str]) -> dict[str, Any]: ...
 
     def validate(self, data: dict[str, Any]) -> None: ...
 
@@ -227,9 +225,6 @@ class RunComposer:
         *OPTION_FIELDS,
     )
 
-    def build(self, values: Mapping[str, str]) -> dict[str, Any]:
-        return build_values(self.fields, values)
-
     def validate(self, data: dict[str, Any]) -> None:
         checked = dict(data)
         checked.setdefault("run_id", PLACEHOLDER_RUN_ID)
@@ -275,9 +270,6 @@ class ExperimentComposer:
         ),
         *OPTION_FIELDS,
     )
-
-    def build(self, values: Mapping[str, str]) -> dict[str, Any]:
-        return build_values(self.fields, values)
 
     def validate(self, data: dict[str, Any]) -> None:
         source = "composed experiment"
@@ -326,7 +318,7 @@ def compose(mode: str, values: Mapping[str, str]) -> Composed:
     values = {k: v.replace("\r\n", "\n") for k, v in values.items()}  # browsers send CRLF
     shown = form_values(composer, values)
     try:
-        data = composer.build(values)
+        data = build_values(composer.fields, values)
         composer.validate(data)
     except ConfigError as exc:
         return Composed(shown, None, str(exc), f"{mode}.yaml")

@@ -41,6 +41,16 @@ def download_responses(media_type: str, description: str) -> dict[int | str, dic
     }
 
 
+def download(body: bytes | str, media_type: str, filename: str) -> Response:
+    """A file to download, named ``filename`` (the answer of a ``download_responses``
+    route)."""
+    return Response(
+        body,
+        media_type=media_type,
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
 class Pages:
     def __init__(self, app: FastAPI, renderer: Renderer) -> None:
         self.app = app
