@@ -169,19 +169,24 @@ def auto_answer(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class JSONHandler(BaseHTTPRequestHandler):
+    """A quiet handler that answers JSON (the stand-ins' common part; this file also
+    runs alone in the stand-in's image, so it lives here)."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def _send(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
 def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-        def _send(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+    class Handler(JSONHandler):
         def do_GET(self) -> None:
             with fake.lock:
                 fake.requests.append((self.path, {}))
