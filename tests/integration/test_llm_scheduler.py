@@ -24,7 +24,9 @@ from contreact_events.messages import ChatMessage
 from contreact_events.names import LLM_GROUP, LLM_ROUTES, llm_host_leases_key
 from contreact_events.tasks import InboxMessage, LLMTask
 from contreact_llm.handler import build_handler
+from contreact_llm.host_slots import HostSlots
 from contreact_llm.main import build_scheduler, run
+from contreact_llm.scheduler import ChatScheduler, SchedulerSettings
 from contreact_llm.settings import LLMWorkerSettings
 from tests.ollama_host import running_ollama_host
 from tests.support.inbox import INBOX, use_one_shard
@@ -232,6 +234,39 @@ async def test_housekeeping_trims_the_routes_streams(
     finally:
         await handler.aclose()
     assert trimmed > 0 and await aredis.xlen(stream) < 250  # (trimmed in whole nodes)
+
+
+async def test_a_serving_worker_keeps_house_on_its_own(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    """The same trimming from the worker's keep loop, with nobody calling it."""
+    with running_ollama_host(["m"], num_parallel=8, latency_s=lambda _m: 0.0) as ollama:
+        tasks = [chat(f"run-{n}", "m", ollama.host) for n in range(250)]
+        await send(aredis, *tasks)
+        settings = worker(redis_url, "w1", ollama.host, concurrency=8, reclaim_idle_ms=600)
+        handler = await build_handler(aredis, settings)
+        scheduler = ChatScheduler(
+            aredis,
+            handler,
+            HostSlots(aredis, settings.slot_times),
+            settings.host_limits,
+            SchedulerSettings(
+                consumer_name="w1", reclaim_idle_ms=600, poll_s=0.1, housekeeping_every_s=0.3
+            ),
+        )
+        stop = asyncio.Event()
+        serving = asyncio.create_task(scheduler.run(stop))
+        stream = route_of(tasks[0]).stream
+        try:
+            deadline = time.monotonic() + 20
+            while len(await answers(aredis)) < 250 or await aredis.xlen(stream) >= 250:
+                assert time.monotonic() < deadline and not serving.done()
+                await asyncio.sleep(0.1)
+        finally:
+            stop.set()
+            await serving
+            await handler.aclose()
+    assert await aredis.xlen(stream) < 250
 
 
 async def _serve_until(settings: LLMWorkerSettings, redis: aioredis.Redis, run_id: str) -> None:
