@@ -2,8 +2,9 @@
 nothing (the form is a GET and the YAML is built for the response alone).
 
 Each mode is a ``Composer``: its fields (form values become config data the same way
-for every mode, ``build_values``) and the model that validates it. ``run`` builds a run config and validates it with
-``contreact_events.config.parse_run_config``, the check ``contreact run`` makes.
+for every mode, ``build_values``) and the model that validates it. ``run`` builds a
+run config and validates it with ``contreact_events.config.parse_run_config``, the
+check ``contreact run`` makes.
 ``experiment`` builds an experiment file (models x replicas, the same run options
 shared by every model) and validates it as ``contreact experiment run`` does: the file
 parsed, then every run it expands to.
