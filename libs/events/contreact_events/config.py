@@ -401,6 +401,7 @@ def describe_validation_error(exc: ValidationError, root: type[BaseModel] | None
         if error["type"] == "too_short" and tuple(error["loc"]) in inner:
             continue  # a list whose items failed: the items' errors say it
         where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        where = where.encode("unicode_escape").decode("ascii")  # a key may hold a newline
         kind = error["type"]
         if kind == "extra_forbidden":
             allowed = _allowed_keys(error["loc"], root or RunConfig)
