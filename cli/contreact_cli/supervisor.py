@@ -234,9 +234,9 @@ class Supervisor:
         if pid is None or child.plan.kind == "redis":
             return
         from contreact_bus.connection import connect
+        from contreact_bus.consumer import release_consumer
         from contreact_bus.llm_routes import known_routes
         from contreact_bus.service import instance_name
-        from contreact_bus.task_stream import release_consumer
         from contreact_events.names import (
             DEFAULT_INBOX_SHARDS,
             INBOX_SHARDS_KEY,

@@ -12,18 +12,14 @@ import pytest
 import redis.asyncio as aioredis
 
 from contreact_bus.archive import read_archive, write_archive
+from contreact_bus.consumer import Consumer, ConsumerSettings, release_consumer
 from contreact_bus.exceptions import RunNotFound
 from contreact_bus.local_redis import free_port, redis_server_argv, wait_until_answers
 from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import load_events
-from contreact_bus.task_stream import (
-    Consumer,
-    ConsumerSettings,
-    TaskStream,
-    release_consumer,
-    serve,
-)
+from contreact_bus.serving import serve, serve_batches
+from contreact_bus.task_stream import TaskStream
 from contreact_events.catalog import Event
 from contreact_events.exceptions import CorruptEvent
 from contreact_events.names import DEAD_LETTER_STREAM, run_log_key
@@ -349,3 +345,78 @@ async def test_a_dead_consumers_tasks_are_freed_at_once(aredis: aioredis.Redis) 
     (taken,) = await survivor.reclaim()
     assert taken.deliveries == 2
     assert await release_consumer(aredis, "no-such-stream", GROUP, "x") == 0
+
+
+async def test_the_one_loop_runs_batches_of_a_set_size_side_by_side(
+    aredis: aioredis.Redis,
+) -> None:
+    """``serve_batches`` with a batch size and a concurrency: batches of at most that
+    size, that many at once, every entry acked once its batch's handler returned."""
+    stream = TaskStream(aredis, STREAM)
+    for n in range(10):
+        await stream.send(task(n))
+    sizes: list[int] = []
+    in_flight = most = 0
+
+    async def handle(messages: list[MemoryTask]) -> None:
+        nonlocal in_flight, most
+        sizes.append(len(messages))
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0.05)
+        in_flight -= 1
+
+    consumer = Consumer(aredis, STREAM, GROUP, "c", FAST)
+    handled = await serve_batches(
+        consumer, MemoryTask, handle, batch_size=3, concurrency=2, burst=True
+    )
+    assert handled == 10
+    assert sum(sizes) == 10 and max(sizes) <= 3
+    assert most == 2
+    assert (await aredis.xpending(STREAM, GROUP))["pending"] == 0
+
+
+async def test_a_batch_whose_handler_fails_is_let_go_whole_and_retried(
+    aredis: aioredis.Redis,
+) -> None:
+    """A batch handler that raises (even a ContReActEventError: it cannot say which
+    message was bad) dead-letters nothing at once: the batch is tried again."""
+    stream = TaskStream(aredis, STREAM)
+    for n in range(3):
+        await stream.send(task(n))
+    batches: list[list[str]] = []
+
+    async def handle(messages: list[MemoryTask]) -> None:
+        batches.append([m.task_id for m in messages])
+        if len(batches) == 1:
+            raise CorruptEvent("one of them is bad")
+
+    consumer = Consumer(aredis, STREAM, GROUP, "c", FAST)
+    assert await serve_batches(consumer, MemoryTask, handle, burst=True) == 0
+    await asyncio.sleep(0.08)  # past the reclaim idle time
+    assert await serve_batches(consumer, MemoryTask, handle, burst=True) == 3
+    assert batches == [["t0", "t1", "t2"]] * 2
+    assert await aredis.xlen(DEAD_LETTER_STREAM) == 0
+    assert (await aredis.xpending(STREAM, GROUP))["pending"] == 0
+
+
+async def test_a_message_its_handler_cannot_process_is_dead_lettered_at_once(
+    aredis: aioredis.Redis,
+) -> None:
+    """Batches of one (``serve``): a ContReActEventError is that message's; its entry
+    goes to the dead letters on the first delivery, the next one is handled."""
+    await TaskStream(aredis, STREAM).send(task(1))
+    await TaskStream(aredis, STREAM).send(task(2))
+    attempts: list[str] = []
+
+    async def handle(message: MemoryTask) -> None:
+        attempts.append(message.task_id)
+        if message.task_id == "t1":
+            raise CorruptEvent("not a task this service can apply")
+
+    consumer = Consumer(aredis, STREAM, GROUP, "c", FAST)
+    assert await serve(consumer, MemoryTask, handle, burst=True) == 1
+    assert attempts == ["t1", "t2"]
+    (letter,) = entries(await aredis.xrange(DEAD_LETTER_STREAM))
+    assert letter[1][b"reason"].startswith(b"cannot process: ")
+    assert (await aredis.xpending(STREAM, GROUP))["pending"] == 0

@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from contreact_bus.consumer import Consumer
 from contreact_bus.inbox import Inbox
 from contreact_bus.llm_routes import llm_task_stream
-from contreact_bus.task_stream import Consumer, TaskStream, serve
+from contreact_bus.serving import serve
+from contreact_bus.task_stream import TaskStream
 from contreact_events.codec import message_from_fields
 from contreact_events.config import ScriptConfig
 from contreact_events.cycle_events import LLMFailed, LLMResponded

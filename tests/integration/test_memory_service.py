@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from contreact_bus.consumer import Consumer, ConsumerSettings
 from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
+from contreact_bus.serving import serve
 from contreact_bus.task_gate import TaskGate
-from contreact_bus.task_stream import Consumer, ConsumerSettings, TaskStream, serve
+from contreact_bus.task_stream import TaskStream
 from contreact_events.codec import message_from_fields
 from contreact_events.names import (
     DEAD_LETTER_STREAM,

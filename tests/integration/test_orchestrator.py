@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
+from contreact_bus.consumer import Consumer, ConsumerSettings
 from contreact_bus.inbox import Inbox
 from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
-from contreact_bus.task_stream import Consumer, ConsumerSettings, TaskStream, serve
+from contreact_bus.serving import serve
+from contreact_bus.task_stream import TaskStream
 from contreact_events.decide import decide
 from contreact_events.fold import fold_all
 from contreact_events.names import (

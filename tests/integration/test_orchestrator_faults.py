@@ -15,11 +15,12 @@ from urllib.parse import urlparse
 import pytest
 import redis.asyncio as aioredis
 
+from contreact_bus.consumer import Consumer, ConsumerSettings
 from contreact_bus.inbox import Inbox
 from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import load_events
-from contreact_bus.task_stream import Consumer, ConsumerSettings, serve
+from contreact_bus.serving import serve
 from contreact_events.codec import message_from_fields
 from contreact_events.fold import fold_all
 from contreact_events.names import (

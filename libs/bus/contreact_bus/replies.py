@@ -7,6 +7,7 @@ instead of casting at every call.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
 Entry = tuple[bytes, dict[bytes, bytes]]
@@ -38,3 +39,20 @@ def text_map(reply: Any) -> dict[str, str]:
 def texts(reply: Any) -> list[str]:
     """SMEMBERS / ZRANGE as text."""
     return [text(v) for v in reply or []]
+
+
+def as_bytes(value: Any) -> bytes:
+    """An id or name from a reply (bytes, or text in redis-py's annotations) as bytes."""
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
+def entry_id_pair(value: Any) -> tuple[int, int]:
+    """A stream entry id as a comparable pair (``0-0`` for nothing)."""
+    text = as_bytes(value).decode() if value else "0-0"
+    ms, _, seq = text.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def stream_fields(fields: Mapping[str, Any]) -> Any:
+    """Stream fields for XADD, as redis-py's (invariant) annotation wants them."""
+    return dict(fields)

@@ -17,8 +17,9 @@ import redis.asyncio as aioredis
 from pydantic import BaseModel
 
 from contreact_bus.backoff import REDIS_DOWN
+from contreact_bus.consumer import Consumer
 from contreact_bus.runs import beat, forget_stale_heartbeats
-from contreact_bus.task_stream import Consumer, serve, serve_batches
+from contreact_bus.serving import serve, serve_batches
 
 log = logging.getLogger(__name__)
 

@@ -6,10 +6,10 @@ import argparse
 import asyncio
 
 from contreact_bus.connection import connect
+from contreact_bus.consumer import Consumer
 from contreact_bus.inbox import Inbox, tell_run_of_dead_letter
 from contreact_bus.service import run_consumer, setup_logging
 from contreact_bus.task_gate import TaskGate
-from contreact_bus.task_stream import Consumer
 from contreact_events.names import MEMORY_GROUP, MEMORY_TASKS_STREAM
 from contreact_events.tasks import MemoryTask
 from contreact_memory.handler import MemoryHandler
