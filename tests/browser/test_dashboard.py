@@ -12,8 +12,8 @@ import pytest
 import yaml
 from playwright.sync_api import Dialog, Page
 
-from tests.browser.conftest import UIStack, shot, wait
 from tests.support import hostile
+from tests.support.ui_stack import UIStack, shot, wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.redis]
 

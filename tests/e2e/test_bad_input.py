@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.conftest import Stack
-from tests.fake_ollama import closed_port_host, running_fake_ollama
+from tests.support.fake_ollama import closed_port_host, running_fake_ollama
+from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.e2e]
 

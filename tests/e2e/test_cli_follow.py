@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.conftest import Stack, own_database, running_stack
-from tests.fake_ollama import dropping_host
+from tests.support.fake_ollama import dropping_host
+from tests.support.stack import Stack, own_database, running_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 

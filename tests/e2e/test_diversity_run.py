@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from contreact_events.similarity import HIGH_ADVISORY
-from tests.e2e.conftest import Stack
+from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 

@@ -16,7 +16,7 @@ from contreact_llm.embedded_backend import EmbeddedBackend
 from contreact_llm.handler import LLMTaskHandler
 from contreact_llm.ollama_backend import OllamaBackend
 from contreact_llm.retry import RetryPolicy
-from tests.fake_ollama import closed_port_host
+from tests.support.fake_ollama import closed_port_host
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.conftest import Stack
+from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 

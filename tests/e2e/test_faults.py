@@ -28,8 +28,8 @@ from contreact_events.fold import fold_all
 from contreact_events.names import ORCHESTRATOR_REPLICAS, run_meta_key
 from contreact_events.replay import replay_check
 from contreact_events.tasks import InboxMessage
-from tests.e2e.conftest import Stack, running_stack
-from tests.fake_ollama import running_fake_ollama
+from tests.support.fake_ollama import running_fake_ollama
+from tests.support.stack import Stack, running_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -13,8 +13,8 @@ import pytest
 import redis
 import yaml
 
-from tests.e2e.conftest import Stack
-from tests.fake_openai import FakeOpenAI, running_fake_openai
+from tests.support.fake_openai import FakeOpenAI, running_fake_openai
+from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from contreact_bus.local_redis import free_port
-from tests.e2e.conftest import Stack
+from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.e2e]
 

@@ -14,7 +14,7 @@ import pytest
 import redis
 import yaml
 
-from tests.e2e.conftest import Stack
+from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 
@@ -190,7 +190,7 @@ def test_run_without_services_says_how_to_start_them(redis_url: str, tmp_path: P
 @pytest.mark.slow
 def test_a_short_run_on_the_embedded_model(stack: Stack, tmp_path: Path) -> None:
     """The real Gemma 3 270M through every service: weak answers, real everything."""
-    from tests.fake_ollama import closed_port_host
+    from tests.support.fake_ollama import closed_port_host
 
     path = tmp_path / "embedded.yaml"
     path.write_text(

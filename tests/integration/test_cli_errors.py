@@ -94,7 +94,7 @@ def test_bad_arguments_get_one_line(
 def test_redis_that_does_not_answer_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.fake_ollama import closed_port_host
+    from tests.support.fake_ollama import closed_port_host
 
     port = closed_port_host().rsplit(":", 1)[1]
     monkeypatch.setenv("REDIS_URL", f"redis://:hunter2@127.0.0.1:{port}/0")

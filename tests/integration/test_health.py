@@ -10,7 +10,7 @@ import sys
 from contreact_bus.health import check, names_module, read_beats, verdict
 from contreact_bus.runs import beat, heartbeats
 from contreact_events.names import SERVICES_HEARTBEAT
-from tests.fake_ollama import closed_port_host
+from tests.support.fake_ollama import closed_port_host
 
 NOW = 1_000_000.0
 

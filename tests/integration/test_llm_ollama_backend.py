@@ -15,7 +15,7 @@ from contreact_llm.backend import ChatFailure, ChatReply
 from contreact_llm.embedded_backend import EmbeddedBackend
 from contreact_llm.ollama_backend import OllamaBackend
 from contreact_llm.retry import RetryPolicy
-from tests.fake_ollama import FakeOllama, closed_port_host, running_fake_ollama
+from tests.support.fake_ollama import FakeOllama, closed_port_host, running_fake_ollama
 
 FAST = RetryPolicy(max_attempts=3, base_s=0.001, max_s=0.01)
 OPTIONS = {

@@ -15,8 +15,8 @@ from contreact_events.tools import tool_schemas
 from contreact_llm.backend import ChatFailure, ChatReply
 from contreact_llm.openai_backend import OpenAIBackend, openai_messages, request_options
 from contreact_llm.retry import RetryPolicy
-from tests.fake_ollama import closed_port_host
-from tests.fake_openai import FakeOpenAI, running_fake_openai
+from tests.support.fake_ollama import closed_port_host
+from tests.support.fake_openai import FakeOpenAI, running_fake_openai
 
 FAST = RetryPolicy(max_attempts=3, base_s=0.001, max_s=0.01)
 KEY = "sk-or-v1-0123456789abcdef-secret"

@@ -12,7 +12,7 @@ import yaml
 
 from contreact_cli.main import main
 from contreact_cli.models_commands import ModelNeed, needed_models
-from tests.fake_ollama import closed_port_host, running_fake_ollama
+from tests.support.fake_ollama import closed_port_host, running_fake_ollama
 
 
 def config(tmp_path: Path, model: str, host: str, backend: str = "ollama") -> Path:

@@ -31,7 +31,7 @@ BUILT_SERVICES = ("orchestrator", "llm-worker", "memory", "embedder", "ui", "cli
 """Services whose images Compose builds (``ollama``: the stand-in)."""
 STACK_SERVICES = ("redis", "ollama", "orchestrator", "llm-worker", "memory", "embedder", "ui")
 """Services `up` starts (the cli is run on demand)."""
-HASHED = ("deploy", "libs", "services", "cli", "tests/fake_ollama.py", *COMPOSE_FILES)
+HASHED = ("deploy", "libs", "services", "cli", "tests/support/fake_ollama.py", *COMPOSE_FILES)
 """What goes into the images: the content hash covers these (and the base and wheels)."""
 REDIS_PACKAGES = ("redis-tools", "redis-server", "libjemalloc2", "liblzf1", "libatomic1")
 SKIPPED_PARTS = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}

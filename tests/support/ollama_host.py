@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.fake_ollama import JSONHandler
+from tests.support.fake_ollama import JSONHandler
 
 
 @dataclass
