@@ -124,7 +124,11 @@ async def serve_batches(
                 message = await _admit(consumer, model, delivery)
                 if message is not None:
                     admitted.append((delivery, message))
-            for taken, messages in _batches(admitted, batch_size):
+            batches = list(_batches(admitted, batch_size))
+            if len(batches) == 1 and concurrency == 1:
+                await work(*batches[0])  # the hot path: no task to make and wait for
+                continue
+            for taken, messages in batches:
                 task = asyncio.create_task(work(taken, messages))
                 running.add(task)
                 task.add_done_callback(running.discard)
