@@ -10,7 +10,7 @@ PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: install redis chromium demo test check lint schema bench up down clean lock \
-  docker-engine docker-images docker-test bench-docker
+  docker-engine docker-images docker-test bench-docker bench-smoke
 
 $(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -109,6 +109,10 @@ docker-test: install
 
 bench-docker: install
 	$(BIN)/python -m bench.compose_stack
+
+# Every benchmark at its tiny smoke size (what `make test` runs too): do they still run?
+bench-smoke: install
+	$(BIN)/pytest tests/integration/test_bench_smoke.py
 
 down:
 	$(BIN)/contreact down

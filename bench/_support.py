@@ -1,8 +1,14 @@
 """Shared helpers of the benchmarks: a private Redis, the services as processes,
-timing, and printing of figures, ratios and verdicts."""
+timing, printing of figures, ratios and verdicts, and the smoke size.
+
+Every benchmark takes ``--smoke``: the same code path at a tiny size, so that
+``tests/integration/test_bench_smoke.py`` notices within seconds when a benchmark
+no longer runs (it hangs, or stops producing its figures). Its figures then mean
+nothing and its verdicts are not judged."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import platform
@@ -30,10 +36,33 @@ SERVICE_MODULES = {
 }
 
 
-def ensure_tests_importable() -> None:
-    """``tests.support.sim`` lives in the repo root, not in an installed package."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
+SMOKE_NOTE = "   smoke size: this only checks that the benchmark runs; its figures mean nothing"
+
+
+def add_smoke_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a tiny size, to check in seconds that the benchmark still runs "
+        "(its figures then mean nothing)",
+    )
+
+
+def smoke_args(argv: list[str] | None = None, *, prog: str) -> argparse.Namespace:
+    """The arguments of a benchmark whose only option is ``--smoke``."""
+    parser = argparse.ArgumentParser(prog=prog)
+    add_smoke_flag(parser)
+    return parser.parse_args(argv)
+
+
+def use_smoke_sizes(namespace: dict[str, Any], **sizes: Any) -> None:
+    """Set a benchmark module's size constants to their smoke values (each must be
+    one of its constants: a renamed constant fails here, not silently)."""
+    for name, value in sizes.items():
+        if name not in namespace:
+            raise KeyError(f"bench: no size constant {name} to shrink; fix the smoke sizes")
+        namespace[name] = value
+    print(SMOKE_NOTE)
 
 
 @contextlib.contextmanager

@@ -42,12 +42,13 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from bench._support import (
-    ensure_tests_importable,
+    add_smoke_flag,
     header,
     ratio,
     redis_server,
     row,
     services,
+    use_smoke_sizes,
     verdict,
 )
 from contreact_bus.inbox import Inbox
@@ -57,6 +58,7 @@ from contreact_events.config import RunConfig, parse_run_config
 from contreact_events.names import INBOX_SHARDS_KEY, inbox_stream, run_meta_key
 from contreact_events.protocol import paper_system_prompt
 from contreact_events.tasks import InboxMessage
+from tests.support.sim import Sim, say
 
 LLM_STEPS = 200
 TOOL_STEPS = 150
@@ -106,8 +108,6 @@ def tool_config() -> RunConfig:
 
 def pure_step_s(config: RunConfig) -> tuple[float, int]:
     """Median seconds of decide+fold per LLM call for ``config``'s script, in process."""
-    ensure_tests_importable()
-    from tests.support.sim import Sim, say
 
     assert config.script is not None
     replies: list[Any] = [
@@ -384,16 +384,19 @@ def print_profiles(profile_dir: Path, top: int = 14) -> None:
         stats.sort_stats("cumulative").print_stats(PROFILE_FOCUS, top)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.bus_overhead")
+    add_smoke_flag(parser)
     parser.add_argument(
         "--profile",
         action="store_true",
         help="run the services under cProfile and print their hot spots "
         "(timings are then inflated: use for where, not how much)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     header("bus overhead: one ReAct step through the services")
+    if args.smoke:
+        use_smoke_sizes(globals(), LLM_STEPS=12, TOOL_STEPS=12, WARMUP=2, PINGS=40, SIM_REPEATS=1)
 
     llm_pure, llm_calls = pure_step_s(llm_only_config())
     tool_pure, tool_calls = pure_step_s(tool_config())

@@ -22,6 +22,9 @@ Figures:
   the cost of the containers (their network, the CLI in a container).
 
 Run: ``make bench-docker`` (needs what the docker tests need: see the README).
+``--smoke`` needs no engine: it builds the compose half's plan (the experiment file
+and its run ids, the compose files naming every service kind) and runs the `contreact
+up` half for real at one cycle.
 """
 
 from __future__ import annotations
@@ -41,22 +44,20 @@ import redis
 import redis.asyncio as aioredis
 import yaml
 
-from bench._support import ROOT, ensure_tests_importable, header, ratio, redis_server, row
-
-ensure_tests_importable()
-
-from contreact_bus.local_redis import free_port  # noqa: E402
-from contreact_bus.runs import heartbeats  # noqa: E402
-from contreact_cli.config_file import load_experiment  # noqa: E402
-from contreact_events.names import run_meta_key  # noqa: E402
-from tests.fake_ollama import running_fake_ollama  # noqa: E402
-from tests.support.compose_stack import (  # noqa: E402
+from bench._support import ROOT, add_smoke_flag, header, ratio, redis_server, row, use_smoke_sizes
+from contreact_bus.local_redis import free_port
+from contreact_bus.runs import heartbeats
+from contreact_cli.config_file import load_experiment
+from contreact_events.names import run_meta_key
+from tests.support.compose_stack import (
     BUILT_SERVICES,
+    COMPOSE_FILES,
     ComposeStack,
     ensure_engine,
     prepare_images,
     run,
 )
+from tests.support.fake_ollama import running_fake_ollama
 
 MODELS = ("stand-in-a:1b", "stand-in-b:3b")
 REPLICAS = 2
@@ -179,8 +180,8 @@ def contreact_up(redis_url: str, data_dir: Path) -> Iterator[dict[str, str]]:
         "CONTREACT_UI_PORT": str(free_port()),
     }
     cli = [sys.executable, "-m", "contreact_cli"]
-    subprocess.run([*cli, "up", "--llm-workers", "2"], env=env, check=True, capture_output=True)
-    try:
+    try:  # `up` inside: an interrupted start is still taken `down`
+        subprocess.run([*cli, "up", "--llm-workers", "2"], env=env, check=True, capture_output=True)
         yield env
     finally:
         subprocess.run([*cli, "down"], env=env, capture_output=True)
@@ -211,15 +212,40 @@ def local_experiment(args: argparse.Namespace) -> dict[str, float]:
     return figures
 
 
-def main() -> None:
+def compose_plan(cycles: int) -> None:
+    """What the compose half would start, checked without an engine: the experiment
+    file loads into its runs, and the compose files name every service kind."""
+    with tempfile.TemporaryDirectory(prefix="bench-plan-") as tmp:
+        _, run_ids = experiment_file(Path(tmp) / "configs", "http://ollama:11434", cycles)
+    services: set[str] = set()
+    for name in COMPOSE_FILES:
+        services |= set((yaml.safe_load((ROOT / name).read_text()) or {}).get("services") or {})
+    missing = {"redis", "ollama", *KINDS} - services
+    if missing:
+        raise SystemExit(f"bench: the compose files {COMPOSE_FILES} lack services {missing}")
+    row("compose plan: services in the compose files", len(services), "")
+    row("compose plan: runs of the experiment", len(run_ids), "")
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cycles", type=int, default=10)
     parser.add_argument("--latency", type=float, default=0.3)
-    args = parser.parse_args()
+    add_smoke_flag(parser)
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.cycles, args.latency = 1, 0.01
+        use_smoke_sizes(globals())
     header(
         f"compose stack: 2 models x 2 replicas, {args.cycles} cycles, "
         f"stand-in latency {args.latency} s"
     )
+    if args.smoke:
+        compose_plan(args.cycles)
+        local = local_experiment(args)
+        row("contreact up: experiment submitted", local["submitted"], "s")
+        row("contreact up: experiment wall time", local["experiment"], "s")
+        return
     env = {**os.environ, "DOCKER_HOST": ensure_engine()}
     compose = compose_experiment(args, env)
     row("cold up: containers started", compose["started"], "s")

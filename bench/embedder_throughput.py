@@ -39,7 +39,17 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from bench._support import ROOT, header, ratio, redis_server, row, stop_process, verdict
+from bench._support import (
+    ROOT,
+    add_smoke_flag,
+    header,
+    ratio,
+    redis_server,
+    row,
+    stop_process,
+    use_smoke_sizes,
+    verdict,
+)
 from contreact_bus.task_stream import TaskStream
 from contreact_events.codec import message_from_fields
 from contreact_events.names import (
@@ -235,14 +245,17 @@ async def measure_service(url: str, texts: list[str], lone_text: str) -> tuple[f
             stop_process(proc)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.embedder_throughput")
+    add_smoke_flag(parser)
     parser.add_argument(
         "--per-read-32",
         action="store_true",
         help="also time raw encodes 32 at a time in arrival order (one more minute)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.smoke:
+        use_smoke_sizes(globals(), TASKS=16, LONE=2, BATCH=8)
     header(f"embedder throughput: a flood of {TASKS:,} reflection tasks, and a lone task")
     texts = reflections(TASKS)
     lengths = [len(t.split()) for t in texts]
@@ -271,11 +284,11 @@ def main() -> None:
         chunks = time.perf_counter() - chunks
         row("raw encode, 32 at a time in arrival order", chunks, "s", "(not judged)")
         ratio("32-at-a-time throughput / raw throughput", raw_s, chunks, "(32 tasks per read)")
-    row("service: flood queued -> 1,000th answer", service_s, "s")
+    row(f"service: flood queued -> {TASKS:,}th answer", service_s, "s")
     row("service throughput", TASKS / service_s, "texts/s")
     share = ratio("service throughput / raw throughput", raw_s, service_s)
-    row("raw encode of one text (median of 30)", raw_single * 1000, "ms")
-    row("lone task through the service (median of 30)", lone_s * 1000, "ms")
+    row(f"raw encode of one text (median of {LONE})", raw_single * 1000, "ms")
+    row(f"lone task through the service (median of {LONE})", lone_s * 1000, "ms")
     extra_ms = (lone_s - raw_single) * 1000
     row("lone task overhead", extra_ms, "ms")
     if embedded != TASKS:

@@ -30,7 +30,16 @@ from typing import Any
 import redis.asyncio as aioredis
 import yaml
 
-from bench._support import header, ratio, redis_server, row, services, verdict
+from bench._support import (
+    add_smoke_flag,
+    header,
+    ratio,
+    redis_server,
+    row,
+    services,
+    use_smoke_sizes,
+    verdict,
+)
 from contreact_bus.experiments import run_statuses
 from contreact_cli.experiment import run_experiment
 from contreact_cli.settings import CLISettings
@@ -127,9 +136,11 @@ async def measure(url: str, workdir: Path) -> dict[str, Any]:
     return results
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.experiment_scaling")
-    parser.parse_args()
+    add_smoke_flag(parser)
+    if parser.parse_args(argv).smoke:
+        use_smoke_sizes(globals(), CYCLES=2, LATENCY_MS=10, SIZES={3: 1.15}, SINGLE_REPEATS=1)
     header(
         f"experiment scaling: {CYCLES} cycles x 2 scripted calls of {LATENCY_MS} ms per run, "
         "N runs as one experiment on N slots"
@@ -137,7 +148,7 @@ def main() -> None:
     with redis_server() as url, tempfile.TemporaryDirectory(prefix="bench-exp-") as tmp:
         results = asyncio.run(measure(url, Path(tmp)))
     single = statistics.median(results["single"])
-    row("one run alone (median of 3)", single, "s", f"samples {results['single']}")
+    row(f"one run alone (median of {SINGLE_REPEATS})", single, "s", f"samples {results['single']}")
     row("  of which scripted latency", CYCLES * 2 * LATENCY_MS / 1000, "s")
     for size, target in SIZES.items():
         submitted, elapsed = results["many"][size]

@@ -17,11 +17,12 @@ from typing import Any
 import orjson
 import redis.asyncio as aioredis
 
-from bench._support import ensure_tests_importable, header, ratio, redis_server, row, verdict
+from bench._support import header, ratio, redis_server, row, smoke_args, use_smoke_sizes, verdict
 from contreact_bus.run_log import PAGE, RunLog
 from contreact_events.catalog import Event
 from contreact_events.fold import fold_all
 from contreact_events.names import run_log_key
+from tests.support.sim import Sim, make_config, say
 
 TARGET_EVENTS = 10_000
 REPEATS = 7
@@ -29,13 +30,11 @@ CHUNK = 500
 TARGET_RATIO = 0.5
 
 
-def generate_log(target_events: int = TARGET_EVENTS) -> tuple[list[Event], Any]:
+def generate_log(target_events: int | None = None) -> tuple[list[Event], Any]:
     """A long scripted run driven through the pure core (tests/support/sim.py):
     every cycle writes, lists, reads, searches its memory and reflects
-    (17 events a cycle)."""
-    ensure_tests_importable()
-    from tests.support.sim import Sim, make_config, say
-
+    (17 events a cycle); ``TARGET_EVENTS`` of them by default."""
+    target_events = TARGET_EVENTS if target_events is None else target_events
     per_cycle = 17
     cycles = max(1, (target_events - 3) // per_cycle)
     replies: list[Any] = [
@@ -117,8 +116,11 @@ async def measure(url: str) -> dict[str, float]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    args = smoke_args(argv, prog="python -m bench.fold_speed")
     header("fold: rebuilding a run from its Redis stream")
+    if args.smoke:
+        use_smoke_sizes(globals(), TARGET_EVENTS=300, REPEATS=1, CHUNK=100)
     with redis_server() as url:
         m = asyncio.run(measure(url))
     n = m["events"]

@@ -19,12 +19,13 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from bench._support import ensure_tests_importable, header, ratio, redis_server, row, verdict
+from bench._support import header, ratio, redis_server, row, smoke_args, use_smoke_sizes, verdict
 from contreact_bus.run_log import RunLog
 from contreact_events.catalog import Event
 from contreact_events.codec import event_to_fields, message_to_fields
 from contreact_events.names import run_log_key
 from contreact_events.tasks import LLMTask
+from tests.support.sim import Sim, make_config, say
 
 CYCLES = 60
 FIRST, LATE = 1, 50
@@ -38,8 +39,6 @@ def _size(fields: dict[str, Any]) -> int:
 def drive() -> tuple[list[list[Event]], list[Event], dict[int, int], dict[int, int]]:
     """Run the scripted run; return each cycle's events, the run-level events, and
     per cycle the LLM task bytes and count."""
-    ensure_tests_importable()
-    from tests.support.sim import Sim, make_config, say
 
     def step1(task: LLMTask) -> Any:
         return say(
@@ -105,7 +104,9 @@ async def redis_usage(url: str, cycles: list[list[Event]], run_level: list[Event
         await client.aclose()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    if smoke_args(argv, prog="python -m bench.log_growth").smoke:
+        use_smoke_sizes(globals(), CYCLES=12, LATE=12)
     header(f"log growth: bytes of run log per cycle over a {CYCLES}-cycle scripted run")
     cycles, run_level, task_bytes, task_count = drive()
     log_bytes = [sum(_size(event_to_fields(e)) for e in events) for events in cycles]
@@ -123,7 +124,7 @@ def main() -> None:
         f" {'LLM calls':>10} {'LLM task B':>11}"
     )
     window = 5  # Redis allocates listpack nodes in steps: average its deltas
-    for c in (1, 2, 10, 25, 50, CYCLES):
+    for c in sorted({c for c in (1, 2, 10, 25, 50) if c < CYCLES} | {CYCLES}):
         lo = max(1, c - window + 1) if c > 1 else 1
         delta = (usage[c] - usage[lo - 1]) / (c - lo + 1)
         print(

@@ -2,7 +2,7 @@
 takes 5 s to load a model and holds 2 at once, placed model-aware (the default)
 and in a naive first-come order, against the lower bound.
 
-The host is ``tests/ollama_host.py``, a stand-in that schedules like Ollama (a queue
+The host is ``tests/support/ollama_host.py``, a stand-in that schedules like Ollama (a queue
 taken in order; a model not loaded is loaded when there is room, else the least
 recently used one is unloaded, an idle one first, and the queue waits meanwhile),
 on a real socket, spoken to by the real ``ollama`` client of the LLM worker. It
@@ -35,18 +35,20 @@ import redis.asyncio as aioredis
 import yaml
 
 from bench._support import (
-    ensure_tests_importable,
+    add_smoke_flag,
     header,
     ratio,
     redis_server,
     row,
     services,
+    use_smoke_sizes,
     verdict,
 )
 from contreact_bus.experiments import run_statuses
 from contreact_cli.experiment import run_experiment
 from contreact_cli.settings import CLISettings
 from contreact_events.experiment import replica_letter
+from tests.support.ollama_host import running_ollama_host
 
 MODELS = [f"model-{n}:7b" for n in range(1, 7)]
 REPLICAS = 3
@@ -80,8 +82,6 @@ def write_experiment(folder: Path, name: str, host: str) -> Path:
 
 
 async def makespan(url: str, workdir: Path, policy: str) -> dict[str, Any]:
-    ensure_tests_importable()
-    from tests.ollama_host import running_ollama_host
 
     with running_ollama_host(
         MODELS,
@@ -122,10 +122,15 @@ async def makespan(url: str, workdir: Path, policy: str) -> dict[str, Any]:
     return {"makespan": elapsed, "loads": loads, "max_in_flight": host.max_in_flight}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.model_swaps")
     parser.add_argument("--skip-naive", action="store_true", help="model-aware only (~40 s)")
-    args = parser.parse_args()
+    add_smoke_flag(parser)
+    args = parser.parse_args(argv)
+    if args.smoke:  # three models on a host that holds two: one swap at least
+        models = [f"model-{n}:7b" for n in range(1, 4)]
+        use_smoke_sizes(globals(), MODELS=models, REPLICAS=1, CYCLES=1, CALL_S=0.05, LOAD_S=0.1)
+        args.skip_naive = True
     header(
         f"model swaps: {len(MODELS)} models x {REPLICAS} replicas x {CYCLES} cycles of a "
         f"{CALL_S:.0f} s call; host loads a model in {LOAD_S:.0f} s, holds {MAX_LOADED}, "

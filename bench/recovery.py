@@ -29,7 +29,16 @@ from typing import Any
 import redis
 import yaml
 
-from bench._support import cli, header, ratio, redis_server, row, verdict
+from bench._support import (
+    cli,
+    header,
+    ratio,
+    redis_server,
+    row,
+    smoke_args,
+    use_smoke_sizes,
+    verdict,
+)
 from contreact_bus.local_redis import free_port
 from contreact_bus.replies import entries
 from contreact_events.codec import event_from_fields
@@ -43,6 +52,10 @@ VICTIMS = {
     "memory": "ToolCallCompleted",
     "embedder": "ReflectionEmbedded",
 }
+STRIDE_S = 15.0
+"""How long the runs go before the first kill (every run in its stride)."""
+SETTLE_S = 8.0
+"""The pause between two victims."""
 TARGET_ADDED_S = 5.0
 """What recovery may add to the time a new process needs to start (a dead child's
 leases and tasks are handed on at once; the rest is the service's own start, e.g. the
@@ -125,8 +138,13 @@ def beating(client: redis.Redis, data_dir: Path, name: str, old_pid: int) -> boo
     return False
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    args = smoke_args(argv, prog="python -m bench.recovery")
     header("recovery: kill -9 of each service -> its runs moving again")
+    if args.smoke:  # one run, one victim that restarts quickly (no model to load)
+        use_smoke_sizes(
+            globals(), RUNS=1, VICTIMS={"llm-worker": "LLMResponded"}, STRIDE_S=2.0, SETTLE_S=0.0
+        )
     results: dict[str, tuple[float, float]] = {}
     with redis_server() as url, tempfile.TemporaryDirectory(prefix="bench-recovery-") as tmp:
         data_dir = Path(tmp) / "data"
@@ -136,18 +154,18 @@ def main() -> None:
             "CONTREACT_DATA_DIR": str(data_dir),
             "CONTREACT_UI_PORT": str(free_port()),  # beside a stack that holds the default
         }
-        cli(env, "up")
         client = redis.Redis.from_url(url)
-        try:
+        try:  # `up` inside: an interrupted start is still taken `down`
+            cli(env, "up")
             run_ids = [f"recover-{n}" for n in range(RUNS)]
             for run_id in run_ids:
                 path = Path(tmp) / f"{run_id}.yaml"
                 path.write_text(yaml.safe_dump(run_config(run_id)))
                 cli(env, "run", str(path), "--detach")
-            time.sleep(15)  # every run in its stride
+            time.sleep(STRIDE_S)
             for victim, kind in VICTIMS.items():
                 results[victim] = kill_and_time(client, data_dir, run_ids, victim, kind)
-                time.sleep(8)  # settle before the next victim
+                time.sleep(SETTLE_S)
         finally:
             client.close()
             cli(env, "down")

@@ -25,7 +25,7 @@ from typing import Any
 import redis
 import yaml
 
-from bench._support import cli, header, redis_server, row, verdict
+from bench._support import add_smoke_flag, cli, header, redis_server, row, use_smoke_sizes, verdict
 from contreact_bus.local_redis import free_port
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
@@ -39,6 +39,8 @@ from contreact_events.names import (
 )
 
 RETENTION_S = 30
+SETTLE_S = 2.0
+"""Idle time after `up`, before the idle dataset is measured."""
 
 
 def run_config(run_id: str, cycles: int) -> dict[str, Any]:
@@ -96,12 +98,16 @@ def statuses(client: redis.Redis, run_ids: list[str]) -> list[Any]:
     return [client.hget(run_meta_key(r), "status") for r in run_ids]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="bench.redis_memory")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--cycles", type=int, default=10)
-    args = parser.parse_args()
+    add_smoke_flag(parser)
+    args = parser.parse_args(argv)
     header("Redis memory per active and finished run, before and after retention")
+    if args.smoke:
+        use_smoke_sizes(globals(), RETENTION_S=1, SETTLE_S=0.2)
+        args.runs, args.cycles = 2, 2
     with redis_server() as url, tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
         env = {
             **os.environ,
@@ -110,10 +116,10 @@ def main() -> None:
             "CONTREACT_UI_PORT": str(free_port()),  # beside a stack that holds the default
             "CONTREACT_ORCH_LOG_RETENTION_S": str(RETENTION_S),
         }
-        cli(env, "up")
         client = redis.Redis.from_url(url)
-        try:
-            time.sleep(2)
+        try:  # `up` inside: an interrupted start is still taken `down`
+            cli(env, "up")
+            time.sleep(SETTLE_S)
             idle = used(client)
             run_ids = [f"mem-{n}" for n in range(args.runs)]
             for run_id in run_ids:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from bench._support import header, median_time, ratio, row, verdict
+from bench._support import header, median_time, ratio, row, smoke_args, use_smoke_sizes, verdict
 from bench.fold_speed import generate_log
 from contreact_events.fold import fold_all
 from contreact_events.prompt import offered_tools_now, prompt_messages, sha256_of_prompt
@@ -32,9 +32,12 @@ def whole_prompt_hash(state: Any) -> str:
     return sha256_of_prompt(prompt_messages(state), offered_tools_now(state))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    args = smoke_args(argv, prog="python -m bench.replay_speed")
     header("replay speed")
-    events, state = generate_log()
+    if args.smoke:
+        use_smoke_sizes(globals(), REPEATS=1)
+    events, state = generate_log(300 if args.smoke else None)
     row("events", len(events), "")
     row("messages in the last prompt", len(state.message_history), "")
     fold_s = median_time(lambda: fold_all(events), REPEATS)

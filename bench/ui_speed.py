@@ -26,11 +26,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench._support import ensure_tests_importable, header, median_time, ratio, row, verdict
+from bench._support import header, median_time, ratio, row, smoke_args, use_smoke_sizes, verdict
 from contreact_bus.archive import read_archive, write_archive
 from contreact_events.catalog import Event
 from contreact_events.codec import event_from_json, event_to_json
 from contreact_events.fold import fold_all
+from tests.support.sim import Sim, make_config, say
 
 RUNS = int(os.environ.get("BENCH_UI_RUNS", "1000"))
 CYCLES_PER_RUN = 10
@@ -46,8 +47,6 @@ REBUILD_TARGET_RATIO = 3.0
 def generate(run_id: str, cycles: int) -> list[Event]:
     """A run like the paper's: memory writes, lists, reads, a message to the operator
     every third cycle, a reflection; similarity assessed every cycle (toy vectors)."""
-    ensure_tests_importable()
-    from tests.support.sim import Sim, make_config, say
 
     def reply(task: Any) -> Any:
         cycle, step = task.cycle, task.step
@@ -87,14 +86,17 @@ def relabel(template: list[bytes], run_id: str, model: str) -> list[Event]:
     ]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     from fastapi.testclient import TestClient
 
     from contreact_ui.app import create_app
     from contreact_ui.rebuild import rebuild
     from contreact_ui.settings import UISettings
 
+    args = smoke_args(argv, prog="python -m bench.ui_speed")
     header("dashboard: page server time and projection rebuild")
+    if args.smoke:  # the 50-cycle run stays: its pages are named after it
+        use_smoke_sizes(globals(), RUNS=12, CYCLES_PER_RUN=2, REPEATS=2)
     with tempfile.TemporaryDirectory(prefix="bench-ui-") as workdir:
         data = Path(workdir)
         archive = data / "runs"

@@ -1,0 +1,143 @@
+"""Every benchmark still runs: each ``python -m bench.X --smoke`` as a subprocess from
+the repository root, at its tiny smoke size, under a timeout (a benchmark whose
+driver waits forever fails here instead of blocking a run for 15 minutes), and its
+output holds its figures. Figures and verdicts are read, never judged: the smoke
+sizes are too small for their targets to mean anything (docs/benchmarks.md).
+
+Each benchmark starts what it measures itself (a private redis-server, the services
+as processes, `contreact up`); ``compose_stack`` runs without a Docker engine at its
+smoke size (its compose plan, and its `contreact up` half for real).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 180.0
+"""Per benchmark: ten times what the slowest smoke run takes on a busy 2-core machine."""
+STOP_GRACE_S = 30.0
+"""After the timeout: how long the benchmark gets, after SIGINT, to stop what it
+started (its ``finally`` blocks: `contreact down`, the services, its Redis)."""
+
+
+@dataclass(frozen=True)
+class Expected:
+    figures: tuple[str, ...]
+    """Labels of rows that must carry a finite number."""
+    verdicts: tuple[str, ...] = ()
+    """Names of verdicts that must be printed (PASS or FAIL: not judged)."""
+
+
+BENCHES: dict[str, Expected] = {
+    "bus_overhead": Expected(
+        ("raw RTT: PING (asyncio client, this process)", "through the services", "overhead"),
+        ("bus overhead, LLM step", "bus overhead, tool step"),
+    ),
+    "fold_speed": Expected(
+        ("RunLog.read (decode + validate)", "rebuild: RunLog.read + fold_all"), ("fold speed",)
+    ),
+    "replay_speed": Expected(("events", "replay with prompt hashes"), ("replay speed",)),
+    "log_growth": Expected(("LLM task bytes over the run / log bytes",), ("log growth",)),
+    "embedder_throughput": Expected(
+        ("service throughput", "raw throughput (mean of both)", "lone task overhead"),
+        ("embedder throughput", "embedder lone-task latency"),
+    ),
+    "similarity_search": Expected(
+        ("per-run query: exact index", "check_paragraphs (search), 1 BLAS thread"),
+        ("text check", "text check, search part"),
+    ),
+    "orchestrator_scaleout": Expected(("2 replicas / 1 replica",), ("scale-out",)),
+    "recovery": Expected(("llm-worker: kill -9 -> new process beating",), ("recovery",)),
+    "redis_memory": Expected(
+        ("finished, log kept: run's own keys, mean", "after retention: run's own keys, mean"),
+        ("retention",),
+    ),
+    "ui_speed": Expected(
+        ("run page, 50 cycles (HTML)", "runs list, 1,000 runs (JSON)"),
+        ("run page of a 50-cycle run", "projection rebuild of 1,000 runs"),
+    ),
+    "experiment_scaling": Expected(("3 runs as one experiment",), ("3 runs",)),
+    "model_swaps": Expected(("model_aware: makespan", "lower bound"), ("model swaps",)),
+    "compose_stack": Expected(
+        ("compose plan: runs of the experiment", "contreact up: experiment wall time")
+    ),
+}
+
+
+def test_every_benchmark_has_a_smoke_run() -> None:
+    modules = {p.stem for p in (ROOT / "bench").glob("*.py") if not p.stem.startswith("_")}
+    assert modules == set(BENCHES), "give the new benchmark a --smoke size and an entry here"
+
+
+@pytest.mark.parametrize("name", list(BENCHES))
+def test_benchmark_runs_at_its_smoke_size(name: str, tmp_path: Path) -> None:
+    started = time.monotonic()
+    output = run_smoke(name, tmp_path / f"{name}.out")
+    print(f"bench.{name} --smoke: {time.monotonic() - started:.1f} s")
+    assert "smoke size" in output, output[-3000:]
+    for label in BENCHES[name].figures:
+        value = figure(output, label)
+        assert value is not None, f"bench.{name} printed no figure {label!r}:\n{output[-3000:]}"
+        assert math.isfinite(value), f"bench.{name}: {label} = {value}"
+    for verdict in BENCHES[name].verdicts:
+        assert re.search(rf"^(PASS|FAIL): {re.escape(verdict)}: ", output, re.M), (
+            f"bench.{name} printed no verdict {verdict!r}:\n{output[-3000:]}"
+        )
+
+
+def figure(output: str, label: str) -> float | None:
+    """The number a ``row`` or ``ratio`` line printed for ``label`` (the last such line)."""
+    pattern = rf"^ +{re.escape(label)} +(-?[\d,]+\.\d+|-?inf|nan)(?: |$)"
+    found = re.findall(pattern, output, re.M)
+    return float(found[-1].replace(",", "")) if found else None
+
+
+def run_smoke(name: str, log: Path) -> str:
+    """``python -m bench.NAME --smoke`` in its own process group; its output. A run
+    past ``TIMEOUT_S`` is interrupted (SIGINT: its cleanup runs), then killed."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", f"bench.{name}", "--smoke"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            code = proc.wait(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            stop(proc)
+            pytest.fail(
+                f"bench.{name} --smoke did not end within {TIMEOUT_S:.0f} s (a hang?):\n"
+                + log.read_text(errors="replace")[-3000:]
+            )
+    output = log.read_text(errors="replace")
+    assert code == 0, f"bench.{name} --smoke exited {code}:\n{output[-3000:]}"
+    return output
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGINT to the benchmark's process group, then SIGKILL if it does not end."""
+    with_group = os.getpgid(proc.pid)
+    os.killpg(with_group, signal.SIGINT)
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(with_group, signal.SIGKILL)
+        proc.wait()
