@@ -20,7 +20,7 @@ import redis.asyncio as aioredis
 from bench._support import ensure_tests_importable, header, ratio, redis_server, row, verdict
 from contreact_bus.run_log import PAGE, RunLog
 from contreact_events.catalog import Event
-from contreact_events.fold import fold_all
+from contreact_events.core.fold import fold_all
 from contreact_events.names import run_log_key
 
 TARGET_EVENTS = 10_000

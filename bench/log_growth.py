@@ -22,9 +22,9 @@ import redis.asyncio as aioredis
 from bench._support import ensure_tests_importable, header, ratio, redis_server, row, verdict
 from contreact_bus.run_log import RunLog
 from contreact_events.catalog import Event
-from contreact_events.codec import event_to_fields, message_to_fields
 from contreact_events.names import run_log_key
-from contreact_events.tasks import LLMTask
+from contreact_events.wire.codec import event_to_fields, message_to_fields
+from contreact_events.wire.tasks import LLMTask
 
 CYCLES = 60
 FIRST, LATE = 1, 50

@@ -29,8 +29,8 @@ from typing import Any
 from bench._support import ensure_tests_importable, header, median_time, ratio, row, verdict
 from contreact_bus.archive import read_archive, write_archive
 from contreact_events.catalog import Event
-from contreact_events.codec import event_from_json, event_to_json
-from contreact_events.fold import fold_all
+from contreact_events.core.fold import fold_all
+from contreact_events.wire.codec import event_from_json, event_to_json
 
 RUNS = int(os.environ.get("BENCH_UI_RUNS", "1000"))
 CYCLES_PER_RUN = 10

@@ -27,18 +27,18 @@ from contreact_cli.progress import Printer, ProgressPrinter
 from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_events.catalog import TERMINAL_TYPES
-from contreact_events.codec import dumps
 from contreact_events.config import RunConfig
-from contreact_events.export import export_records
-from contreact_events.fold import fold_all
+from contreact_events.core.export import export_records
+from contreact_events.core.fold import fold_all
+from contreact_events.core.replay import replay_check
+from contreact_events.core.state import AgentState
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
     run_digest_key,
     run_meta_key,
 )
-from contreact_events.replay import replay_check
-from contreact_events.state import AgentState
-from contreact_events.tasks import DIGEST_REQUEST, InboxMessage
+from contreact_events.wire.codec import dumps
+from contreact_events.wire.tasks import DIGEST_REQUEST, InboxMessage
 
 
 def required_services(config: RunConfig | None) -> tuple[str, ...]:

@@ -17,8 +17,13 @@ from typing import Any
 import yaml
 
 from contreact_events.config import RunConfig, parse_run_config
+from contreact_events.config.experiment import (
+    ExperimentConfig,
+    PlannedRun,
+    expand,
+    parse_experiment,
+)
 from contreact_events.exceptions import ConfigError
-from contreact_events.experiment import ExperimentConfig, PlannedRun, expand, parse_experiment
 
 
 def load_config(path: Path, *, run_id: str | None = None) -> RunConfig:

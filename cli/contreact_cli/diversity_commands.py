@@ -14,11 +14,11 @@ from contreact_cli.commands import optional_redis, redis_client, runs
 from contreact_cli.exceptions import CLIError
 from contreact_cli.settings import CLISettings
 from contreact_events.catalog import Event
-from contreact_events.corpus import accepted_chunks, experiment_scope, run_scope
-from contreact_events.diversity_events import ReflectionEmbedded
-from contreact_events.memory_projection import MemoryProjection
+from contreact_events.catalog.diversity import ReflectionEmbedded
+from contreact_events.diversity.corpus import accepted_chunks, experiment_scope, run_scope
+from contreact_events.diversity.memory_projection import MemoryProjection
+from contreact_events.diversity.vector_index import VectorIndex
 from contreact_events.names import corpus_cleared_key
-from contreact_events.vector_index import VectorIndex
 
 
 def scope_of(run_id: str | None, experiment: str | None) -> str:

@@ -1,7 +1,7 @@
 """``contreact experiment run|status|cancel|export``: models x replicas in one command.
 
 ``run FILE`` expands the file into runs, decides per replica what resubmitting means
-(``contreact_events.experiment.resume``: done and running replicas are left alone,
+(``contreact_events.config.experiment.resume``: done and running replicas are left alone,
 failed or cancelled ones run again under their next id), sends every request in one
 pipeline with the experiment's record, then shows the live table and a summary.
 """
@@ -37,8 +37,8 @@ from contreact_cli.config_file import load_experiment
 from contreact_cli.exceptions import CLIError
 from contreact_cli.experiment_view import ExperimentProgress, LiveTable, Printer, summary, table
 from contreact_cli.settings import CLISettings
-from contreact_events.experiment import ACTIVE_STATUSES, Submission, resume
-from contreact_events.tasks import InboxMessage
+from contreact_events.config.experiment import ACTIVE_STATUSES, Submission, resume
+from contreact_events.wire.tasks import InboxMessage
 
 REFRESH_S = 0.5
 

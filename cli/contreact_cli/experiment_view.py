@@ -22,10 +22,10 @@ from contreact_bus.experiments import ReplicaEntry
 from contreact_bus.replies import entries
 from contreact_cli.text import safe
 from contreact_events.catalog import Event
-from contreact_events.codec import bulk, event_from_fields
-from contreact_events.fold import fold_all
+from contreact_events.core.fold import fold_all
+from contreact_events.core.state import AgentState
 from contreact_events.names import run_log_key
-from contreact_events.state import AgentState
+from contreact_events.wire.codec import bulk, event_from_fields
 
 Printer = Callable[[str], None]
 PAGE = 1000

@@ -206,7 +206,7 @@ def cmd_memory_rebuild(args: argparse.Namespace, settings: CLISettings) -> int:
 
 def cmd_similarity(args: argparse.Namespace, settings: CLISettings) -> int:
     """The cycle-by-cycle cosine similarity matrix, from the vectors in the log."""
-    from contreact_events.similarity import similarity_matrix
+    from contreact_events.diversity.similarity import similarity_matrix
 
     _events, state = asyncio.run(commands.load_state(settings, args.run))
     cycles = [cycle for cycle, _ in state.embeddings]

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from contreact_events.messages import ChatMessage
-from contreact_events.tasks import LLMTask
-from contreact_events.tools import tool_schemas
+from contreact_events.catalog.chat import ChatMessage
+from contreact_events.core.tools import tool_schemas
+from contreact_events.wire.tasks import LLMTask
 from contreact_llm import auto_backend
 from contreact_llm.backend import ChatFailure, ChatReply
 from contreact_llm.embedded_backend import EmbeddedBackend

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from contreact_events.messages import ChatMessage, ToolCall
-from contreact_events.tasks import LLMTask
-from contreact_events.tools import tool_schemas
+from contreact_events.catalog.chat import ChatMessage, ToolCall
+from contreact_events.core.tools import tool_schemas
+from contreact_events.wire.tasks import LLMTask
 from contreact_llm.backend import ChatFailure, ChatReply
 from contreact_llm.openai_backend import OpenAIBackend, openai_messages, request_options
 from contreact_llm.retry import RetryPolicy

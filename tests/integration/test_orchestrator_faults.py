@@ -20,8 +20,8 @@ from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import load_events
 from contreact_bus.task_stream import Consumer, ConsumerSettings, serve
-from contreact_events.codec import message_from_fields
-from contreact_events.fold import fold_all
+from contreact_events.core.fold import fold_all
+from contreact_events.core.replay import replay_check
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
     EMBED_TASKS_STREAM,
@@ -31,8 +31,8 @@ from contreact_events.names import (
     run_meta_key,
     shard_lease_key,
 )
-from contreact_events.replay import replay_check
-from contreact_events.tasks import EmbedTask, InboxMessage, LLMTask, task_digest
+from contreact_events.wire.codec import message_from_fields
+from contreact_events.wire.tasks import EmbedTask, InboxMessage, LLMTask, task_digest
 from contreact_orchestrator.exceptions import LeaseLost
 from contreact_orchestrator.leases import ShardLeases
 from contreact_orchestrator.orchestrator import Orchestrator

@@ -11,9 +11,9 @@ import redis.asyncio as aioredis
 from contreact_bus.archive import write_archive
 from contreact_cli.commands import rebuild
 from contreact_cli.settings import CLISettings
-from contreact_events.fold import fold_all
+from contreact_events.core.fold import fold_all
+from contreact_events.core.state import AgentState
 from contreact_events.names import run_meta_key
-from contreact_events.state import AgentState
 from tests.support.sim import Sim, make_config, say
 
 pytestmark = pytest.mark.redis

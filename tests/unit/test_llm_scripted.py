@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from contreact_events.config import ScriptConfig
-from contreact_events.tasks import LLMTask
+from contreact_events.wire.tasks import LLMTask
 from contreact_llm.backend import ChatFailure, ChatReply
 from contreact_llm.retry import RetryPolicy
 from contreact_llm.scripted_backend import ScriptedBackend

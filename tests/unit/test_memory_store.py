@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from contreact_events.catalog import Event
-from contreact_events.tasks import MemoryTask
-from contreact_events.tool_events import ToolCallCompleted, ToolCallRequested
+from contreact_events.catalog.tool import ToolCallCompleted, ToolCallRequested
+from contreact_events.wire.tasks import MemoryTask
 from contreact_memory.exceptions import RebuildTargetExists, StoreUnavailable
 from contreact_memory.rebuild import differences, executed_calls, rebuild_store
 from contreact_memory.store import MemoryStore, ToolOutcome

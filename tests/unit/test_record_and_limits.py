@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from contreact_events import prompt as prompt_module
 from contreact_events.catalog import SCHEMA_VERSIONS
-from contreact_events.codec import event_from_json, event_to_json
 from contreact_events.config import parse_run_config
+from contreact_events.core import prompt as prompt_module
+from contreact_events.core.replay import replay_check
 from contreact_events.exceptions import ConfigError, CorruptEvent
-from contreact_events.replay import replay_check
-from contreact_events.tasks import InboxMessage, LLMTask
+from contreact_events.wire.codec import event_from_json, event_to_json
+from contreact_events.wire.tasks import InboxMessage, LLMTask
 from tests.support.sim import Sim, make_config, say
 from tests.unit.test_regenerate_mode import PARA_A, PARA_B, regen_sim
 
@@ -115,7 +115,7 @@ def test_llm_requested_carries_the_hash_of_what_is_sent() -> None:
     assert requested.type == "LLMRequested" and isinstance(task, LLMTask)
     import hashlib
 
-    from contreact_events.codec import dumps
+    from contreact_events.wire.codec import dumps
 
     def digest(message: Any) -> bytes:  # the definition, computed afresh
         return hashlib.sha256(dumps(message.as_ollama(), sort_keys=True)).digest()

@@ -16,8 +16,8 @@ from redis.exceptions import ResponseError
 from contreact_bus.exceptions import FencedOut, LogMoved
 from contreact_bus.replies import Entry, entries, stream_entries
 from contreact_events.catalog import Event
-from contreact_events.codec import bulk, event_from_fields, event_to_fields
 from contreact_events.names import run_log_key, run_meta_key, run_writer_key
+from contreact_events.wire.codec import bulk, event_from_fields, event_to_fields
 
 PAGE = 1000
 

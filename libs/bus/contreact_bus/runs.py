@@ -18,6 +18,7 @@ from contreact_bus.exceptions import RunNotFound
 from contreact_bus.replies import text_map, texts
 from contreact_bus.run_log import RunLog
 from contreact_events.catalog import Event
+from contreact_events.core.state import AgentState
 from contreact_events.names import (
     ACTIVE_RUNS,
     RUNS_INDEX,
@@ -25,7 +26,6 @@ from contreact_events.names import (
     experiment_runs_key,
     run_meta_key,
 )
-from contreact_events.state import AgentState
 
 
 async def load_events(redis: aioredis.Redis | None, archive_dir: Path, run_id: str) -> list[Event]:

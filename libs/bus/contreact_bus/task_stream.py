@@ -20,9 +20,9 @@ from redis.exceptions import ResponseError
 
 from contreact_bus.backoff import REDIS_DOWN, Backoff
 from contreact_bus.replies import entries, stream_entries
-from contreact_events.codec import message_from_fields, message_to_fields
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import DEAD_LETTER_STREAM
+from contreact_events.wire.codec import message_from_fields, message_to_fields
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ import redis.asyncio as aioredis
 from contreact_bus.replies import text
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import experiment_run_ids
-from contreact_events.corpus import CorpusProjection, run_scope
+from contreact_events.diversity.corpus import CorpusProjection, run_scope
+from contreact_events.diversity.vector_index import VectorIndex
 from contreact_events.names import corpus_cleared_key
-from contreact_events.vector_index import VectorIndex
 
 
 @dataclass

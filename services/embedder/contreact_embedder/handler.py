@@ -23,16 +23,16 @@ from contreact_embedder.corpus_index import CorpusIndex
 from contreact_embedder.embedding_service import Embedding, EmbeddingService
 from contreact_embedder.exceptions import EmbeddingError
 from contreact_embedder.memory_search import MemorySearch
-from contreact_events.corpus import check_answer
-from contreact_events.paragraphs import split_paragraphs
-from contreact_events.tasks import (
+from contreact_events.core.tools import SEARCH_TOOL
+from contreact_events.diversity.corpus import check_answer
+from contreact_events.diversity.paragraphs import split_paragraphs
+from contreact_events.wire.tasks import (
     EmbedTask,
     InboxMessage,
     embedding_failed,
     reflection_embedded,
     tool_result,
 )
-from contreact_events.tools import SEARCH_TOOL
 
 log = logging.getLogger(__name__)
 

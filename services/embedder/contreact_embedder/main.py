@@ -15,7 +15,7 @@ from contreact_embedder.exceptions import ModelUnavailable
 from contreact_embedder.handler import EmbedHandler
 from contreact_embedder.settings import EmbedderSettings
 from contreact_events.names import EMBED_GROUP, EMBED_TASKS_STREAM
-from contreact_events.tasks import EmbedTask
+from contreact_events.wire.tasks import EmbedTask
 
 
 async def run(settings: EmbedderSettings, service: EmbeddingService, *, burst: bool = False) -> int:

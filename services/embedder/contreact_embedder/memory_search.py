@@ -10,8 +10,8 @@ import redis.asyncio as aioredis
 
 from contreact_bus.run_log import RunLog
 from contreact_embedder.embedding_service import EmbeddingService
-from contreact_events.memory_projection import MemoryProjection
-from contreact_events.vector_index import VectorIndex
+from contreact_events.diversity.memory_projection import MemoryProjection
+from contreact_events.diversity.vector_index import VectorIndex
 
 PREVIEW = 300
 """Characters of each result shown to the model."""

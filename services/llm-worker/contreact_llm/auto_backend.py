@@ -3,7 +3,7 @@ the embedded model otherwise."""
 
 from __future__ import annotations
 
-from contreact_events.tasks import LLMTask
+from contreact_events.wire.tasks import LLMTask
 from contreact_llm.backend import CheckOutcome, LLMBackend
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from contreact_events.catalog.chat import AssistantMessage, LLMUsage
 from contreact_events.config import ResolvedBackend
-from contreact_events.messages import AssistantMessage, LLMUsage
-from contreact_events.tasks import LLMTask
+from contreact_events.wire.tasks import LLMTask
 
 
 @dataclass(frozen=True)

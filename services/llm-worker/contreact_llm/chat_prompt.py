@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from contreact_events.messages import ChatMessage, ToolCall
+from contreact_events.catalog.chat import ChatMessage, ToolCall
 
 END = "<|im_end|>"
 STOPS = (END, "<|im_start|>")

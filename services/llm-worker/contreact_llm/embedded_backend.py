@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contreact_events.catalog.chat import AssistantMessage, ChatMessage, LLMUsage
 from contreact_events.config import ResolvedBackend
-from contreact_events.messages import AssistantMessage, ChatMessage, LLMUsage
-from contreact_events.tasks import LLMTask
+from contreact_events.wire.tasks import LLMTask
 from contreact_llm import chat_prompt
 from contreact_llm.backend import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
 from contreact_llm.exceptions import BackendError

@@ -15,7 +15,13 @@ import redis.asyncio as aioredis
 
 from contreact_bus.inbox import Inbox
 from contreact_bus.task_gate import TaskGate
-from contreact_events.tasks import InboxMessage, LLMTask, llm_failed, llm_responded, model_checked
+from contreact_events.wire.tasks import (
+    InboxMessage,
+    LLMTask,
+    llm_failed,
+    llm_responded,
+    model_checked,
+)
 from contreact_llm import auto_backend
 from contreact_llm.backend import ChatReply, LLMBackend
 from contreact_llm.embedded_backend import EmbeddedBackend

@@ -8,9 +8,9 @@ import time
 import httpx
 import ollama
 
+from contreact_events.catalog.chat import AssistantMessage, LLMUsage, ToolCall
 from contreact_events.config import ResolvedBackend
-from contreact_events.messages import AssistantMessage, LLMUsage, ToolCall
-from contreact_events.tasks import LLMTask
+from contreact_events.wire.tasks import LLMTask
 from contreact_llm.backend import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
 from contreact_llm.exceptions import (
     BackendError,

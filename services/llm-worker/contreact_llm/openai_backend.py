@@ -24,9 +24,9 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
+from contreact_events.catalog.chat import AssistantMessage, ChatMessage, LLMUsage
 from contreact_events.config import ResolvedBackend
-from contreact_events.messages import AssistantMessage, ChatMessage, LLMUsage
-from contreact_events.tasks import LLMTask
+from contreact_events.wire.tasks import LLMTask
 from contreact_llm.backend import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
 from contreact_llm.chat_prompt import parse_arguments
 from contreact_llm.exceptions import BackendError, CallFailed, TransientBackendError

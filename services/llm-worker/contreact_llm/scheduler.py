@@ -28,11 +28,11 @@ from contreact_bus.inbox import tell_run_of_dead_letter
 from contreact_bus.llm_routes import FREED_WAKE_PREFIX, ROUTE_WAKE_PREFIX
 from contreact_bus.replies import stream_entries, text
 from contreact_bus.task_stream import Delivery
-from contreact_events.codec import message_from_fields
 from contreact_events.config import EMBEDDED_HOST
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import LLM_GROUP, LLM_WAKE_CHANNEL
-from contreact_events.tasks import LLMTask
+from contreact_events.wire.codec import message_from_fields
+from contreact_events.wire.tasks import LLMTask
 from contreact_llm.handler import LLMTaskHandler
 from contreact_llm.host_slots import HostLimits, HostSlots, Lease, LocalSlots
 from contreact_llm.placement import Attempt, Policy, plan

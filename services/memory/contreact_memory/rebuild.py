@@ -27,9 +27,9 @@ import redis.asyncio as aioredis
 
 from contreact_bus.runs import load_events
 from contreact_events.catalog import Event
-from contreact_events.tasks import MemoryTask
-from contreact_events.tool_events import ToolCallCompleted, ToolCallRequested
-from contreact_events.tools import MEMORY_TOOLS, check_arguments
+from contreact_events.catalog.tool import ToolCallCompleted, ToolCallRequested
+from contreact_events.core.tools import MEMORY_TOOLS, check_arguments
+from contreact_events.wire.tasks import MemoryTask
 from contreact_memory.exceptions import RebuildTargetExists
 from contreact_memory.store import MemoryRow, MemoryStore
 

@@ -32,10 +32,12 @@ from contreact_bus.run_log import PendingTask, RunLog, append_result
 from contreact_bus.runs import active_run_ids, meta_fields, register_run
 from contreact_bus.task_stream import TaskStream
 from contreact_events.catalog import Event
-from contreact_events.codec import message_to_fields
-from contreact_events.decide import Decision, Task, decide
+from contreact_events.catalog.delivery import TaskFailed
+from contreact_events.core.decide import Decision, Task, decide
+from contreact_events.core.fold import fold_all
+from contreact_events.core.prompt import pending_tasks, waiting_deadline
+from contreact_events.core.state import AgentState
 from contreact_events.exceptions import ContReActEventError
-from contreact_events.fold import fold_all
 from contreact_events.names import (
     ACTIVE_RUNS,
     DEAD_LETTER_STREAM,
@@ -49,11 +51,9 @@ from contreact_events.names import (
     run_meta_key,
     run_writer_key,
 )
-from contreact_events.prompt import pending_tasks, waiting_deadline
 from contreact_events.protocol import paper_system_prompt
-from contreact_events.state import AgentState
-from contreact_events.task_events import TaskFailed
-from contreact_events.tasks import (
+from contreact_events.wire.codec import message_to_fields
+from contreact_events.wire.tasks import (
     DIGEST_REQUEST,
     EmbedTask,
     InboxMessage,

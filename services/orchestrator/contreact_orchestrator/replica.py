@@ -23,7 +23,7 @@ from contreact_bus.backoff import REDIS_DOWN, Backoff
 from contreact_bus.inbox import tell_run_of_dead_letter
 from contreact_bus.task_stream import Consumer, ConsumerSettings, serve
 from contreact_events.names import INBOX_GROUP, inbox_stream
-from contreact_events.tasks import InboxMessage
+from contreact_events.wire.tasks import InboxMessage
 from contreact_orchestrator.exceptions import LeaseLost
 from contreact_orchestrator.leases import Lease, ShardLeases, preferred_owner
 from contreact_orchestrator.orchestrator import Orchestrator

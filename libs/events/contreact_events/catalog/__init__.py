@@ -4,11 +4,11 @@ and the upcasters that bring older stored shapes up to the current ones."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, TypeAlias
+from typing import Annotated, Any, TypeAlias, get_args
 
 from pydantic import Field, TypeAdapter
 
-from contreact_events.cycle_events import (
+from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleStarted,
     LLMFailed,
@@ -17,7 +17,8 @@ from contreact_events.cycle_events import (
     ReflectionRecorded,
     StepLimitReached,
 )
-from contreact_events.diversity_events import (
+from contreact_events.catalog.delivery import TaskFailed, TaskRetried
+from contreact_events.catalog.diversity import (
     EmbeddingFailed,
     EmbeddingRequested,
     ParagraphCheckRequested,
@@ -28,9 +29,8 @@ from contreact_events.diversity_events import (
     SimilarityAssessed,
     TopicExhausted,
 )
-from contreact_events.envelope import EventBase
-from contreact_events.exceptions import NewerSchemaVersion, UnknownEventType
-from contreact_events.run_events import (
+from contreact_events.catalog.envelope import EventBase
+from contreact_events.catalog.run import (
     ModelChecked,
     RunCancelled,
     RunCompleted,
@@ -38,13 +38,13 @@ from contreact_events.run_events import (
     RunRequested,
     RunStarted,
 )
-from contreact_events.task_events import TaskFailed, TaskRetried
-from contreact_events.tool_events import (
+from contreact_events.catalog.tool import (
     OperatorMessageSent,
     OperatorReplied,
     ToolCallCompleted,
     ToolCallRequested,
 )
+from contreact_events.exceptions import NewerSchemaVersion, UnknownEventType
 
 Event: TypeAlias = Annotated[
     RunRequested
@@ -81,38 +81,9 @@ Event: TypeAlias = Annotated[
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 EVENT_CLASSES: dict[str, type[EventBase]] = {
-    cls.model_fields["type"].default: cls
-    for cls in (
-        RunRequested,
-        ModelChecked,
-        RunStarted,
-        RunCompleted,
-        RunFailed,
-        RunCancelled,
-        CycleStarted,
-        LLMRequested,
-        LLMResponded,
-        LLMFailed,
-        StepLimitReached,
-        ReflectionRecorded,
-        CycleEnded,
-        ToolCallRequested,
-        ToolCallCompleted,
-        OperatorMessageSent,
-        OperatorReplied,
-        EmbeddingRequested,
-        ReflectionEmbedded,
-        EmbeddingFailed,
-        SimilarityAssessed,
-        ParagraphCheckRequested,
-        ParagraphsChecked,
-        RegenerationRequested,
-        ParagraphsAccepted,
-        TopicExhausted,
-        TaskFailed,
-        TaskRetried,
-    )
+    cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])
 }
+"""Every event class by its ``type`` tag, derived from the union (written out once, above)."""
 
 TERMINAL_TYPES = frozenset({"RunCompleted", "RunFailed", "RunCancelled"})
 

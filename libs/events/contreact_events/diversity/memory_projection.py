@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from contreact_events.catalog import Event
-from contreact_events.diversity_events import ReflectionEmbedded
-from contreact_events.tool_events import ToolCallCompleted, ToolCallRequested
+from contreact_events.catalog.diversity import ReflectionEmbedded
+from contreact_events.catalog.tool import ToolCallCompleted, ToolCallRequested
 
 
 @dataclass

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.diversity import ChunkMatch, ParagraphsAccepted, ParagraphsChecked
 from contreact_events.config import RunConfig
-from contreact_events.diversity_events import ChunkMatch, ParagraphsAccepted, ParagraphsChecked
-from contreact_events.paragraphs import SLIDING_WINDOW_ACTIVATION, check_paragraphs
-from contreact_events.tasks import EmbedTask, InboxMessage, paragraphs_checked
-from contreact_events.vector_index import VectorIndex
+from contreact_events.diversity.paragraphs import SLIDING_WINDOW_ACTIVATION, check_paragraphs
+from contreact_events.diversity.vector_index import VectorIndex
+from contreact_events.wire.tasks import EmbedTask, InboxMessage, paragraphs_checked
 
 
 @dataclass(frozen=True)

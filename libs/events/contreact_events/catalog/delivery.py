@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from contreact_events.envelope import EventBase
+from contreact_events.catalog.envelope import EventBase, InputEvent
 
 FailureCause = Literal["expired", "dead_lettered", "rejected"]
 
 
-class TaskFailed(EventBase):
+class TaskFailed(InputEvent):
     """Input: the task ``task_id`` will not be answered (orchestrator timer, a
     worker's dead-letter path, or the orchestrator refusing its result)."""
 

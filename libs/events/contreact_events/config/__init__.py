@@ -18,8 +18,6 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     StrictBool,
     StrictFloat,
@@ -30,154 +28,81 @@ from pydantic import (
     model_validator,
 )
 
+from contreact_events.config.backends import (
+    ModelOptions,
+    OllamaClientConfig,
+    OpenAIClientConfig,
+    ScriptConfig,
+    ScriptedReply,
+    ScriptedToolCall,
+)
+from contreact_events.config.errors import describe_validation_error
+from contreact_events.config.fields import (
+    DEFAULT_BACKEND,
+    DEFAULT_CYCLE_START_MESSAGE,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_OLLAMA_HOST,
+    DEFAULT_OPENAI_BASE_URL,
+    DEFAULT_OPENAI_KEY_ENV,
+    DEFAULT_OPERATOR_REPLY,
+    EMBEDDED_HOST,
+    ENV_NAME_PATTERN,
+    IDENTIFIER_RULE,
+    MAX_NAME_CHARS,
+    MAX_PROMPT_CHARS,
+    MAX_TEXT_CHARS,
+    RUN_ID_PATTERN,
+    Backend,
+    Identifier,
+    Name,
+    ReasoningEffort,
+    ResolvedBackend,
+    Strict,
+    Text,
+)
 from contreact_events.exceptions import ConfigError
 
-RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-IDENTIFIER_RULE = (
-    "1-128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit"
-)
-"""Run ids, experiment names: anything that becomes part of a Redis key or a file name."""
-DEFAULT_OLLAMA_HOST = "http://localhost:11434"
-DEFAULT_MAX_STEPS = 25
-DEFAULT_OPERATOR_REPLY = "Acknowledged."
-DEFAULT_CYCLE_START_MESSAGE = "Cycle {cycle} begins."
-
-MAX_NAME_CHARS = 256
-"""Model names, hosts, file names: short single-line texts."""
-MAX_TEXT_CHARS = 20_000
-"""Operator auto reply, cycle-start message, scripted replies: texts put into prompts."""
-MAX_PROMPT_CHARS = 200_000
-"""The system prompt (the paper's is under 3,000 characters)."""
-
-Identifier = Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN.pattern)]
-Name = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS)]
-Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
-
-Backend = Literal["ollama", "openai", "embedded", "scripted", "auto"]
-ResolvedBackend = Literal["ollama", "openai", "embedded", "scripted"]
-ReasoningEffort = Literal["low", "medium", "high"]
-DEFAULT_BACKEND: Backend = "ollama"
-"""Seed 003's configs are Ollama configs. ``auto`` (Ollama, else the embedded model)
-must be asked for by name; it is never the default."""
-DEFAULT_OPENAI_BASE_URL = "https://openrouter.ai/api/v1"
-DEFAULT_OPENAI_KEY_ENV = "OPENROUTER_API_KEY"
-EMBEDDED_HOST = "embedded"
-"""The host of the embedded backend: the worker process itself."""
-ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ModelOptions(_Strict):
-    """Generation options passed to the backend (Ollama's ``options``), all optional."""
-
-    seed: StrictInt | None = None
-    temperature: StrictFloat | None = Field(default=None, ge=0.0)
-    top_p: StrictFloat | None = Field(default=None, gt=0.0, le=1.0)
-    top_k: StrictInt | None = Field(default=None, ge=0)
-    min_p: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)
-    num_predict: StrictInt | None = Field(default=None, ge=-2)
-    repeat_last_n: StrictInt | None = Field(default=None, ge=-1)
-    repeat_penalty: StrictFloat | None = Field(default=None, ge=0.0)
-    presence_penalty: StrictFloat | None = None
-    frequency_penalty: StrictFloat | None = None
-    num_ctx: StrictInt | None = Field(default=None, gt=0)
-    num_batch: StrictInt | None = Field(default=None, gt=0)
-    num_thread: StrictInt | None = Field(default=None, gt=0)
-    num_keep: StrictInt | None = None
-    stop: tuple[Name, ...] | None = Field(default=None, max_length=32)
-    reasoning_effort: ReasoningEffort | None = None
-    """How hard a reasoning model thinks (OpenAI's ``reasoning_effort``, Ollama's ``think``)."""
-
-    def as_options(self) -> dict[str, Any]:
-        """The options that were set, in the shape Ollama's ``options`` takes."""
-        return self.model_dump(mode="json", exclude_none=True)
+__all__ = [
+    "DEFAULT_BACKEND",
+    "DEFAULT_CYCLE_START_MESSAGE",
+    "DEFAULT_MAX_STEPS",
+    "DEFAULT_OLLAMA_HOST",
+    "DEFAULT_OPENAI_BASE_URL",
+    "DEFAULT_OPENAI_KEY_ENV",
+    "DEFAULT_OPERATOR_REPLY",
+    "EMBEDDED_HOST",
+    "ENV_NAME_PATTERN",
+    "IDENTIFIER_RULE",
+    "MAX_NAME_CHARS",
+    "MAX_PROMPT_CHARS",
+    "MAX_TEXT_CHARS",
+    "RUN_ID_PATTERN",
+    "Backend",
+    "DeadlinesConfig",
+    "DiversityConfig",
+    "Identifier",
+    "LimitsConfig",
+    "ModelOptions",
+    "Name",
+    "OllamaClientConfig",
+    "OpenAIClientConfig",
+    "OperatorConfig",
+    "ReasoningEffort",
+    "ResolvedBackend",
+    "RunConfig",
+    "ScriptConfig",
+    "ScriptedReply",
+    "ScriptedToolCall",
+    "Text",
+    "ToolsConfig",
+    "check_identifier",
+    "describe_validation_error",
+    "inconsistency",
+    "parse_run_config",
+]
 
 
-class OllamaClientConfig(_Strict):
-    host: Name = DEFAULT_OLLAMA_HOST
-    """The server's URL. No credentials: the config is recorded in the run log and
-    its exports, so a ``user:password@`` in it is refused."""
-    hosts: tuple[Name, ...] = Field(default=(), max_length=64)
-    """A pool: any of these hosts may answer a call (the same model pulled on each).
-    Empty: ``host`` alone."""
-    timeout_s: StrictFloat | None = Field(default=600.0, gt=0)
-    """Longest wait for one answer (a long generation included)."""
-    connect_timeout_s: StrictFloat = Field(default=5.0, gt=0, le=600)
-    """Longest wait to reach the server: a host that drops packets fails after this,
-    not after ``timeout_s``."""
-
-    @field_validator("host", "hosts")
-    @classmethod
-    def _urls(cls, value: str | tuple[str, ...]) -> str | tuple[str, ...]:
-        for host in (value,) if isinstance(value, str) else value:
-            if not host or any(c.isspace() or c in "{}" for c in host):
-                raise ValueError(f"{host!r} is not a host (e.g. http://localhost:11434)")
-        if isinstance(value, tuple) and len(set(value)) != len(value):
-            raise ValueError("hosts must not repeat a host")
-        return value
-
-    @property
-    def pool(self) -> tuple[str, ...]:
-        """The hosts that may answer, in the order given."""
-        return self.hosts or (self.host,)
-
-
-class OpenAIClientConfig(_Strict):
-    """An OpenAI-compatible chat-completions server: OpenRouter, vLLM, llama.cpp's server.
-
-    The key is never in the config: ``api_key_env`` names the environment variable
-    the LLM worker reads it from (``null`` for a server without keys)."""
-
-    base_url: Name = DEFAULT_OPENAI_BASE_URL
-    api_key_env: Name | None = DEFAULT_OPENAI_KEY_ENV
-    timeout_s: StrictFloat | None = Field(default=600.0, gt=0)
-
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^\s/{}]+[^\s{}]*$", value):
-            raise ValueError(f"{value!r} is not an http(s) URL (e.g. {DEFAULT_OPENAI_BASE_URL})")
-        return value.rstrip("/")
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, value: str | None) -> str | None:
-        if value is not None and not ENV_NAME_PATTERN.match(value):
-            raise ValueError(
-                "api_key_env must name an environment variable (letters, digits, '_'), "
-                "never hold the key itself"
-            )
-        return value
-
-
-class ScriptedToolCall(_Strict):
-    name: Name
-    arguments: dict[str, Any] = Field(default_factory=dict)
-
-
-class ScriptedReply(_Strict):
-    """One reply of the scripted backend. ``{cycle}`` and ``{step}`` are substituted."""
-
-    content: str = ""
-    tool_calls: tuple[ScriptedToolCall, ...] = ()
-    latency_ms: StrictFloat = Field(default=0.0, ge=0.0)
-    error: Text | None = None
-    """Fail this call instead of answering (``transient`` errors are retried)."""
-    transient: StrictBool = False
-
-
-class ScriptConfig(_Strict):
-    """Replies of the scripted backend, taken in order by the run's LLM call index."""
-
-    replies: tuple[ScriptedReply, ...] = Field(min_length=1, max_length=100_000)
-    repeat: StrictBool = False
-    """Start again from the first reply when the script runs out (else the call fails)."""
-
-
-class OperatorConfig(_Strict):
+class OperatorConfig(Strict):
     """How ``send_message_to_operator`` is answered.
 
     ``auto``: a fixed minimal answer, as in the paper's unattended runs.
@@ -191,7 +116,7 @@ class OperatorConfig(_Strict):
     seconds (the reply is logged as ``by: timeout``). None: wait as long as it takes."""
 
 
-class DeadlinesConfig(_Strict):
+class DeadlinesConfig(Strict):
     """How long a run waits for each kind of task, counted from when it was sent, and
     how often a task that got no usable answer is sent again before the run fails
     (an embedding that keeps failing ends its cycle without an assessment instead)."""
@@ -208,7 +133,7 @@ class DeadlinesConfig(_Strict):
     """Sends of a failed task after the first."""
 
 
-class DiversityConfig(_Strict):
+class DiversityConfig(Strict):
     """Seed 000's exploration diversity: each reflection is embedded and compared with
     every earlier one; above a threshold an advisory goes into the next cycle's
     system prompt. A similarity must *exceed* a threshold to count."""
@@ -236,7 +161,7 @@ class DiversityConfig(_Strict):
     paragraphs may repeat, besides seed 001's list."""
 
 
-class ToolsConfig(_Strict):
+class ToolsConfig(Strict):
     """Tools beyond the paper's six (off by default, to keep the paper's protocol)."""
 
     search_memory: StrictBool = False
@@ -246,7 +171,7 @@ class ToolsConfig(_Strict):
     """Results when the model does not say how many."""
 
 
-class LimitsConfig(_Strict):
+class LimitsConfig(Strict):
     """Size caps on what the model writes and reads, so that one runaway value is not
     copied into every later prompt. A call over a cap is answered with a tool error
     saying the limit (the model can shorten or split it); an output over its cap
@@ -264,7 +189,7 @@ class LimitsConfig(_Strict):
     """Longest answer text the LLM worker passes on (the rest is cut and counted)."""
 
 
-class RunConfig(_Strict):
+class RunConfig(Strict):
     """One run. ``system_prompt`` is the resolved text (the CLI reads the file)."""
 
     run_id: str
@@ -389,46 +314,4 @@ def parse_run_config(data: Any, *, source: str = "config") -> RunConfig:
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: {describe_validation_error(exc)}") from None
-
-
-def describe_validation_error(exc: ValidationError, root: type[BaseModel] | None = None) -> str:
-    """One line per problem: where, what, and for unknown keys the keys that are allowed."""
-    problems = []
-    errors = exc.errors()
-    inner = {tuple(e["loc"][:n]) for e in errors for n in range(1, len(e["loc"]))}
-    for error in errors:
-        if error["type"] == "too_short" and tuple(error["loc"]) in inner:
-            continue  # a list whose items failed: the items' errors say it
-        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
-        where = where.encode("unicode_escape").decode("ascii")  # a key may hold a newline
-        kind = error["type"]
-        if kind == "extra_forbidden":
-            allowed = _allowed_keys(error["loc"], root or RunConfig)
-            problems.append(f"unknown key '{where}' (allowed here: {allowed})")
-        elif kind == "missing":
-            problems.append(f"missing required key '{where}'")
-        elif where.endswith("api_key_env"):  # it may hold a pasted key: never echo it
-            problems.append(f"'{where}' {error['msg'].lower()}")
-        elif kind == "value_error":  # our own validators: the message says it all
-            problems.append(str(error["msg"]).removeprefix("Value error, "))
-        else:
-            given = error.get("input")
-            shown = repr(given) if not isinstance(given, dict | list) else type(given).__name__
-            if len(shown) > 60:
-                shown = f"{shown[:57]}... ({len(str(given))} characters)"
-            problems.append(f"'{where}' {error['msg'].lower()} (got {shown})")
-    return "; ".join(problems)
-
-
-def _allowed_keys(loc: tuple[int | str, ...], root: type[BaseModel]) -> str:
-    model = root
-    for part in loc[:-1]:
-        field = model.model_fields.get(str(part))
-        annotation = getattr(field, "annotation", None)
-        candidates = [annotation, *getattr(annotation, "__args__", ())]
-        nested = [c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)]
-        if not nested:
-            break
-        model = nested[0]
-    return ", ".join(model.model_fields)
+        raise ConfigError(f"{source}: {describe_validation_error(exc, RunConfig)}") from None

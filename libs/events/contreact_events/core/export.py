@@ -12,9 +12,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from contreact_events.catalog import Event
-from contreact_events.fold import fold
-from contreact_events.prompt import prompt_messages
-from contreact_events.state import AgentState
+from contreact_events.core.fold import fold
+from contreact_events.core.prompt import prompt_messages
+from contreact_events.core.state import AgentState
 
 
 def export_records(events: Sequence[Event]) -> Iterator[dict[str, Any]]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+from contreact_events.catalog.envelope import EventBase, InputEvent
 from contreact_events.config import ResolvedBackend, RunConfig
-from contreact_events.envelope import EventBase
 
 
-class RunRequested(EventBase):
+class RunRequested(InputEvent):
     """A run was submitted (input, from the CLI). Starts the model check."""
 
     type: Literal["RunRequested"] = "RunRequested"
@@ -24,7 +24,7 @@ class RunRequested(EventBase):
     git checkout."""
 
 
-class ModelChecked(EventBase):
+class ModelChecked(InputEvent):
     """The LLM worker checked the backend and model (input, answers the preflight task)."""
 
     type: Literal["ModelChecked"] = "ModelChecked"
@@ -74,7 +74,7 @@ class RunFailed(EventBase):
     reason: str
 
 
-class RunCancelled(EventBase):
+class RunCancelled(InputEvent):
     """Input from the CLI; accepted while the run is active."""
 
     type: Literal["RunCancelled"] = "RunCancelled"

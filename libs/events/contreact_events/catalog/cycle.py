@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from contreact_events.envelope import EventBase
-from contreact_events.messages import AssistantMessage, LLMUsage
+from contreact_events.catalog.chat import AssistantMessage, LLMUsage
+from contreact_events.catalog.envelope import EventBase, InputEvent
 
 
 class CycleMetrics(BaseModel):
@@ -54,7 +54,7 @@ class LLMRequested(EventBase):
     so a deterministic replay also catches a change in how prompts are assembled."""
 
 
-class LLMResponded(EventBase):
+class LLMResponded(InputEvent):
     """Input from the LLM worker; ``causation_id`` is the task it answers."""
 
     type: Literal["LLMResponded"] = "LLMResponded"
@@ -66,7 +66,7 @@ class LLMResponded(EventBase):
     was kept as a plain answer."""
 
 
-class LLMFailed(EventBase):
+class LLMFailed(InputEvent):
     """Input from the LLM worker after its retries ran out."""
 
     type: Literal["LLMFailed"] = "LLMFailed"

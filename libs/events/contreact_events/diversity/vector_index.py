@@ -11,7 +11,7 @@ index, so this is a plain scan, no ANN structure:
   one scope is one matrix-vector product over that scope's rows only, then
   ``argpartition`` for the top candidates; other scopes cost nothing.
 - Candidates are then rescored with the exactly rounded cosine of
-  ``contreact_events.similarity.cosine`` (float64 products, ``math.fsum``), between
+  ``contreact_events.diversity.similarity.cosine`` (float64 products, ``math.fsum``), between
   the query as given and the stored unit vector. Reported scores are therefore the
   same on every machine and at the exact thresholds of the seeds; the float32 scan
   only chooses the candidates (with a margin, so near-ties are not lost).
@@ -120,7 +120,7 @@ def normalize_rows(matrix: F64) -> F32:
 
 
 def exact_cosine(query: F64, query_norm: float, stored: F64) -> float:
-    """Bit-for-bit ``contreact_events.similarity.cosine(query, stored)``: float64
+    """Bit-for-bit ``contreact_events.diversity.similarity.cosine(query, stored)``: float64
     products (IEEE, the same as Python's), exactly rounded sums, then the division."""
     dot = math.fsum((query * stored).tolist())
     norm = query_norm * math.sqrt(math.fsum((stored * stored).tolist()))

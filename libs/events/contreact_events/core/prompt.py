@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from contreact_events.codec import dumps
+from contreact_events.catalog.chat import ChatMessage
 from contreact_events.config import RunConfig
-from contreact_events.corpus import scope_for
-from contreact_events.messages import ChatMessage
-from contreact_events.state import AgentState
-from contreact_events.tasks import EmbedTask, LLMTask, MemoryTask
-from contreact_events.tools import MEMORY_TOOLS, SEARCH_TOOL
+from contreact_events.core.state import AgentState
+from contreact_events.core.tools import MEMORY_TOOLS, SEARCH_TOOL
+from contreact_events.diversity.corpus import scope_for
+from contreact_events.wire.codec import dumps
+from contreact_events.wire.tasks import EmbedTask, LLMTask, MemoryTask
 
 
 def system_message(state: AgentState) -> ChatMessage:

@@ -1,6 +1,6 @@
 """The JSON schema of every run-log event and bus message, generated from the models.
 
-``python -m contreact_events.schema`` rewrites ``libs/events/schema/``; a test fails
+``python -m contreact_events.wire.schema`` rewrites ``libs/events/schema/``; a test fails
 when the committed files drift from the models.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from contreact_events.catalog import EVENT_ADAPTER, SCHEMA_VERSIONS
-from contreact_events.tasks import InboxMessage, LLMTask, MemoryTask
+from contreact_events.wire.tasks import InboxMessage, LLMTask, MemoryTask
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schema"
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schema"
 
 
 def schemas() -> dict[str, dict[str, Any]]:

@@ -28,3 +28,9 @@ class EventBase(BaseModel):
     """The task this result answers, or the event that led to this one."""
     correlation_id: str
     """The run the event belongs to (shared by everything a run causes, tasks included)."""
+
+
+class InputEvent(EventBase):
+    """An event that enters through the orchestrator's inbox: a worker's result or a CLI
+    command. ``decide`` accepts or rejects it; every other event is decided by the
+    orchestrator from an input. The inbox's list of input types is derived from this base."""

@@ -33,8 +33,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
+from contreact_events.diversity.vector_index import VectorIndex
 from contreact_events.exceptions import ConfigError
-from contreact_events.vector_index import VectorIndex
 
 PARAGRAPH_MIN_LENGTH = 50
 SIMILARITY_THRESHOLD = 0.85

@@ -11,8 +11,8 @@ from functools import singledispatch
 from typing import Any
 
 from contreact_events.catalog import Event
-from contreact_events.codec import bulk
-from contreact_events.cycle_events import (
+from contreact_events.catalog.chat import ChatMessage
+from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleMetrics,
     CycleStarted,
@@ -22,7 +22,8 @@ from contreact_events.cycle_events import (
     ReflectionRecorded,
     StepLimitReached,
 )
-from contreact_events.diversity_events import (
+from contreact_events.catalog.delivery import TaskFailed, TaskRetried
+from contreact_events.catalog.diversity import (
     EmbeddingFailed,
     EmbeddingRequested,
     ParagraphCheckRequested,
@@ -33,10 +34,8 @@ from contreact_events.diversity_events import (
     SimilarityAssessed,
     TopicExhausted,
 )
-from contreact_events.envelope import EventBase
-from contreact_events.exceptions import InvalidTransition, WrongRun
-from contreact_events.messages import ChatMessage
-from contreact_events.run_events import (
+from contreact_events.catalog.envelope import EventBase
+from contreact_events.catalog.run import (
     ModelChecked,
     RunCancelled,
     RunCompleted,
@@ -44,21 +43,22 @@ from contreact_events.run_events import (
     RunRequested,
     RunStarted,
 )
-from contreact_events.state import AgentState, Attempt, Phase, QueuedToolCall, evolve
-from contreact_events.task_events import TaskFailed, TaskRetried
-from contreact_events.tool_events import (
+from contreact_events.catalog.tool import (
     OperatorMessageSent,
     OperatorReplied,
     ToolCallCompleted,
     ToolCallRequested,
 )
-from contreact_events.tools import (
+from contreact_events.core.state import AgentState, Attempt, Phase, QueuedToolCall, evolve
+from contreact_events.core.tools import (
     OPERATOR_TOOL,
     WORKER_TOOLS,
     bounded_output,
     check_arguments,
     size_problem,
 )
+from contreact_events.exceptions import InvalidTransition, WrongRun
+from contreact_events.wire.codec import bulk
 
 
 def fold(state: AgentState, event: Event) -> AgentState:

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contreact_events.catalog import Event
-from contreact_events.decide import decide
-from contreact_events.state import AgentState
-from contreact_events.tasks import INPUT_EVENT_TYPES
+from contreact_events.core.decide import decide
+from contreact_events.core.state import AgentState
+from contreact_events.wire.tasks import INPUT_EVENT_TYPES
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from typing import Any, Literal, TypeVar
 import orjson
 from pydantic import BaseModel, ConfigDict
 
+from contreact_events.catalog.chat import AssistantMessage, ChatMessage
+from contreact_events.catalog.cycle import CycleMetrics
 from contreact_events.config import ResolvedBackend, RunConfig
-from contreact_events.cycle_events import CycleMetrics
-from contreact_events.messages import AssistantMessage, ChatMessage
 
 RunStatus = Literal[
     "new", "checking", "running", "waiting_operator", "completed", "failed", "cancelled"
@@ -158,7 +158,7 @@ class AgentState(BaseModel):
     def digest(self) -> str:
         """SHA-256 of the state's canonical JSON: equal digests, equal states (of one
         ``shape``)."""
-        from contreact_events.codec import dumps  # codec -> catalog -> events: no cycle
+        from contreact_events.wire.codec import dumps  # codec -> catalog -> events: no cycle
 
         canonical = dumps(self.model_dump(mode="json"), sort_keys=True)
         return hashlib.sha256(canonical).hexdigest()

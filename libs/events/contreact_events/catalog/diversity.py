@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from contreact_events.envelope import EventBase
+from contreact_events.catalog.envelope import EventBase, InputEvent
 
 SimilarityLevel = Literal["high", "moderate", "none"]
 
@@ -30,7 +30,7 @@ class EmbeddingRequested(EventBase):
     cycle: int
 
 
-class ReflectionEmbedded(EventBase):
+class ReflectionEmbedded(InputEvent):
     """Input from the embedder. The vector lives in the log, so a run's similarity
     history is rebuilt without the model."""
 
@@ -43,7 +43,7 @@ class ReflectionEmbedded(EventBase):
     """The text was longer than the model reads (its tail did not count)."""
 
 
-class EmbeddingFailed(EventBase):
+class EmbeddingFailed(InputEvent):
     """Input from the embedder: the reflection could not be embedded. The cycle ends
     without an assessment; the run goes on."""
 
@@ -82,7 +82,7 @@ class ParagraphCheckRequested(EventBase):
     """``run:{run_id}`` or ``experiment:{name}``."""
 
 
-class ParagraphsChecked(EventBase):
+class ParagraphsChecked(InputEvent):
     """Input from the embedder: one attempt's paragraphs, their vectors, its score and
     the seed's feedback. Every attempt is in the log."""
 

@@ -10,17 +10,27 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from contreact_events.catalog import EVENT_ADAPTER, Event
+from contreact_events.catalog import EVENT_ADAPTER, EVENT_CLASSES, Event
+from contreact_events.catalog.chat import AssistantMessage, ChatMessage, LLMUsage
+from contreact_events.catalog.cycle import LLMFailed, LLMResponded
+from contreact_events.catalog.delivery import TaskFailed
+from contreact_events.catalog.diversity import (
+    ChunkMatch,
+    EmbeddingFailed,
+    ParagraphsChecked,
+    ReflectionEmbedded,
+)
+from contreact_events.catalog.envelope import EventBase, InputEvent
+from contreact_events.catalog.run import ModelChecked
+from contreact_events.catalog.tool import ToolCallCompleted
 from contreact_events.config import RUN_ID_PATTERN, Backend, ScriptConfig
-from contreact_events.diversity_events import ChunkMatch
 from contreact_events.exceptions import CorruptEvent
-from contreact_events.messages import AssistantMessage, ChatMessage, LLMUsage
 
 
 class _Frozen(BaseModel):
@@ -101,21 +111,10 @@ class EmbedTask(_Frozen):
 
 
 INPUT_EVENT_TYPES = frozenset(
-    {
-        "RunRequested",
-        "ModelChecked",
-        "LLMResponded",
-        "LLMFailed",
-        "ToolCallCompleted",
-        "OperatorReplied",
-        "RunCancelled",
-        "ReflectionEmbedded",
-        "EmbeddingFailed",
-        "ParagraphsChecked",
-        "TaskFailed",
-    }
+    name for name, cls in EVENT_CLASSES.items() if issubclass(cls, InputEvent)
 )
-"""Event types that enter through the inbox; all others are decided."""
+"""Event types that enter through the inbox (subclasses of ``InputEvent``); all others are
+decided."""
 
 DIGEST_REQUEST = "StateDigestRequested"
 """Inbox control message: write the held state's digest to ``run_digest_key``."""
@@ -150,6 +149,36 @@ class InboxMessage(_Frozen):
             raise CorruptEvent(f"inbox message {self.msg_id} ({self.kind}): {exc}") from None
 
 
+_ENVELOPE_FIELDS = frozenset(EventBase.model_fields) | {"type"}
+_UNSTAMPED = datetime.fromtimestamp(0, UTC)
+
+
+def result_message(
+    kind: type[InputEvent], run_id: str, causation_id: str | None, **data: Any
+) -> InboxMessage:
+    """An inbox message carrying ``kind``'s data, validated against the event class where
+    it is made: a worker that builds a malformed result fails at once, in its own process,
+    instead of the orchestrator refusing the message later. The orchestrator validates
+    again on receipt (``InboxMessage.to_event``), since the bus is not trusted; the
+    envelope (id, receipt time) is stamped there."""
+    event = kind.model_validate(
+        {
+            **data,
+            "event_id": "unstamped",
+            "run_id": run_id,
+            "ts": _UNSTAMPED,
+            "causation_id": causation_id,
+            "correlation_id": run_id,
+        }
+    )
+    return InboxMessage(
+        run_id=run_id,
+        kind=event.type,  # type: ignore[attr-defined]
+        causation_id=causation_id,
+        data=event.model_dump(mode="json", exclude=_ENVELOPE_FIELDS),
+    )
+
+
 def llm_responded(
     task: LLMTask,
     message: AssistantMessage,
@@ -157,25 +186,20 @@ def llm_responded(
     model: str,
     tool_call_error: str | None = None,
 ) -> InboxMessage:
-    return InboxMessage(
-        run_id=task.run_id,
-        kind="LLMResponded",
-        causation_id=task.task_id,
-        data={
-            "message": message.model_dump(mode="json"),
-            "usage": usage.model_dump(mode="json"),
-            "model": model,
-            "tool_call_error": tool_call_error,
-        },
+    return result_message(
+        LLMResponded,
+        task.run_id,
+        task.task_id,
+        message=message,
+        usage=usage,
+        model=model,
+        tool_call_error=tool_call_error,
     )
 
 
 def llm_failed(task: LLMTask, error: str, *, retryable: bool, attempts: int) -> InboxMessage:
-    return InboxMessage(
-        run_id=task.run_id,
-        kind="LLMFailed",
-        causation_id=task.task_id,
-        data={"error": error, "retryable": retryable, "attempts": attempts},
+    return result_message(
+        LLMFailed, task.run_id, task.task_id, error=error, retryable=retryable, attempts=attempts
     )
 
 
@@ -188,17 +212,15 @@ def model_checked(
     model_digest: str | None = None,
     model: str | None = None,
 ) -> InboxMessage:
-    return InboxMessage(
-        run_id=task.run_id,
-        kind="ModelChecked",
-        causation_id=task.task_id,
-        data={
-            "ok": ok,
-            "backend": backend,
-            "model": model or task.model,
-            "model_digest": model_digest,
-            "detail": detail,
-        },
+    return result_message(
+        ModelChecked,
+        task.run_id,
+        task.task_id,
+        ok=ok,
+        backend=backend,
+        model=model or task.model,
+        model_digest=model_digest,
+        detail=detail,
     )
 
 
@@ -207,11 +229,8 @@ def task_failed(
 ) -> InboxMessage:
     """A task of ``run_id`` will not be answered: it expired, was dead-lettered, or its
     result was refused. The run retries it within its budget, then fails."""
-    return InboxMessage(
-        run_id=run_id,
-        kind="TaskFailed",
-        causation_id=task_id,
-        data={"task_id": task_id, "cause": cause, "reason": reason, "send": send},
+    return result_message(
+        TaskFailed, run_id, task_id, task_id=task_id, cause=cause, reason=reason, send=send
     )
 
 
@@ -228,37 +247,34 @@ def tool_completed(task: MemoryTask, output: str, *, ok: bool) -> InboxMessage:
 
 
 def tool_result(run_id: str, task_id: str, tool: str, output: str, *, ok: bool) -> InboxMessage:
-    return InboxMessage(
-        run_id=run_id,
-        kind="ToolCallCompleted",
-        causation_id=task_id,
-        data={"task_id": task_id, "tool_name": tool, "output": output, "ok": ok},
+    return result_message(
+        ToolCallCompleted, run_id, task_id, task_id=task_id, tool_name=tool, output=output, ok=ok
     )
 
 
 def reflection_embedded(
     task: EmbedTask, vector: Sequence[float], model: str, *, truncated: bool
 ) -> InboxMessage:
-    return InboxMessage(
-        run_id=task.run_id,
-        kind="ReflectionEmbedded",
-        causation_id=task.task_id,
-        data={
-            "task_id": task.task_id,
-            "cycle": task.cycle,
-            "vector": [float(x) for x in vector],
-            "model": model,
-            "truncated": truncated,
-        },
+    return result_message(
+        ReflectionEmbedded,
+        task.run_id,
+        task.task_id,
+        task_id=task.task_id,
+        cycle=task.cycle,
+        vector=[float(x) for x in vector],
+        model=model,
+        truncated=truncated,
     )
 
 
 def embedding_failed(task: EmbedTask, error: str) -> InboxMessage:
-    return InboxMessage(
-        run_id=task.run_id,
-        kind="EmbeddingFailed",
-        causation_id=task.task_id,
-        data={"task_id": task.task_id, "cycle": task.cycle, "error": error},
+    return result_message(
+        EmbeddingFailed,
+        task.run_id,
+        task.task_id,
+        task_id=task.task_id,
+        cycle=task.cycle,
+        error=error,
     )
 
 
@@ -274,21 +290,19 @@ def paragraphs_checked(
     corpus_chunks: int,
     windows: bool,
 ) -> InboxMessage:
-    return InboxMessage(
-        run_id=task.run_id,
-        kind="ParagraphsChecked",
-        causation_id=task.task_id,
-        data={
-            "task_id": task.task_id,
-            "cycle": task.cycle,
-            "attempt": task.attempt,
-            "paragraphs": list(paragraphs),
-            "vectors": [[float(x) for x in v] for v in vectors],
-            "overall_similarity": float(overall_similarity),
-            "is_unique": is_unique,
-            "matches": [m.model_dump(mode="json") for m in matches],
-            "feedback": feedback,
-            "corpus_chunks": corpus_chunks,
-            "windows": windows,
-        },
+    return result_message(
+        ParagraphsChecked,
+        task.run_id,
+        task.task_id,
+        task_id=task.task_id,
+        cycle=task.cycle,
+        attempt=task.attempt,
+        paragraphs=list(paragraphs),
+        vectors=[[float(x) for x in v] for v in vectors],
+        overall_similarity=float(overall_similarity),
+        is_unique=is_unique,
+        matches=list(matches),
+        feedback=feedback,
+        corpus_chunks=corpus_chunks,
+        windows=windows,
     )

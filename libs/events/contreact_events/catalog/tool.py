@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from contreact_events.envelope import EventBase
+from contreact_events.catalog.envelope import EventBase, InputEvent
 
 
 class ToolCallRequested(EventBase):
@@ -20,7 +20,7 @@ class ToolCallRequested(EventBase):
     arguments_error: str | None = None
 
 
-class ToolCallCompleted(EventBase):
+class ToolCallCompleted(InputEvent):
     """A tool call's output, as given back to the model. ``causation_id`` is its task."""
 
     type: Literal["ToolCallCompleted"] = "ToolCallCompleted"
@@ -37,7 +37,7 @@ class OperatorMessageSent(EventBase):
     message: str
 
 
-class OperatorReplied(EventBase):
+class OperatorReplied(InputEvent):
     """The operator's answer: input from ``contreact reply``, the automatic policy, or
     the policy reply given when a person did not answer within ``operator.timeout_s``."""
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contreact_events.catalog.diversity import SimilarityLevel
 from contreact_events.config import DiversityConfig
-from contreact_events.diversity_events import SimilarityLevel
 
 HIGH_ADVISORY = (
     "Advisory: Your current line of reflection shows high similarity "

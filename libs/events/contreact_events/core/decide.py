@@ -15,16 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from contreact_events.catalog import Event
-from contreact_events.config import RunConfig
-from contreact_events.corpus import scope_for
-from contreact_events.cycle_events import (
+from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleStarted,
     LLMRequested,
     ReflectionRecorded,
     StepLimitReached,
 )
-from contreact_events.diversity_events import (
+from contreact_events.catalog.delivery import TaskFailed, TaskRetried
+from contreact_events.catalog.diversity import (
     EmbeddingFailed,
     EmbeddingRequested,
     ParagraphCheckRequested,
@@ -33,8 +32,16 @@ from contreact_events.diversity_events import (
     SimilarityAssessed,
     TopicExhausted,
 )
-from contreact_events.envelope import EventBase
-from contreact_events.fold import (
+from contreact_events.catalog.envelope import EventBase
+from contreact_events.catalog.run import RunCompleted, RunFailed, RunRequested, RunStarted
+from contreact_events.catalog.tool import (
+    OperatorMessageSent,
+    OperatorReplied,
+    ToolCallCompleted,
+    ToolCallRequested,
+)
+from contreact_events.config import RunConfig
+from contreact_events.core.fold import (
     embed_task_id,
     final_call_note,
     fold,
@@ -42,26 +49,19 @@ from contreact_events.fold import (
     paragraph_task_id,
     tool_task_id,
 )
-from contreact_events.paragraphs import augment_prompt_with_feedback, split_paragraphs
-from contreact_events.prompt import pending_tasks, prompt_sha256
-from contreact_events.run_events import RunCompleted, RunFailed, RunRequested, RunStarted
-from contreact_events.similarity import HIGH_ADVISORY, MODERATE_ADVISORY, assess
-from contreact_events.state import AgentState, Attempt, Phase
-from contreact_events.task_events import TaskFailed, TaskRetried
-from contreact_events.tasks import EmbedTask, LLMTask, MemoryTask
-from contreact_events.tool_events import (
-    OperatorMessageSent,
-    OperatorReplied,
-    ToolCallCompleted,
-    ToolCallRequested,
-)
-from contreact_events.tools import (
+from contreact_events.core.prompt import pending_tasks, prompt_sha256
+from contreact_events.core.state import AgentState, Attempt, Phase
+from contreact_events.core.tools import (
     OPERATOR_TOOL,
     TOOLS_PARAGRAPH,
     offered_tools,
     system_prompt_with_tools,
     tool_schemas,
 )
+from contreact_events.diversity.corpus import scope_for
+from contreact_events.diversity.paragraphs import augment_prompt_with_feedback, split_paragraphs
+from contreact_events.diversity.similarity import HIGH_ADVISORY, MODERATE_ADVISORY, assess
+from contreact_events.wire.tasks import EmbedTask, LLMTask, MemoryTask
 
 Task = LLMTask | MemoryTask | EmbedTask
 
