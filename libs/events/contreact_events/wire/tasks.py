@@ -149,7 +149,7 @@ class InboxMessage(_Frozen):
             raise CorruptEvent(f"inbox message {self.msg_id} ({self.kind}): {exc}") from None
 
 
-_ENVELOPE_FIELDS = frozenset(EventBase.model_fields) | {"type"}
+_ENVELOPE_FIELDS: set[str] = {*EventBase.model_fields, "type"}
 _UNSTAMPED = datetime.fromtimestamp(0, UTC)
 
 
