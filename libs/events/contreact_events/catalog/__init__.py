@@ -118,6 +118,15 @@ def _config_without_caps(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "config": config}
 
 
+def _config_with_whole_arguments(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 configs predate cutting over-cap tool-call arguments in the history:
+    those runs sent them back whole."""
+    config = dict(data.get("config") or {})
+    limits = dict(config.get("limits") or {})
+    config["limits"] = {**limits, "cut_arguments_in_history": False}
+    return {**data, "config": config}
+
+
 def _adds(**defaults: Any) -> Upcaster:
     """An upcaster for a version that only added fields: the old events read with
     the value that describes how they ran."""
@@ -134,6 +143,8 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("OperatorReplied", 1): _unchanged,
     ("RunRequested", 2): _config_without_caps,
     ("RunStarted", 2): lambda data: _adds(prompt_hashes={})(_config_without_caps(data)),
+    ("RunRequested", 3): _config_with_whole_arguments,
+    ("RunStarted", 3): _config_with_whole_arguments,
     ("LLMRequested", 1): _adds(prompt_sha256=None),
     ("StepLimitReached", 1): _adds(final_call=False),
     ("RegenerationRequested", 1): _adds(pinned=False),

@@ -187,6 +187,12 @@ class LimitsConfig(Strict):
     errors are never cut."""
     llm_content_chars: StrictInt | None = Field(default=50_000, gt=0)
     """Longest answer text the LLM worker passes on (the rest is cut and counted)."""
+    cut_arguments_in_history: StrictBool = True
+    """Tool-call arguments over their cap (``memory_value_chars`` for ``write``'s
+    value, ``tool_argument_chars`` for the others) reach later prompts cut there, with
+    a note, as outputs do (the log keeps the whole call). ``false``: they are sent
+    back whole in every later call, which is how runs recorded before configuration
+    version 4 ran (kept for their replay)."""
 
 
 class RunConfig(Strict):

@@ -11,7 +11,7 @@ from functools import singledispatch
 from typing import Any
 
 from contreact_events.catalog import Event
-from contreact_events.catalog.chat import ChatMessage
+from contreact_events.catalog.chat import ChatMessage, ToolCall
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleMetrics,
@@ -53,6 +53,7 @@ from contreact_events.core.state import AgentState, Attempt, Phase, QueuedToolCa
 from contreact_events.core.tools import (
     OPERATOR_TOOL,
     WORKER_TOOLS,
+    bounded_arguments,
     bounded_output,
     check_arguments,
     size_problem,
@@ -194,7 +195,7 @@ def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
     reply = ChatMessage(
         role="assistant",
         content=message.content,
-        tool_calls=message.tool_calls,
+        tool_calls=_calls_for_history(state, message.tool_calls),
         thinking=message.thinking,
     )
     return {
@@ -516,6 +517,25 @@ def _size_problem(state: AgentState, event: ToolCallRequested) -> str | None:
         value_chars=limits.memory_value_chars,
         argument_chars=limits.tool_argument_chars,
     )
+
+
+def _calls_for_history(state: AgentState, calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+    """The tool calls as the conversation keeps them: arguments over their cap cut
+    (``limits.cut_arguments_in_history``), so a refused 1 MB ``write`` is not sent
+    back in every later call. ``last_response`` and the log keep the calls whole."""
+    limits = state.config.limits if state.config else None
+    if not calls or limits is None or not limits.cut_arguments_in_history:
+        return calls
+    kept = []
+    for call in calls:
+        arguments = bounded_arguments(
+            call.name,
+            call.arguments,
+            value_chars=limits.memory_value_chars,
+            argument_chars=limits.tool_argument_chars,
+        )
+        kept.append(call if arguments is call.arguments else evolve(call, {"arguments": arguments}))
+    return tuple(kept)
 
 
 def _head(state: AgentState, event: EventBase, task_id: str) -> QueuedToolCall:

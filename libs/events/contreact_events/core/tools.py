@@ -8,6 +8,7 @@ operator tool; both validate through ``check_arguments`` here.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,7 +162,7 @@ def size_problem(
         if not isinstance(value, str):
             continue
         is_value = name == "write" and param == "value"
-        cap = value_chars if is_value else argument_chars
+        cap = argument_cap(name, param, value_chars=value_chars, argument_chars=argument_chars)
         if cap is None or len(value) <= cap:
             continue
         advice = (
@@ -174,6 +175,47 @@ def size_problem(
             f"Nothing was done. {advice}"
         )
     return None
+
+
+def argument_cap(
+    name: str, param: str, *, value_chars: int | None, argument_chars: int | None
+) -> int | None:
+    """The cap on one text argument of a call: ``write``'s value has its own."""
+    return value_chars if name == "write" and param == "value" else argument_chars
+
+
+def bounded_arguments(
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    value_chars: int | None,
+    argument_chars: int | None,
+) -> dict[str, Any]:
+    """A call's arguments as the conversation keeps them for later prompts: a text
+    argument over its cap (the caps of ``size_problem``) cut there, with a note; a
+    list or object argument whose JSON is over that cap replaced by its cut JSON. The
+    same dict (no copy) when nothing is over, so a call within the caps is sent back
+    exactly as the model wrote it."""
+    cut: dict[str, Any] | None = None
+    for param, value in arguments.items():
+        cap = argument_cap(name, param, value_chars=value_chars, argument_chars=argument_chars)
+        if cap is None:
+            continue
+        if isinstance(value, str):
+            text = value
+        elif isinstance(value, dict | list):
+            text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        else:
+            continue  # a number, a boolean or null: short
+        if len(text) <= cap:
+            continue
+        if cut is None:
+            cut = dict(arguments)
+        cut[param] = (
+            f"{text[:cap]}\n[argument cut: {len(text)} characters, the first {cap} kept; "
+            "the log holds the whole call]"
+        )
+    return arguments if cut is None else cut
 
 
 def bounded_output(output: str, cap: int | None) -> str:
