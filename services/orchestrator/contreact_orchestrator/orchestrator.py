@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 import redis.asyncio as aioredis
 
-from contreact_bus.archive import read_archive, write_archive
+from contreact_bus.archive import read_archive
 from contreact_bus.backoff import REDIS_DOWN, Backoff
 from contreact_bus.exceptions import FencedOut, LogMoved
 from contreact_bus.inbox import Inbox
@@ -45,9 +45,7 @@ from contreact_events.names import (
     inbox_shard,
     inbox_stream,
     run_digest_key,
-    run_log_key,
     run_meta_key,
-    run_writer_key,
 )
 from contreact_events.prompt import pending_tasks, waiting_deadline
 from contreact_events.protocol import paper_system_prompt
@@ -61,6 +59,7 @@ from contreact_events.tasks import (
     task_digest,
     task_failed,
 )
+from contreact_orchestrator.archiving import Archiver
 from contreact_orchestrator.exceptions import LeaseLost
 from contreact_orchestrator.leases import Lease
 
@@ -102,7 +101,7 @@ class Orchestrator:
         self._archive_dir = archive_dir
         self._version = version
         self._inbox = inbox
-        self._retention_s = log_retention_s
+        self._archiver = Archiver(redis, archive_dir, log_retention_s)
         self._log = RunLog(redis)
         self._memory = TaskStream(redis, MEMORY_TASKS_STREAM)
         self._embed = TaskStream(redis, EMBED_TASKS_STREAM)
@@ -132,6 +131,10 @@ class Orchestrator:
 
     def held_runs(self) -> list[str]:
         return sorted(self._states)
+
+    def unarchived_runs(self) -> list[str]:
+        """Finished runs whose archive write failed (tried again by ``retry_archives``)."""
+        return sorted(self._archiver.failing)
 
     # -- shards ------------------------------------------------------------------
 
@@ -169,6 +172,8 @@ class Orchestrator:
         self._leases.pop(shard, None)
         for run_id in [r for r in self._states if self.shard_of(r) == shard]:
             self._forget(run_id)
+        for run_id in [r for r in self._archiver.failing if self.shard_of(r) == shard]:
+            self._archiver.forget(run_id)  # the shard's next owner archives it on recovery
 
     async def _recover_run(self, run_id: str) -> AgentState | None:
         try:
@@ -182,7 +187,7 @@ class Orchestrator:
         if state is None:
             await self._redis.srem(ACTIVE_RUNS, run_id)
             return None
-        if state.terminal:
+        if state.terminal:  # ended, but not archived yet (else not active): archive it
             await self._finish(state)
             return None
         self.quarantined.pop(run_id, None)
@@ -328,9 +333,10 @@ class Orchestrator:
         fence: int,
     ) -> None:
         """One round trip: the checked append (events, the task they call for, the
-        listing hash if it changed), then the tasks, then the active-set update. If
-        the append is refused, the tasks queued after it still go out; workers check
-        them against the recorded task and drop them."""
+        listing hash if it changed), then the tasks. If the append is refused, the
+        tasks queued after it still go out; workers check them against the recorded
+        task and drop them. A finished run stays in the active set until ``_finish``
+        has archived it."""
         meta = meta_fields(state)
         changed = meta != self._meta.get(state.run_id)
         if tasks:
@@ -351,8 +357,6 @@ class Orchestrator:
             )
             for task in tasks:
                 self._stream_for(task).queue(pipe, task)
-            if state.terminal:
-                pipe.srem(ACTIVE_RUNS, state.run_id)
             results = await pipe.execute(raise_on_error=False)
         append_result(results[0])
         self._meta[state.run_id] = meta
@@ -382,7 +386,12 @@ class Orchestrator:
             return self._embed
         return self._memory
 
-    # -- deadlines ---------------------------------------------------------------
+    # -- housekeeping ------------------------------------------------------------
+
+    async def retry_archives(self, now: float | None = None) -> int:
+        """Write again the archives that failed and whose wait is over (``now``:
+        ``time.monotonic()``). Returns how many runs got archived."""
+        return await self._archiver.retry_due(now)
 
     async def expire_overdue(self, now: datetime | None = None) -> int:
         """Report every held run's wait that passed its deadline as ``TaskFailed``
@@ -451,25 +460,13 @@ class Orchestrator:
         )
 
     async def _finish(self, state: AgentState) -> None:
-        """Archive the finished run's log to disk, record the final state digest, and
-        let its Redis keys expire after the retention (reads use the archive then)."""
-        events = await self._log.events(state.run_id)
-        path = await asyncio.to_thread(write_archive, self._archive_dir, state.run_id, events)
-        meta: dict[Any, Any] = {
-            **meta_fields(state),
-            "digest": state.digest(),
-            "digest_shape": AgentState.shape(),
-            "archive": str(path),
-        }
-        retention = max(1, int(self._retention_s))
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.hset(run_meta_key(state.run_id), mapping=meta)
-            pipe.srem(ACTIVE_RUNS, state.run_id)
-            for key in (run_log_key, run_writer_key, run_digest_key):
-                pipe.expire(key(state.run_id), retention)
-            await pipe.execute()
+        """Archive the finished run (see ``archiving``): its log to disk, its final
+        digest to the listing, then out of the active set, its Redis keys expiring
+        after the retention. A failed write stays active and is tried again."""
+        path = await self._archiver.archive(state)
         self._forget(state.run_id)
-        log.info("run %s %s; archived to %s", state.run_id, state.status, path)
+        if path is not None:
+            log.info("run %s %s; archived to %s", state.run_id, state.status, path)
 
     def _complete_request(self, message: InboxMessage) -> InboxMessage:
         """Stamp the code version; use the paper's prompt when none was given."""
