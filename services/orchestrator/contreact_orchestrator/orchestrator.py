@@ -49,7 +49,7 @@ from contreact_events.names import (
 )
 from contreact_events.prompt import pending_tasks, waiting_deadline
 from contreact_events.protocol import paper_system_prompt
-from contreact_events.state import AgentState
+from contreact_events.state import TERMINAL_STATUSES, AgentState
 from contreact_events.task_events import TaskFailed
 from contreact_events.tasks import (
     DIGEST_REQUEST,
@@ -434,7 +434,7 @@ class Orchestrator:
             events = await self._log.events(run_id)
             if not events:
                 archived = await asyncio.to_thread(read_archive, self._archive_dir, run_id)
-                return fold_all(archived) if archived else AgentState(run_id=run_id)
+                return fold_all(archived) if archived else await self._unlogged(run_id)
             state = fold_all(events)
         except REDIS_DOWN:
             raise
@@ -444,6 +444,27 @@ class Orchestrator:
         if not state.terminal:
             self._states[run_id] = state
         return state
+
+    async def _unlogged(self, run_id: str) -> AgentState:
+        """A run with neither log nor archive here: new, unless its listing says it
+        ran (its log left Redis, and its archive is elsewhere or gone). Such a run is
+        held as ended, so ``decide`` refuses its id as it refuses any existing run's."""
+        status = await self._redis.hget(run_meta_key(run_id), "status")
+        if status is None:
+            return AgentState(run_id=run_id)
+        text = status.decode() if isinstance(status, bytes) else str(status)
+        log.warning(
+            "run %s: listed as %s, but its log left Redis and %s holds no archive of it",
+            run_id,
+            text,
+            self._archive_dir,
+        )
+        return AgentState(
+            run_id=run_id,
+            status=text if text in TERMINAL_STATUSES else "failed",
+            phase="done",
+            failure_reason=f"listed as {text}; its log and archive are not here",
+        )
 
     def _forget(self, run_id: str) -> None:
         self._states.pop(run_id, None)
