@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 
 from contreact_bus.archive import archived_run_ids
 from contreact_bus.connection import connect
+from contreact_bus.experiments import existing_runs
 from contreact_bus.inbox import Inbox
 from contreact_bus.redact import redact_url
 from contreact_bus.replies import entries, text_map
@@ -146,7 +147,7 @@ async def submit_run(
     async with redis_client(settings) as redis:
         await wait_for_services(redis, settings, wait_s, required_services(config))
         run_id = config.run_id
-        if await RunLog(redis).exists(run_id) or run_id in archived_run_ids(settings.archive_dir):
+        if await existing_runs(redis, settings.archive_dir, [run_id]):  # log, listing, archive
             raise CLIError(
                 f"run '{run_id}' already exists: set another run_id in the config or pass --run-id"
             )

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 import redis.asyncio as aioredis
 
-from contreact_bus.archive import read_archive, write_archive
+from contreact_bus.archive import read_archive
 from contreact_bus.backoff import REDIS_DOWN, Backoff
 from contreact_bus.exceptions import FencedOut, LogMoved
 from contreact_bus.inbox import Inbox
@@ -36,7 +36,7 @@ from contreact_events.catalog.delivery import TaskFailed
 from contreact_events.core.decide import Decision, Task, decide
 from contreact_events.core.fold import fold_all
 from contreact_events.core.prompt import pending_tasks, waiting_deadline
-from contreact_events.core.state import AgentState
+from contreact_events.core.state import TERMINAL_STATUSES, AgentState
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import (
     ACTIVE_RUNS,
@@ -47,9 +47,7 @@ from contreact_events.names import (
     inbox_shard,
     inbox_stream,
     run_digest_key,
-    run_log_key,
     run_meta_key,
-    run_writer_key,
 )
 from contreact_events.protocol import paper_system_prompt
 from contreact_events.wire.codec import message_to_fields
@@ -61,6 +59,7 @@ from contreact_events.wire.tasks import (
     task_digest,
     task_failed,
 )
+from contreact_orchestrator.archiving import Archiver
 from contreact_orchestrator.exceptions import LeaseLost
 from contreact_orchestrator.leases import Lease
 
@@ -102,7 +101,7 @@ class Orchestrator:
         self._archive_dir = archive_dir
         self._version = version
         self._inbox = inbox
-        self._retention_s = log_retention_s
+        self._archiver = Archiver(redis, archive_dir, log_retention_s)
         self._log = RunLog(redis)
         self._memory = TaskStream(redis, MEMORY_TASKS_STREAM)
         self._embed = TaskStream(redis, EMBED_TASKS_STREAM)
@@ -132,6 +131,10 @@ class Orchestrator:
 
     def held_runs(self) -> list[str]:
         return sorted(self._states)
+
+    def unarchived_runs(self) -> list[str]:
+        """Finished runs whose archive write failed (tried again by ``retry_archives``)."""
+        return sorted(self._archiver.failing)
 
     # -- shards ------------------------------------------------------------------
 
@@ -169,6 +172,8 @@ class Orchestrator:
         self._leases.pop(shard, None)
         for run_id in [r for r in self._states if self.shard_of(r) == shard]:
             self._forget(run_id)
+        for run_id in [r for r in self._archiver.failing if self.shard_of(r) == shard]:
+            self._archiver.forget(run_id)  # the shard's next owner archives it on recovery
 
     async def _recover_run(self, run_id: str) -> AgentState | None:
         try:
@@ -182,7 +187,7 @@ class Orchestrator:
         if state is None:
             await self._redis.srem(ACTIVE_RUNS, run_id)
             return None
-        if state.terminal:
+        if state.terminal:  # ended, but not archived yet (else not active): archive it
             await self._finish(state)
             return None
         self.quarantined.pop(run_id, None)
@@ -328,9 +333,10 @@ class Orchestrator:
         fence: int,
     ) -> None:
         """One round trip: the checked append (events, the task they call for, the
-        listing hash if it changed), then the tasks, then the active-set update. If
-        the append is refused, the tasks queued after it still go out; workers check
-        them against the recorded task and drop them."""
+        listing hash if it changed), then the tasks. If the append is refused, the
+        tasks queued after it still go out; workers check them against the recorded
+        task and drop them. A finished run stays in the active set until ``_finish``
+        has archived it."""
         meta = meta_fields(state)
         changed = meta != self._meta.get(state.run_id)
         if tasks:
@@ -351,8 +357,6 @@ class Orchestrator:
             )
             for task in tasks:
                 self._stream_for(task).queue(pipe, task)
-            if state.terminal:
-                pipe.srem(ACTIVE_RUNS, state.run_id)
             results = await pipe.execute(raise_on_error=False)
         append_result(results[0])
         self._meta[state.run_id] = meta
@@ -382,7 +386,12 @@ class Orchestrator:
             return self._embed
         return self._memory
 
-    # -- deadlines ---------------------------------------------------------------
+    # -- housekeeping ------------------------------------------------------------
+
+    async def retry_archives(self, now: float | None = None) -> int:
+        """Write again the archives that failed and whose wait is over (``now``:
+        ``time.monotonic()``). Returns how many runs got archived."""
+        return await self._archiver.retry_due(now)
 
     async def expire_overdue(self, now: datetime | None = None) -> int:
         """Report every held run's wait that passed its deadline as ``TaskFailed``
@@ -425,7 +434,7 @@ class Orchestrator:
             events = await self._log.events(run_id)
             if not events:
                 archived = await asyncio.to_thread(read_archive, self._archive_dir, run_id)
-                return fold_all(archived) if archived else AgentState(run_id=run_id)
+                return fold_all(archived) if archived else await self._unlogged(run_id)
             state = fold_all(events)
         except REDIS_DOWN:
             raise
@@ -435,6 +444,27 @@ class Orchestrator:
         if not state.terminal:
             self._states[run_id] = state
         return state
+
+    async def _unlogged(self, run_id: str) -> AgentState:
+        """A run with neither log nor archive here: new, unless its listing says it
+        ran (its log left Redis, and its archive is elsewhere or gone). Such a run is
+        held as ended, so ``decide`` refuses its id as it refuses any existing run's."""
+        status = await self._redis.hget(run_meta_key(run_id), "status")
+        if status is None:
+            return AgentState(run_id=run_id)
+        text = status.decode() if isinstance(status, bytes) else str(status)
+        log.warning(
+            "run %s: listed as %s, but its log left Redis and %s holds no archive of it",
+            run_id,
+            text,
+            self._archive_dir,
+        )
+        return AgentState(
+            run_id=run_id,
+            status=text if text in TERMINAL_STATUSES else "failed",
+            phase="done",
+            failure_reason=f"listed as {text}; its log and archive are not here",
+        )
 
     def _forget(self, run_id: str) -> None:
         self._states.pop(run_id, None)
@@ -451,25 +481,13 @@ class Orchestrator:
         )
 
     async def _finish(self, state: AgentState) -> None:
-        """Archive the finished run's log to disk, record the final state digest, and
-        let its Redis keys expire after the retention (reads use the archive then)."""
-        events = await self._log.events(state.run_id)
-        path = await asyncio.to_thread(write_archive, self._archive_dir, state.run_id, events)
-        meta: dict[Any, Any] = {
-            **meta_fields(state),
-            "digest": state.digest(),
-            "digest_shape": AgentState.shape(),
-            "archive": str(path),
-        }
-        retention = max(1, int(self._retention_s))
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.hset(run_meta_key(state.run_id), mapping=meta)
-            pipe.srem(ACTIVE_RUNS, state.run_id)
-            for key in (run_log_key, run_writer_key, run_digest_key):
-                pipe.expire(key(state.run_id), retention)
-            await pipe.execute()
+        """Archive the finished run (see ``archiving``): its log to disk, its final
+        digest to the listing, then out of the active set, its Redis keys expiring
+        after the retention. A failed write stays active and is tried again."""
+        path = await self._archiver.archive(state)
         self._forget(state.run_id)
-        log.info("run %s %s; archived to %s", state.run_id, state.status, path)
+        if path is not None:
+            log.info("run %s %s; archived to %s", state.run_id, state.status, path)
 
     def _complete_request(self, message: InboxMessage) -> InboxMessage:
         """Stamp the code version; use the paper's prompt when none was given."""

@@ -5,7 +5,8 @@ registers itself, and balances: the shards whose preferred owner (rendezvous has
 over the live replicas) is another live replica are handed over; free shards it
 prefers, or that nobody took for a while, are taken. A new owner takes every entry
 still pending in the shard's inbox, then recovers the shard's runs. Beside that, a
-timer reports overdue waits of the held runs.
+housekeeping timer reports overdue waits of the held runs and writes again the
+archives of finished runs that could not be written.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ class Replica:
             await self._burst()
             return
         backoff = Backoff(f"orchestrator replica {self.name}")
-        timer = asyncio.create_task(self._expire_overdue(stop))
+        timer = asyncio.create_task(self._housekeeping(stop))
         try:
             while not stop.is_set():
                 try:
@@ -186,7 +187,7 @@ class Replica:
             with contextlib.suppress(*REDIS_DOWN):
                 await self._leases.unregister()
 
-    async def _expire_overdue(self, stop: asyncio.Event) -> None:
+    async def _housekeeping(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=self.settings.deadline_check_s)
@@ -196,6 +197,12 @@ class Replica:
                 pass
             except Exception:
                 log.exception("reporting overdue waits failed")
+            try:
+                await self._orchestrator.retry_archives()
+            except REDIS_DOWN:
+                pass
+            except Exception:
+                log.exception("writing the failed archives again failed")
 
     async def _burst(self) -> None:
         """Every free shard, served until idle, then released."""
