@@ -26,7 +26,7 @@ PACKAGES = {
     "contreact_ui": ROOT / "services/ui/contreact_ui",
     "contreact_cli": ROOT / "cli/contreact_cli",
 }
-MAX_LINES = 420
+MAX_LINES = 440  # "about 400"
 MAX_MODULES = 21
 REGULAR_TABLES = {
     # One branch per event type: long, but read one branch at a time.

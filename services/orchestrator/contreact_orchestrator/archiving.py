@@ -26,7 +26,7 @@ from contreact_bus.backoff import REDIS_DOWN
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import meta_fields
 from contreact_events.core.fold import fold_all
-from contreact_events.core.state import AgentState
+from contreact_events.core.state import TERMINAL_STATUSES, AgentState
 from contreact_events.names import (
     ACTIVE_RUNS,
     run_digest_key,
@@ -148,3 +148,25 @@ class Archiver:
         reason = f"{path} could not be written ({error}); attempt {attempts}, retrying"
         with contextlib.suppress(*REDIS_DOWN):  # Redis away: the log line says it
             await self._redis.hset(run_meta_key(run_id), ARCHIVE_ERROR, reason[:2000])
+
+
+async def listed_state(redis: aioredis.Redis, run_id: str, archive_dir: Path) -> AgentState:
+    """A run with neither log nor archive here: new, unless its listing says it
+    ran (its log left Redis, and its archive is elsewhere or gone). Such a run is
+    held as ended, so ``decide`` refuses its id as it refuses any existing run's."""
+    status = await redis.hget(run_meta_key(run_id), "status")
+    if status is None:
+        return AgentState(run_id=run_id)
+    text = status.decode() if isinstance(status, bytes) else str(status)
+    log.warning(
+        "run %s: listed as %s, but its log left Redis and %s holds no archive of it",
+        run_id,
+        text,
+        archive_dir,
+    )
+    return AgentState(
+        run_id=run_id,
+        status=text if text in TERMINAL_STATUSES else "failed",
+        phase="done",
+        failure_reason=f"listed as {text}; its log and archive are not here",
+    )

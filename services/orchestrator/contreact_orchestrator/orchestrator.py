@@ -19,59 +19,47 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
 import redis.asyncio as aioredis
 
 from contreact_bus.archive import read_archive
 from contreact_bus.backoff import REDIS_DOWN, Backoff
 from contreact_bus.exceptions import FencedOut, LogMoved
 from contreact_bus.inbox import Inbox
-from contreact_bus.llm_routes import known_routes, llm_task_stream
-from contreact_bus.replies import entries
 from contreact_bus.run_log import PendingTask, RunLog, append_result
 from contreact_bus.runs import active_run_ids, meta_fields, register_run
-from contreact_bus.task_stream import TaskStream
 from contreact_events.catalog import Event
-from contreact_events.catalog.delivery import TaskFailed
 from contreact_events.core.decide import Decision, Task, decide
 from contreact_events.core.fold import fold_all
-from contreact_events.core.prompt import pending_tasks, waiting_deadline
-from contreact_events.core.state import TERMINAL_STATUSES, AgentState
+from contreact_events.core.prompt import pending_tasks
+from contreact_events.core.state import AgentState
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import (
     ACTIVE_RUNS,
     DEAD_LETTER_STREAM,
-    EMBED_TASKS_STREAM,
-    LLM_TASKS_STREAM,
-    MEMORY_TASKS_STREAM,
     inbox_shard,
     inbox_stream,
-    run_digest_key,
     run_meta_key,
 )
 from contreact_events.protocol import paper_system_prompt
-from contreact_events.wire.codec import message_to_fields
 from contreact_events.wire.tasks import (
     DIGEST_REQUEST,
-    EmbedTask,
     InboxMessage,
-    LLMTask,
     task_digest,
-    task_failed,
 )
-from contreact_orchestrator.archiving import Archiver
+from contreact_orchestrator.archiving import Archiver, listed_state
+from contreact_orchestrator.deadlines import DeadlineWatch
+from contreact_orchestrator.digests import write_digest
 from contreact_orchestrator.exceptions import LeaseLost
 from contreact_orchestrator.leases import Lease
+from contreact_orchestrator.rejections import dead_letter, rejection
+from contreact_orchestrator.task_sender import TaskSender
 
 log = logging.getLogger(__name__)
 
-DIGEST_TTL_S = 300
 QUARANTINED = "quarantined"
 """Listing status of a run the orchestrator cannot read or decide (reason beside it)."""
 MAX_REFOLDS = 5
 """Refolds of one input in a row (its log moved under it) before it is let go."""
-REFIRE_S = 60.0
-"""An expiry reported but not yet acted on is reported again after this long."""
 RESULT_KINDS = frozenset(
     {
         "ModelChecked",
@@ -103,8 +91,7 @@ class Orchestrator:
         self._inbox = inbox
         self._archiver = Archiver(redis, archive_dir, log_retention_s)
         self._log = RunLog(redis)
-        self._memory = TaskStream(redis, MEMORY_TASKS_STREAM)
-        self._embed = TaskStream(redis, EMBED_TASKS_STREAM)
+        self._sender = TaskSender(redis)
         self._states: dict[str, AgentState] = {}
         self._meta: dict[str, dict[str, str]] = {}
         """The meta hash last written per run: written again only when it changes."""
@@ -112,7 +99,7 @@ class Orchestrator:
         self.quarantined: dict[str, str] = {}
         self._unsure: set[str] = set()
         """Runs whose last write's outcome is unknown: resend their tasks once refolded."""
-        self._expired: dict[tuple[str, str, int], datetime] = {}
+        self._deadlines = DeadlineWatch()
 
     @property
     def shards(self) -> int:
@@ -199,14 +186,8 @@ class Orchestrator:
         wanted = [task for state in states for task in pending_tasks(state)]
         if not wanted:
             return 0
-        present = await _queued_tasks(self._redis, await self._task_streams())
-        answered = await _answered_tasks(self._redis, inbox_stream(shard))
-        missing = [
-            task
-            for task in wanted
-            if (task.task_id, task.send) not in present and task.task_id not in answered
-        ]
-        await self._send(missing)
+        missing = await self._sender.missing(wanted, inbox_stream(shard))
+        await self._sender.send(missing)
         return len(missing)
 
     # -- inputs ------------------------------------------------------------------
@@ -250,10 +231,10 @@ class Orchestrator:
             log.warning("run %s is quarantined: %s ignored", run_id, message.kind)
             return
         if run_id in self._unsure:
-            await self._send(pending_tasks(state))
+            await self._sender.send(pending_tasks(state))
             self._unsure.discard(run_id)
         if message.kind == "RunRequested":
-            message = self._complete_request(message)
+            message = completed_request(message, self._version)
         decision = await self._decide(state, message)
         if decision is None:
             return
@@ -289,25 +270,12 @@ class Orchestrator:
     async def _reject(
         self, state: AgentState, message: InboxMessage, now: datetime, problem: str
     ) -> Decision | None:
-        task_id = state.pending_task_id or ""
         reason = f"its {message.kind} could not be accepted ({problem})"
-        failure = TaskFailed(
-            event_id=message.msg_id,
-            run_id=state.run_id,
-            ts=now,
-            causation_id=task_id,
-            correlation_id=state.run_id,
-            task_id=task_id,
-            cause="rejected",
-            reason=reason[:2000],
-        )
+        failure = rejection(state, message, now, reason)
         log.error("run %s: %s", state.run_id, reason)
-        record: dict[Any, Any] = {
-            "stream": "orchestrator",
-            "reason": f"rejected: {reason[:2000]}",
-            **{f"field:{k}": v for k, v in message_to_fields(message).items()},
-        }
-        await self._redis.xadd(DEAD_LETTER_STREAM, record, maxlen=10_000, approximate=True)
+        await self._redis.xadd(
+            DEAD_LETTER_STREAM, dead_letter(message, reason), maxlen=10_000, approximate=True
+        )
         try:
             return decide(state, failure)
         except Exception as exc:
@@ -356,7 +324,7 @@ class Orchestrator:
                 meta=meta if changed else None,
             )
             for task in tasks:
-                self._stream_for(task).queue(pipe, task)
+                self._sender.queue(pipe, task)
             results = await pipe.execute(raise_on_error=False)
         append_result(results[0])
         self._meta[state.run_id] = meta
@@ -364,27 +332,6 @@ class Orchestrator:
         if failed:
             log.error("run %s: logged, but sending its task failed (%s)", state.run_id, failed[0])
             self._unsure.add(state.run_id)
-
-    async def _send(self, tasks: Sequence[Task]) -> None:
-        if not tasks:
-            return
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for task in tasks:
-                self._stream_for(task).queue(pipe, task)
-            await pipe.execute()
-
-    async def _task_streams(self) -> list[str]:
-        """Every stream a task may wait in: the model checks', each LLM route's, the
-        memory service's and the embedder's."""
-        routes = [route.stream for route in (await known_routes(self._redis)).values()]
-        return [LLM_TASKS_STREAM, *routes, MEMORY_TASKS_STREAM, EMBED_TASKS_STREAM]
-
-    def _stream_for(self, task: Task) -> TaskStream:
-        if isinstance(task, LLMTask):  # checks to tasks:llm, chats to their route's stream
-            return llm_task_stream(self._redis, task)
-        if isinstance(task, EmbedTask):
-            return self._embed
-        return self._memory
 
     # -- housekeeping ------------------------------------------------------------
 
@@ -397,28 +344,15 @@ class Orchestrator:
         """Report every held run's wait that passed its deadline as ``TaskFailed``
         (through the run's inbox shard, in order with its other inputs). Returns how
         many were reported."""
-        now = now or datetime.now(UTC)
-        reported = 0
-        live: set[tuple[str, str, int]] = set()
-        for run_id, state in list(self._states.items()):
-            waits = waiting_deadline(state)
-            if waits is None or not self.owns(self.shard_of(run_id)):
-                continue
-            task_id, deadline = waits
-            key = (run_id, task_id, state.task_sends)
-            live.add(key)
-            last = self._expired.get(key)
-            if now < deadline or (last is not None and (now - last).total_seconds() < REFIRE_S):
-                continue
-            self._expired[key] = now
-            waited = (now - (state.pending_since or now)).total_seconds()
-            send = state.task_sends if state.pending_task_id is not None else None
-            reason = f"no answer within its deadline ({waited:.0f} s since it was sent)"
-            await self._inbox.send(task_failed(run_id, task_id, "expired", reason, send=send))
-            reported += 1
-        for key in set(self._expired) - live:
-            del self._expired[key]
-        return reported
+        owned = {
+            run_id: state
+            for run_id, state in self._states.items()
+            if self.owns(self.shard_of(run_id))
+        }
+        failures = self._deadlines.overdue(owned, now or datetime.now(UTC))
+        for failure in failures:
+            await self._inbox.send(failure)
+        return len(failures)
 
     # -- state -------------------------------------------------------------------
 
@@ -434,7 +368,11 @@ class Orchestrator:
             events = await self._log.events(run_id)
             if not events:
                 archived = await asyncio.to_thread(read_archive, self._archive_dir, run_id)
-                return fold_all(archived) if archived else await self._unlogged(run_id)
+                return (
+                    fold_all(archived)
+                    if archived
+                    else await listed_state(self._redis, run_id, self._archive_dir)
+                )
             state = fold_all(events)
         except REDIS_DOWN:
             raise
@@ -444,27 +382,6 @@ class Orchestrator:
         if not state.terminal:
             self._states[run_id] = state
         return state
-
-    async def _unlogged(self, run_id: str) -> AgentState:
-        """A run with neither log nor archive here: new, unless its listing says it
-        ran (its log left Redis, and its archive is elsewhere or gone). Such a run is
-        held as ended, so ``decide`` refuses its id as it refuses any existing run's."""
-        status = await self._redis.hget(run_meta_key(run_id), "status")
-        if status is None:
-            return AgentState(run_id=run_id)
-        text = status.decode() if isinstance(status, bytes) else str(status)
-        log.warning(
-            "run %s: listed as %s, but its log left Redis and %s holds no archive of it",
-            run_id,
-            text,
-            self._archive_dir,
-        )
-        return AgentState(
-            run_id=run_id,
-            status=text if text in TERMINAL_STATUSES else "failed",
-            phase="done",
-            failure_reason=f"listed as {text}; its log and archive are not here",
-        )
 
     def _forget(self, run_id: str) -> None:
         self._states.pop(run_id, None)
@@ -489,33 +406,11 @@ class Orchestrator:
         if path is not None:
             log.info("run %s %s; archived to %s", state.run_id, state.status, path)
 
-    def _complete_request(self, message: InboxMessage) -> InboxMessage:
-        """Stamp the code version; use the paper's prompt when none was given."""
-        data: dict[str, Any] = {**message.data, "orchestrator_version": self._version}
-        config = data.get("config")
-        if isinstance(config, dict) and not config.get("system_prompt"):
-            data["config"] = {**config, "system_prompt": paper_system_prompt()}
-        return message.model_copy(update={"data": data})
-
     async def _answer_digest(self, run_id: str) -> None:
         held = self._states.get(run_id)
-        source = "memory" if held is not None else "log"
         state = held or await self._state(run_id)
-        if state is None:
-            return
-        key = run_digest_key(run_id)
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.hset(
-                key,
-                mapping={
-                    "digest": state.digest(),
-                    "digest_shape": AgentState.shape(),
-                    "seq": str(state.seq),
-                    "held": source,
-                },
-            )
-            pipe.expire(key, DIGEST_TTL_S)
-            await pipe.execute()
+        if state is not None:
+            await write_digest(self._redis, state, "memory" if held is not None else "log")
 
 
 def _pending_of(state: AgentState) -> PendingTask | None:
@@ -523,37 +418,10 @@ def _pending_of(state: AgentState) -> PendingTask | None:
     return PendingTask(tasks[0].task_id, task_digest(tasks[0])) if tasks else None
 
 
-async def _queued_tasks(redis: aioredis.Redis, streams: Sequence[str]) -> set[tuple[str, int]]:
-    """(task id, send) of every task entry still in these streams (queued, in work, or
-    acked but not yet trimmed: in each case it is not lost)."""
-    present: set[tuple[str, int]] = set()
-    for stream in streams:
-        start: bytes | str = "-"
-        while True:
-            page = entries(await redis.xrange(stream, min=start, max="+", count=500))
-            for _entry_id, fields in page:
-                data = _json(fields.get(b"msg"))
-                if isinstance(data.get("task_id"), str):
-                    present.add((data["task_id"], int(data.get("send") or 1)))
-            if len(page) < 500:
-                break
-            start = b"(" + page[-1][0]
-    return present
-
-
-async def _answered_tasks(redis: aioredis.Redis, stream: str) -> set[str]:
-    """Task ids answered by a message still in an inbox shard."""
-    answered: set[str] = set()
-    for _entry_id, fields in entries(await redis.xrange(stream)):
-        cause = _json(fields.get(b"msg")).get("causation_id")
-        if isinstance(cause, str):
-            answered.add(cause)
-    return answered
-
-
-def _json(raw: bytes | None) -> dict[str, Any]:
-    try:
-        data = orjson.loads(raw or b"{}")
-    except orjson.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}
+def completed_request(message: InboxMessage, version: str) -> InboxMessage:
+    """Stamp the code version; use the paper's prompt when none was given."""
+    data: dict[str, Any] = {**message.data, "orchestrator_version": version}
+    config = data.get("config")
+    if isinstance(config, dict) and not config.get("system_prompt"):
+        data["config"] = {**config, "system_prompt": paper_system_prompt()}
+    return message.model_copy(update={"data": data})
