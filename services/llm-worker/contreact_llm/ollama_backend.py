@@ -12,9 +12,11 @@ from contreact_events.catalog.chat import AssistantMessage, LLMUsage, ToolCall
 from contreact_events.config import ResolvedBackend
 from contreact_events.wire.tasks import LLMTask
 from contreact_llm.backend import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
+from contreact_llm.check_slots import CheckSlots, CheckWindow
 from contreact_llm.exceptions import (
     BackendError,
     CallFailed,
+    CheckTimedOut,
     ToolCallParseError,
     TransientBackendError,
 )
@@ -22,6 +24,9 @@ from contreact_llm.retry import RetryPolicy, with_retries
 
 TOOL_CALL_PARSE_ERROR = "error parsing tool call"
 _RAW_TEXT = re.compile(r"raw='(.*)', err=", re.DOTALL)
+CHECK_FIX = (
+    "is Ollama running there (`ollama serve`), and is ollama_client_config.host the right URL?"
+)
 
 
 def full_name(model: str) -> str:
@@ -67,9 +72,11 @@ def classify(exc: Exception, host: str) -> BackendError:
 class OllamaBackend:
     name: ResolvedBackend = "ollama"
 
-    def __init__(self, retry: RetryPolicy) -> None:
+    def __init__(self, retry: RetryPolicy, checks: CheckSlots | None = None) -> None:
         self._retry = retry
+        self._checks = checks or CheckSlots()
         self._clients: dict[tuple[str, float | None, float], ollama.AsyncClient] = {}
+        self._check_clients: dict[tuple[str, float], ollama.AsyncClient] = {}
 
     def _client(self, host: str, task: LLMTask) -> ollama.AsyncClient:
         """One client per (host, timeouts). Reaching the server is bounded by the
@@ -80,12 +87,23 @@ class OllamaBackend:
             self._clients[key] = ollama.AsyncClient(host=host, timeout=timeout)
         return self._clients[key]
 
+    def _check_client(self, host: str, task: LLMTask) -> ollama.AsyncClient:
+        """A check's client: a small request, with short timeouts of its own."""
+        key = (host, task.connect_timeout_s)
+        if key not in self._check_clients:
+            answer_s, connect_s = self._checks.client_timeouts(task.connect_timeout_s)
+            timeout = httpx.Timeout(answer_s, connect=connect_s)
+            self._check_clients[key] = ollama.AsyncClient(host=host, timeout=timeout)
+        return self._check_clients[key]
+
     async def check(self, task: LLMTask) -> CheckOutcome:
         """The model must be on every host of the pool, the same version on each (a
-        run's calls may go to any of them)."""
+        run's calls may go to any of them). Each host is asked in its own queue, and
+        the whole check ends at its time (``check_slots``)."""
+        window = self._checks.window(task.deadline)
         digests: dict[str, str | None] = {}
         for host in task.hosts or (task.host,):
-            outcome = await self._check_host(task, host)
+            outcome = await self._check_host(task, host, window)
             if not outcome.ok:
                 return outcome
             digests[host] = outcome.model_digest
@@ -107,10 +125,14 @@ class OllamaBackend:
             model=task.model,
         )
 
-    async def _check_host(self, task: LLMTask, host: str) -> CheckOutcome:
-        client = self._client(host, task)
+    async def _check_host(self, task: LLMTask, host: str, window: CheckWindow) -> CheckOutcome:
+        client = self._check_client(host, task)
         try:
-            listing = await client.list()
+            listing = await self._checks.call(
+                host, window, client.list, server="Ollama", fix=CHECK_FIX
+            )
+        except CheckTimedOut as exc:
+            return CheckOutcome(ok=False, backend="ollama", detail=str(exc))
         except Exception as exc:
             return CheckOutcome(ok=False, backend="ollama", detail=classify(exc, host).args[0])
         wanted = full_name(task.model)
@@ -185,6 +207,7 @@ class OllamaBackend:
             raise classify(exc, task.host) from exc
 
     async def aclose(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
+        clients = [*self._clients.values(), *self._check_clients.values()]
+        self._clients, self._check_clients = {}, {}
         for client in clients:
             await client.close()  # type: ignore[no-untyped-call]

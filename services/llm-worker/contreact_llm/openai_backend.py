@@ -29,7 +29,13 @@ from contreact_events.config import ResolvedBackend
 from contreact_events.wire.tasks import LLMTask
 from contreact_llm.backend import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
 from contreact_llm.chat_prompt import parse_arguments
-from contreact_llm.exceptions import BackendError, CallFailed, TransientBackendError
+from contreact_llm.check_slots import CheckSlots
+from contreact_llm.exceptions import (
+    BackendError,
+    CallFailed,
+    CheckTimedOut,
+    TransientBackendError,
+)
 from contreact_llm.retry import RetryPolicy, with_retries
 
 DIRECT_OPTIONS = {
@@ -55,6 +61,7 @@ NOT_SENT = ("num_ctx", "num_batch", "num_thread", "num_keep")
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 NO_KEY = "no-key"
 """What the client sends when a server needs no key (``api_key_env: null``)."""
+CHECK_FIX = "is the server running, and is openai_client_config.base_url the right URL?"
 
 
 @dataclass(frozen=True)
@@ -143,10 +150,17 @@ def assistant_message(choice: Any) -> AssistantMessage:
 class OpenAIBackend:
     name: ResolvedBackend = "openai"
 
-    def __init__(self, retry: RetryPolicy, environ: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        retry: RetryPolicy,
+        environ: dict[str, str] | None = None,
+        checks: CheckSlots | None = None,
+    ) -> None:
         self._retry = retry
         self._environ = environ if environ is not None else os.environ
+        self._checks = checks or CheckSlots()
         self._clients: dict[tuple[str, str | None, float | None], AsyncOpenAI] = {}
+        self._check_clients: dict[tuple[str, str | None, float], AsyncOpenAI] = {}
 
     def _key(self, task: LLMTask) -> str | None:
         """The key from the worker's environment; None when the task needs none."""
@@ -170,6 +184,19 @@ class OpenAIBackend:
                 max_retries=0,  # the worker's RetryPolicy retries, as for every backend
             )
         return self._clients[key]
+
+    def _check_client(self, task: LLMTask) -> AsyncOpenAI:
+        """A check's client: a small request, with short timeouts of its own."""
+        key = (task.host, task.api_key_env, task.connect_timeout_s)
+        if key not in self._check_clients:
+            answer_s, connect_s = self._checks.client_timeouts(task.connect_timeout_s)
+            self._check_clients[key] = AsyncOpenAI(
+                api_key=self._key(task) or NO_KEY,
+                base_url=task.host,
+                timeout=openai.Timeout(answer_s, connect=connect_s),
+                max_retries=0,
+            )
+        return self._check_clients[key]
 
     def _scrub(self, task: LLMTask, text: str) -> str:
         key = self._environ.get(task.api_key_env or "", "")
@@ -207,9 +234,18 @@ class OpenAIBackend:
             if options.not_sent
             else ""
         )
+
+        async def served_models() -> list[str]:
+            listing = await self._check_client(task).models.list()
+            return [model.id async for model in listing]
+
+        window = self._checks.window(task.deadline)
         try:
-            listing = await self._client(task).models.list()
-            served = [model.id async for model in listing]
+            served = await self._checks.call(
+                task.host, window, served_models, server="the server", fix=CHECK_FIX
+            )
+        except CheckTimedOut as exc:
+            return CheckOutcome(ok=False, backend="openai", detail=str(exc))
         except Exception as exc:
             error = self.classify(task, exc)
             if isinstance(exc, openai.NotFoundError):  # a server that lists no models
@@ -270,6 +306,7 @@ class OpenAIBackend:
             raise self.classify(task, exc) from exc
 
     async def aclose(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
+        clients = [*self._clients.values(), *self._check_clients.values()]
+        self._clients, self._check_clients = {}, {}
         for client in clients:
             await client.close()
