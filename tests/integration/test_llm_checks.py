@@ -17,10 +17,10 @@ import redis.asyncio as aioredis
 
 from contreact_bus.run_log import RunLog
 from contreact_bus.task_stream import Consumer, ConsumerSettings, TaskStream, serve
-from contreact_events.codec import message_from_fields
+from contreact_events.catalog.run import ModelChecked, RunFailed
 from contreact_events.names import INBOX_GROUP, LLM_GROUP, LLM_TASKS_STREAM
-from contreact_events.run_events import ModelChecked, RunFailed
-from contreact_events.tasks import InboxMessage, LLMTask
+from contreact_events.wire.codec import message_from_fields
+from contreact_events.wire.tasks import InboxMessage, LLMTask
 from contreact_llm.check_slots import CheckSlots, CheckTimes
 from contreact_llm.main import run
 from contreact_llm.ollama_backend import OllamaBackend
