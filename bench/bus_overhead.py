@@ -261,7 +261,7 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
     processes: blocking-read wake-ups, context switches, the acks."""
     from contreact_bus.llm_routes import llm_task_stream
     from contreact_bus.task_gate import TaskGate
-    from contreact_events.core.prompt import pending_tasks
+    from contreact_events.core.outbox import pending_tasks
     from contreact_events.names import MEMORY_TASKS_STREAM
     from contreact_events.wire.codec import message_from_fields
     from contreact_events.wire.tasks import LLMTask, MemoryTask, tool_completed

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from contreact_events.core.fold import fold, fold_all
-from contreact_events.core.prompt import pending_tasks, prompt_messages
+from contreact_events.core.outbox import pending_tasks
+from contreact_events.core.prompt import prompt_messages
 from contreact_events.core.state import AgentState
 from contreact_events.core.tools import TOOLS_PARAGRAPH
 from contreact_events.wire.tasks import LLMTask, MemoryTask

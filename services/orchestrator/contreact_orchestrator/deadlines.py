@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from contreact_events.core.prompt import waiting_deadline
+from contreact_events.core.outbox import waiting_deadline
 from contreact_events.core.state import AgentState
 from contreact_events.wire.tasks import InboxMessage, task_failed
 

@@ -30,7 +30,7 @@ from contreact_bus.runs import active_run_ids, meta_fields, register_run
 from contreact_events.catalog import Event
 from contreact_events.core.decide import Decision, Task, decide
 from contreact_events.core.fold import fold_all
-from contreact_events.core.prompt import pending_tasks
+from contreact_events.core.outbox import pending_tasks
 from contreact_events.core.state import AgentState
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import (

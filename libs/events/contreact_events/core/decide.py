@@ -49,7 +49,8 @@ from contreact_events.core.fold import (
     paragraph_task_id,
     tool_task_id,
 )
-from contreact_events.core.prompt import pending_tasks, prompt_sha256
+from contreact_events.core.outbox import pending_tasks
+from contreact_events.core.prompt import prompt_sha256
 from contreact_events.core.state import AgentState, Attempt, Phase
 from contreact_events.core.tools import (
     OPERATOR_TOOL,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from contreact_events.catalog import Event
 from contreact_events.catalog.tool import ToolCallCompleted
 from contreact_events.core.fold import fold
-from contreact_events.core.prompt import pending_tasks
+from contreact_events.core.outbox import pending_tasks
 from contreact_events.core.state import AgentState
 from contreact_events.wire.codec import bulk
 from contreact_events.wire.tasks import MemoryTask
