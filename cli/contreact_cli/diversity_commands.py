@@ -10,6 +10,7 @@ from contreact_bus.archive import archived_run_ids
 from contreact_bus.replies import texts
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import experiment_run_ids, load_events
+from contreact_bus.scope_logs import scope_events
 from contreact_cli.commands import optional_redis, redis_client, runs
 from contreact_cli.exceptions import CLIError
 from contreact_cli.settings import CLISettings
@@ -30,15 +31,13 @@ def scope_of(run_id: str | None, experiment: str | None) -> str:
 async def _scope_events(
     settings: CLISettings, run_id: str | None, experiment: str | None
 ) -> list[list[Event]]:
+    """The events of the scope's runs, read as the embedder reads its corpus."""
     redis = await optional_redis(settings)
     try:
-        if run_id:
-            members = [run_id]
-        elif redis is not None:
-            members = await experiment_run_ids(redis, str(experiment))
-        else:
+        if experiment and redis is None:
             raise CLIError("Redis does not answer: an experiment's runs are listed there")
-        return [await load_events(redis, settings.archive_dir, member) for member in members]
+        scope = scope_of(run_id, experiment)
+        return list((await scope_events(redis, settings.archive_dir, scope)).values())
     finally:
         if redis is not None:
             await redis.aclose()

@@ -66,7 +66,7 @@ async def send(aredis: aioredis.Redis, *tasks: EmbedTask) -> None:
 
 
 def handler(aredis: aioredis.Redis, service: EmbeddingService) -> EmbedHandler:
-    return EmbedHandler(service, aredis, Inbox(aredis, 1))
+    return EmbedHandler(service, aredis, Inbox(aredis, 1), EmbedderSettings().archive_dir)
 
 
 async def drain(aredis: aioredis.Redis, service: EmbeddingService, name: str = "w1") -> int:

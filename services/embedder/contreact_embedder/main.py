@@ -30,7 +30,7 @@ async def run(settings: EmbedderSettings, service: EmbeddingService, *, burst: b
         settings.consumer_settings(),
         on_dead_letter=tell_run_of_dead_letter(inbox),
     )
-    handler = EmbedHandler(service, redis, inbox)
+    handler = EmbedHandler(service, redis, inbox, settings.archive_dir)
     try:
         return await run_batch_consumer(
             redis,
