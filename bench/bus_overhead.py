@@ -265,9 +265,9 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
     from contreact_events.names import MEMORY_TASKS_STREAM
     from contreact_events.wire.codec import message_from_fields
     from contreact_events.wire.tasks import LLMTask, MemoryTask, tool_completed
+    from contreact_llm.backends.scripted import ScriptedBackend
     from contreact_llm.handler import LLMTaskHandler
     from contreact_llm.retry import RetryPolicy
-    from contreact_llm.scripted_backend import ScriptedBackend
     from contreact_memory.store import MemoryStore
     from contreact_orchestrator.leases import ShardLeases
     from contreact_orchestrator.orchestrator import Orchestrator

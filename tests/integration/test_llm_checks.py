@@ -21,11 +21,11 @@ from contreact_events.catalog.run import ModelChecked, RunFailed
 from contreact_events.names import INBOX_GROUP, LLM_GROUP, LLM_TASKS_STREAM
 from contreact_events.wire.codec import message_from_fields
 from contreact_events.wire.tasks import InboxMessage, LLMTask
-from contreact_llm.check_slots import CheckSlots, CheckTimes
+from contreact_llm.backends.ollama import OllamaBackend
+from contreact_llm.backends.openai import OpenAIBackend
 from contreact_llm.main import run
-from contreact_llm.ollama_backend import OllamaBackend
-from contreact_llm.openai_backend import OpenAIBackend
 from contreact_llm.retry import RetryPolicy
+from contreact_llm.scheduling.check_slots import CheckSlots, CheckTimes
 from contreact_llm.settings import LLMWorkerSettings
 from contreact_orchestrator.orchestrator import Orchestrator
 from tests.fake_ollama import running_fake_ollama

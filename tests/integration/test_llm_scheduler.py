@@ -24,9 +24,9 @@ from contreact_events.names import LLM_GROUP, LLM_ROUTES, llm_host_leases_key
 from contreact_events.wire.codec import message_from_fields
 from contreact_events.wire.tasks import InboxMessage, LLMTask
 from contreact_llm.handler import build_handler
-from contreact_llm.host_slots import HostSlots
 from contreact_llm.main import build_scheduler, run
-from contreact_llm.scheduler import ChatScheduler, SchedulerSettings
+from contreact_llm.scheduling.host_slots import HostSlots
+from contreact_llm.scheduling.scheduler import ChatScheduler, SchedulerSettings
 from contreact_llm.settings import LLMWorkerSettings
 from tests.ollama_host import running_ollama_host
 from tests.support.inbox import INBOX, use_one_shard

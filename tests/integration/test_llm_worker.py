@@ -23,7 +23,7 @@ from contreact_events.names import (
 )
 from contreact_events.wire.codec import message_from_fields
 from contreact_events.wire.tasks import InboxMessage, LLMTask
-from contreact_llm.backend import ChatOutcome, CheckOutcome
+from contreact_llm.backends import ChatOutcome, CheckOutcome
 from contreact_llm.handler import LLMTaskHandler, build_handler
 from contreact_llm.main import run
 from contreact_llm.settings import LLMWorkerSettings

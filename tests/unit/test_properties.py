@@ -29,7 +29,7 @@ from contreact_events.core.replay import replay_check
 from contreact_events.core.tools import ALL_TOOLS, check_arguments, size_problem
 from contreact_events.exceptions import ConfigError
 from contreact_events.wire.codec import dumps, event_from_json, event_to_json
-from contreact_llm.chat_prompt import parse_arguments
+from contreact_llm.backends.chat_prompt import parse_arguments
 from tests.support.sim import Sim, make_config
 
 PROFILE = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -23,14 +23,14 @@ from contreact_events.wire.tasks import (
     llm_responded,
     model_checked,
 )
-from contreact_llm import auto_backend
-from contreact_llm.backend import ChatReply, CheckOutcome, LLMBackend
-from contreact_llm.check_slots import CheckSlots, did_not_answer, seconds_left
-from contreact_llm.embedded_backend import EmbeddedBackend
-from contreact_llm.ollama_backend import OllamaBackend
-from contreact_llm.openai_backend import OpenAIBackend
+from contreact_llm.backends import ChatReply, CheckOutcome, LLMBackend
+from contreact_llm.backends import auto as auto_backend
+from contreact_llm.backends.embedded import EmbeddedBackend
+from contreact_llm.backends.ollama import OllamaBackend
+from contreact_llm.backends.openai import OpenAIBackend
+from contreact_llm.backends.scripted import ScriptedBackend
 from contreact_llm.retry import RetryPolicy
-from contreact_llm.scripted_backend import ScriptedBackend
+from contreact_llm.scheduling.check_slots import CheckSlots, did_not_answer, seconds_left
 from contreact_llm.settings import LLMWorkerSettings
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from contreact_bus.task_stream import Consumer, ConsumerSettings, serve
 from contreact_events.names import LLM_GROUP, LLM_TASKS_STREAM
 from contreact_events.wire.tasks import LLMTask
 from contreact_llm.handler import LLMTaskHandler, build_handler
-from contreact_llm.host_slots import HostSlots
-from contreact_llm.scheduler import ChatScheduler, SchedulerSettings
+from contreact_llm.scheduling.host_slots import HostSlots
+from contreact_llm.scheduling.scheduler import ChatScheduler, SchedulerSettings
 from contreact_llm.settings import LLMWorkerSettings
 
 

@@ -9,9 +9,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
 from contreact_bus.service import instance_name
-from contreact_llm.check_slots import CheckTimes
-from contreact_llm.host_slots import HostLimits, SlotTimes
-from contreact_llm.placement import Policy
+from contreact_llm.scheduling.check_slots import CheckTimes
+from contreact_llm.scheduling.host_slots import HostLimits, SlotTimes
+from contreact_llm.scheduling.placement import Policy
 
 
 class HostSettings(BaseModel):

@@ -34,9 +34,9 @@ from contreact_events.names import LLM_GROUP, LLM_WAKE_CHANNEL
 from contreact_events.wire.codec import message_from_fields
 from contreact_events.wire.tasks import LLMTask
 from contreact_llm.handler import LLMTaskHandler
-from contreact_llm.host_slots import HostLimits, HostSlots, Lease, LocalSlots
-from contreact_llm.placement import Attempt, Policy, plan
-from contreact_llm.route_scan import Line, RouteScanner
+from contreact_llm.scheduling.host_slots import HostLimits, HostSlots, Lease, LocalSlots
+from contreact_llm.scheduling.placement import Attempt, Policy, plan
+from contreact_llm.scheduling.route_scan import Line, RouteScanner
 
 log = logging.getLogger(__name__)
 

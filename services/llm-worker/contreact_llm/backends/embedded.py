@@ -21,8 +21,7 @@ from typing import Any
 from contreact_events.catalog.chat import AssistantMessage, ChatMessage, LLMUsage
 from contreact_events.config import ResolvedBackend
 from contreact_events.wire.tasks import LLMTask
-from contreact_llm import chat_prompt
-from contreact_llm.backend import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
+from contreact_llm.backends import ChatFailure, ChatOutcome, ChatReply, CheckOutcome, chat_prompt
 from contreact_llm.exceptions import BackendError
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from typing import Any
 from contreact_events.catalog.chat import AssistantMessage, LLMUsage, ToolCall
 from contreact_events.config import ResolvedBackend, ScriptConfig, ScriptedReply
 from contreact_events.wire.tasks import LLMTask
-from contreact_llm.backend import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
+from contreact_llm.backends import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
 from contreact_llm.exceptions import (
     BackendError,
     CallFailed,

@@ -27,9 +27,8 @@ from openai import AsyncOpenAI
 from contreact_events.catalog.chat import AssistantMessage, ChatMessage, LLMUsage
 from contreact_events.config import ResolvedBackend
 from contreact_events.wire.tasks import LLMTask
-from contreact_llm.backend import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
-from contreact_llm.chat_prompt import parse_arguments
-from contreact_llm.check_slots import CheckSlots
+from contreact_llm.backends import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
+from contreact_llm.backends.chat_prompt import parse_arguments
 from contreact_llm.exceptions import (
     BackendError,
     CallFailed,
@@ -37,6 +36,7 @@ from contreact_llm.exceptions import (
     TransientBackendError,
 )
 from contreact_llm.retry import RetryPolicy, with_retries
+from contreact_llm.scheduling.check_slots import CheckSlots
 
 DIRECT_OPTIONS = {
     "temperature": "temperature",

@@ -4,7 +4,7 @@ the embedded model otherwise."""
 from __future__ import annotations
 
 from contreact_events.wire.tasks import LLMTask
-from contreact_llm.backend import CheckOutcome, LLMBackend
+from contreact_llm.backends import CheckOutcome, LLMBackend
 
 
 async def resolve(task: LLMTask, ollama: LLMBackend, embedded: LLMBackend) -> CheckOutcome:

@@ -23,8 +23,8 @@ from contreact_bus.replies import text
 from contreact_bus.task_stream import Consumer, ConsumerSettings, DeadLetterHook
 from contreact_events.config import EMBEDDED_HOST
 from contreact_events.names import ACTIVE_RUNS, LLM_GROUP, llm_route_runs_key
-from contreact_llm.host_slots import HostLimits, HostSlots, HostView, LocalSlots
-from contreact_llm.placement import Waiting
+from contreact_llm.scheduling.host_slots import HostLimits, HostSlots, HostView, LocalSlots
+from contreact_llm.scheduling.placement import Waiting
 
 
 @dataclass

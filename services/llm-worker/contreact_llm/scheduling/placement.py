@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from contreact_llm.host_slots import HostLimits, HostView
+from contreact_llm.scheduling.host_slots import HostLimits, HostView
 
 Policy = Literal["model_aware", "fifo"]
 Placement = Literal["warm", "load", "swap", "drain", "any"]
