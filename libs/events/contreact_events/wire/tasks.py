@@ -27,9 +27,9 @@ from contreact_events.catalog.diversity import (
     ReflectionEmbedded,
 )
 from contreact_events.catalog.envelope import EventBase, InputEvent
-from contreact_events.catalog.run import ModelChecked
-from contreact_events.catalog.tool import ToolCallCompleted
-from contreact_events.config import RUN_ID_PATTERN, Backend, ScriptConfig
+from contreact_events.catalog.run import ModelChecked, RunCancelled, RunRequested
+from contreact_events.catalog.tool import OperatorReplied, ToolCallCompleted
+from contreact_events.config import RUN_ID_PATTERN, Backend, RunConfig, ScriptConfig
 from contreact_events.exceptions import CorruptEvent
 
 
@@ -153,12 +153,12 @@ _ENVELOPE_FIELDS: set[str] = {*EventBase.model_fields, "type"}
 _UNSTAMPED = datetime.fromtimestamp(0, UTC)
 
 
-def result_message(
+def input_message(
     kind: type[InputEvent], run_id: str, causation_id: str | None, **data: Any
 ) -> InboxMessage:
     """An inbox message carrying ``kind``'s data, validated against the event class where
-    it is made: a worker that builds a malformed result fails at once, in its own process,
-    instead of the orchestrator refusing the message later. The orchestrator validates
+    it is made: a worker (or the CLI) that builds a malformed input fails at once, in its
+    own process, instead of the orchestrator refusing the message later. The orchestrator validates
     again on receipt (``InboxMessage.to_event``), since the bus is not trusted; the
     envelope (id, receipt time) is stamped there."""
     event = kind.model_validate(
@@ -179,6 +179,22 @@ def result_message(
     )
 
 
+def run_requested(config: RunConfig, requested_by: str = "cli") -> InboxMessage:
+    return input_message(
+        RunRequested, config.run_id, None, config=config, requested_by=requested_by
+    )
+
+
+def run_cancelled(run_id: str, reason: str) -> InboxMessage:
+    return input_message(RunCancelled, run_id, None, reason=reason)
+
+
+def operator_replied(
+    run_id: str, task_id: str, text: str, by: Literal["operator", "policy", "timeout"]
+) -> InboxMessage:
+    return input_message(OperatorReplied, run_id, task_id, task_id=task_id, text=text, by=by)
+
+
 def llm_responded(
     task: LLMTask,
     message: AssistantMessage,
@@ -186,7 +202,7 @@ def llm_responded(
     model: str,
     tool_call_error: str | None = None,
 ) -> InboxMessage:
-    return result_message(
+    return input_message(
         LLMResponded,
         task.run_id,
         task.task_id,
@@ -198,7 +214,7 @@ def llm_responded(
 
 
 def llm_failed(task: LLMTask, error: str, *, retryable: bool, attempts: int) -> InboxMessage:
-    return result_message(
+    return input_message(
         LLMFailed, task.run_id, task.task_id, error=error, retryable=retryable, attempts=attempts
     )
 
@@ -212,7 +228,7 @@ def model_checked(
     model_digest: str | None = None,
     model: str | None = None,
 ) -> InboxMessage:
-    return result_message(
+    return input_message(
         ModelChecked,
         task.run_id,
         task.task_id,
@@ -229,7 +245,7 @@ def task_failed(
 ) -> InboxMessage:
     """A task of ``run_id`` will not be answered: it expired, was dead-lettered, or its
     result was refused. The run retries it within its budget, then fails."""
-    return result_message(
+    return input_message(
         TaskFailed, run_id, task_id, task_id=task_id, cause=cause, reason=reason, send=send
     )
 
@@ -247,7 +263,7 @@ def tool_completed(task: MemoryTask, output: str, *, ok: bool) -> InboxMessage:
 
 
 def tool_result(run_id: str, task_id: str, tool: str, output: str, *, ok: bool) -> InboxMessage:
-    return result_message(
+    return input_message(
         ToolCallCompleted, run_id, task_id, task_id=task_id, tool_name=tool, output=output, ok=ok
     )
 
@@ -255,7 +271,7 @@ def tool_result(run_id: str, task_id: str, tool: str, output: str, *, ok: bool) 
 def reflection_embedded(
     task: EmbedTask, vector: Sequence[float], model: str, *, truncated: bool
 ) -> InboxMessage:
-    return result_message(
+    return input_message(
         ReflectionEmbedded,
         task.run_id,
         task.task_id,
@@ -268,7 +284,7 @@ def reflection_embedded(
 
 
 def embedding_failed(task: EmbedTask, error: str) -> InboxMessage:
-    return result_message(
+    return input_message(
         EmbeddingFailed,
         task.run_id,
         task.task_id,
@@ -290,7 +306,7 @@ def paragraphs_checked(
     corpus_chunks: int,
     windows: bool,
 ) -> InboxMessage:
-    return result_message(
+    return input_message(
         ParagraphsChecked,
         task.run_id,
         task.task_id,
