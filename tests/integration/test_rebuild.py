@@ -9,7 +9,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from contreact_bus.archive import write_archive
-from contreact_cli.commands import rebuild
+from contreact_cli.commands.inspect import rebuild
 from contreact_cli.settings import CLISettings
 from contreact_events.fold import fold_all
 from contreact_events.names import run_meta_key
