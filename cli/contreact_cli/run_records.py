@@ -47,7 +47,8 @@ async def run_meta(redis: aioredis.Redis, run_id: str) -> dict[str, str]:
         reason = safe(meta.get("failure_reason") or "no reason recorded", 300, one_line=True)
         raise CLIError(
             f"run {run_id} is quarantined ({reason}): the orchestrator ignores its messages "
-            "until it is restarted with the cause fixed (`contreact down`, `contreact up`)"
+            "until it is restarted with the cause fixed (`contreact down` and `contreact up`, "
+            "or restart its container)"
         )
     return meta
 
