@@ -32,7 +32,7 @@ import yaml
 
 from bench._support import header, ratio, redis_server, row, services, verdict
 from contreact_bus.experiments import run_statuses
-from contreact_cli.experiment import run_experiment
+from contreact_cli.commands.experiment import run_experiment
 from contreact_cli.settings import CLISettings
 from contreact_events.config.experiment import replica_letter
 

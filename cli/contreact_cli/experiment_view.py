@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,14 +20,15 @@ import redis.asyncio as aioredis
 from contreact_bus.archive import read_archive
 from contreact_bus.experiments import ReplicaEntry
 from contreact_bus.replies import entries
+from contreact_cli.output import Printer
 from contreact_cli.text import safe
 from contreact_events.catalog import Event
 from contreact_events.core.fold import fold_all
+from contreact_events.core.run_summary import run_summary
 from contreact_events.core.state import AgentState
 from contreact_events.names import run_log_key
 from contreact_events.wire.codec import bulk, event_from_fields
 
-Printer = Callable[[str], None]
 PAGE = 1000
 
 
@@ -62,11 +63,10 @@ class RunView:
                 self.ended_at = event.ts.timestamp()
 
     def row(self) -> dict[str, Any]:
-        entry, state = self.entry, self.state
-        config = state.config if state else None
-        metrics = state.cycle_metrics if state else ()
-        if state and len(state.cycle_metrics) < state.cycle_number:  # a cycle in progress
-            metrics = (*metrics, state.metrics)
+        """The replica's row: its entry, the run's ``run_summary``, and what only the
+        events tell (the last advisory, the wall time)."""
+        entry = self.entry
+        run = run_summary(self.state) if self.state is not None else None
         return {
             "replica": entry.replica,
             "label": entry.label,
@@ -74,16 +74,16 @@ class RunView:
             "model": entry.model,
             "run_id": entry.run_id,
             "attempt": entry.attempt,
-            "status": state.status if state else "submitted",
-            "cycle": state.cycle_number if state else 0,
-            "cycle_count": config.cycle_count if config else 0,
-            "step": state.step if state else 0,
-            "tokens": sum(m.prompt_tokens + m.completion_tokens for m in metrics),
-            "llm_seconds": round(sum(m.llm_seconds for m in metrics), 3),
+            "status": run.status if run else "submitted",
+            "cycle": run.cycle if run else 0,
+            "cycle_count": run.cycle_count if run else 0,
+            "step": run.step if run else 0,
+            "tokens": run.tokens if run else 0,
+            "llm_seconds": round(run.llm_seconds, 3) if run else 0,
             "advisory": self.advisory,
-            "backend": (state.backend or (config.backend if config else "")) if state else "",
-            "ran_model": state.resolved_model if state else "",
-            "failure_reason": (state.failure_reason or "") if state else "",
+            "backend": run.backend if run else "",
+            "ran_model": run.resolved_model if run else "",
+            "failure_reason": run.failure_reason if run else "",
             "wall_seconds": (
                 round(self.ended_at - self.started_at, 3)
                 if self.started_at is not None and self.ended_at is not None
@@ -183,7 +183,8 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
             str(row["step"]),
             f"{row['tokens']:,}",
             row["advisory"] or "-",
-            row["run_id"] + (f" ({row['backend']})" if row["backend"] else ""),
+            row["run_id"]
+            + (f" ({safe(row['backend'], 40, one_line=True)})" if row["backend"] else ""),
         )
         lines.append(
             "  ".join(f"{cell:<{width}}" for cell, (_n, width) in zip(cells, COLUMNS, strict=True))
@@ -213,8 +214,9 @@ def summary(rows: Sequence[dict[str, Any]]) -> list[str]:
     for row in rows:
         if row["ran_model"] and row["ran_model"] != row["model"]:
             lines.append(
-                f"WARNING: {row['run_id']} ran {safe(row['ran_model'], 60)} on "
-                f"{row['backend']}, not the configured {safe(row['model'], 60)}"
+                f"WARNING: {row['run_id']} ran {safe(row['ran_model'], 60, one_line=True)} on "
+                f"{safe(row['backend'], 40, one_line=True)}, not the configured "
+                f"{safe(row['model'], 60, one_line=True)}"
             )
         if row["status"] in ("failed", "cancelled", "quarantined"):
             reason = safe(row["failure_reason"], 160, one_line=True) or row["status"]

@@ -10,7 +10,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from contreact_bus.archive import write_archive
-from contreact_cli.commands import memory_rebuild, rebuild
+from contreact_cli.commands.inspect import memory_rebuild, rebuild
 from contreact_cli.settings import CLISettings
 from contreact_events.core.fold import fold_all
 from contreact_events.core.state import AgentState

@@ -144,6 +144,7 @@ class Orchestrator:
                 self.drop_shard(lease.shard)
                 raise FencedOut(f"run {state.run_id} is written by a newer owner of its shard")
             self._states[state.run_id] = state
+        await self._write_meta(states)
         sent = await self._resend_missing(states, lease.shard)
         log.info(
             "shard %d (token %d): %d active run(s), %d task(s) sent again",
@@ -161,6 +162,17 @@ class Orchestrator:
             self._forget(run_id)
         for run_id in [r for r in self._archiver.failing if self.shard_of(r) == shard]:
             self._archiver.forget(run_id)  # the shard's next owner archives it on recovery
+
+    async def _write_meta(self, states: Sequence[AgentState]) -> None:
+        """The listing hash of every run taken over, now: a run quarantined before a
+        restart that can be read again must stop saying so at once (reply and cancel
+        refuse a quarantined run), not at its next event."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for state in states:
+                meta: dict[Any, Any] = meta_fields(state)
+                self._meta[state.run_id] = meta
+                pipe.hset(run_meta_key(state.run_id), mapping=meta)
+            await pipe.execute()
 
     async def _recover_run(self, run_id: str) -> AgentState | None:
         try:

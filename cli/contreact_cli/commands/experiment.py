@@ -26,16 +26,15 @@ from contreact_bus.experiments import (
 )
 from contreact_bus.inbox import Inbox
 from contreact_bus.runs import load_events
-from contreact_cli.commands import (
-    optional_redis,
-    redis_client,
-    required_services,
-    wait_for_services,
-    write_export,
-)
+from contreact_cli.args import add_command, positive_seconds, text
+from contreact_cli.args import experiment as experiment_name
 from contreact_cli.config_file import load_experiment
+from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
-from contreact_cli.experiment_view import ExperimentProgress, LiveTable, Printer, summary, table
+from contreact_cli.experiment_view import ExperimentProgress, LiveTable, summary, table
+from contreact_cli.export_file import write_export
+from contreact_cli.output import Printer, out
+from contreact_cli.service_waits import required_services, wait_for_services
 from contreact_cli.settings import CLISettings
 from contreact_events.config.experiment import ACTIVE_STATUSES, Submission, resume
 from contreact_events.wire.tasks import InboxMessage
@@ -224,16 +223,50 @@ async def export_experiment(settings: CLISettings, name: str, out_dir: Path) -> 
     return folder, sum(1 for r in manifest["replicas"] if r["file"])
 
 
-# --- the commands ------------------------------------------------------------------
+def register(sub: Any) -> None:
+    help_text = "models x replicas from one file: run, status, cancel, export"
+    group = sub.add_parser("experiment", help=help_text, description=help_text)
+    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = add_command(
+        actions,
+        "run",
+        cmd_run,
+        "submit every run of an experiment file (again: only what did not complete) and "
+        "follow them in a live table",
+    )
+    p.add_argument("file", help="experiment YAML (see configs/paper-experiment.yaml)")
+    p.add_argument("--detach", action="store_true", help="submit and return")
+    p.add_argument(
+        "--wait",
+        type=positive_seconds,
+        default=60.0,
+        help="seconds to wait for the services to answer (default 60)",
+    )
+    p = add_command(
+        actions, "status", cmd_status, "the table of an experiment's runs and a summary"
+    )
+    p.add_argument("name", type=experiment_name)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = add_command(actions, "cancel", cmd_cancel, "cancel every run of an experiment still going")
+    p.add_argument("name", type=experiment_name)
+    p.add_argument("--reason", type=text, default="experiment cancelled by the operator")
+    p = add_command(
+        actions,
+        "export",
+        cmd_export,
+        "every run as seed-003 JSONL plus experiment.json (what ran, where)",
+    )
+    p.add_argument("name", type=experiment_name)
+    p.add_argument("--out", default="logs", help="output folder (default: logs; NAME/ inside)")
 
 
-def cmd_run(args: argparse.Namespace, settings: CLISettings, out: Printer) -> int:
+def cmd_run(args: argparse.Namespace, settings: CLISettings) -> int:
     return asyncio.run(
         run_experiment(settings, Path(args.file), out, follow=not args.detach, wait_s=args.wait)
     )
 
 
-def cmd_status(args: argparse.Namespace, settings: CLISettings, out: Printer) -> int:
+def cmd_status(args: argparse.Namespace, settings: CLISettings) -> int:
     rows = asyncio.run(experiment_status(settings, args.name))
     if args.json:
         out(json.dumps(rows, indent=2))
@@ -243,11 +276,11 @@ def cmd_status(args: argparse.Namespace, settings: CLISettings, out: Printer) ->
     return 0
 
 
-def cmd_cancel(args: argparse.Namespace, settings: CLISettings, out: Printer) -> int:
+def cmd_cancel(args: argparse.Namespace, settings: CLISettings) -> int:
     return asyncio.run(cancel_experiment(settings, args.name, args.reason, out))
 
 
-def cmd_export(args: argparse.Namespace, settings: CLISettings, out: Printer) -> int:
+def cmd_export(args: argparse.Namespace, settings: CLISettings) -> int:
     folder, files = asyncio.run(export_experiment(settings, args.name, Path(args.out)))
     out(f"wrote {files} run(s) and experiment.json to {folder}")
     return 0

@@ -1,5 +1,6 @@
-"""`contreact corpus stats|clear` and `contreact search`: views of the vectors in the
-run logs (reflections and accepted paragraphs), rebuilt on demand."""
+"""What `contreact corpus stats|clear` and `contreact search` ask: views of the vectors
+in the run logs (reflections and accepted paragraphs), rebuilt on demand. Imported
+only by those commands (it brings numpy in)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from contreact_bus.replies import texts
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import experiment_run_ids, load_events
 from contreact_bus.scope_logs import scope_events
-from contreact_cli.commands import optional_redis, redis_client, runs
+from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
+from contreact_cli.run_records import events_or_skip, runs
 from contreact_cli.settings import CLISettings
 from contreact_events.catalog import Event
 from contreact_events.catalog.diversity import ReflectionEmbedded
@@ -94,10 +96,12 @@ async def _cleared(settings: CLISettings, scope: str) -> datetime | None:
 
 async def search(
     settings: CLISettings, query: str, k: int, run_id: str | None
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Seed 004's semantic search across runs: reflections and accepted paragraphs
     (their vectors are in the logs) and memory values (projected from the logs and
-    embedded here), exact cosine; the query embedded with the runs' model."""
+    embedded here), exact cosine; the query embedded with the runs' model. Over every
+    run, a run whose log cannot be read is left out: the second value names each one
+    with the reason."""
     try:
         from contreact_embedder.embedding_service import EmbeddingService
     except ImportError:
@@ -111,9 +115,15 @@ async def search(
     redis = await optional_redis(settings)
     index = VectorIndex()
     memories: list[tuple[str, str, str]] = []
+    skipped: dict[str, str] = {}
     try:
         for member in members:
-            events = await load_events(redis, settings.archive_dir, member)
+            if run_id:  # the one run asked for: an unreadable log is an error
+                events: list[Event] | None = await load_events(redis, settings.archive_dir, member)
+            else:
+                events = await events_or_skip(redis, settings, member, skipped)
+            if events is None:
+                continue
             _index_run(index, events)
             projection = MemoryProjection()
             projection.feed(events)
@@ -122,7 +132,7 @@ async def search(
         if redis is not None:
             await redis.aclose()
     if index.count() == 0 and not memories:
-        return []
+        return [], skipped
     embedded = EmbeddingService().embed_batch([query, *(value for _, _, value in memories)])
     for (member, key, value), embedding in zip(memories, embedded[1:], strict=True):
         index.add(
@@ -133,10 +143,11 @@ async def search(
             metadata={"run_id": member, "cycle": "-", "kind": f"memory '{key}'"},
         )
     vector = embedded[0].as_floats()
-    return [
+    hits = [
         {"id": hit.id, "score": round(hit.score, 4), "text": hit.text, **hit.metadata}
         for hit in index.search(vector, k=k)
     ]
+    return hits, skipped
 
 
 def _index_run(index: VectorIndex, events: list[Event]) -> None:

@@ -9,7 +9,7 @@ model at a time, so the progress lines of two models never interleave.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,9 +18,9 @@ import ollama
 
 from contreact_cli.config_file import load_run_configs
 from contreact_cli.exceptions import CLIError
+from contreact_cli.output import Printer
 from contreact_cli.text import safe
 
-Printer = Callable[[str], None]
 OLLAMA_BACKENDS = ("ollama", "auto")
 """Backends that run a model on an Ollama host (``auto`` does when the model is there)."""
 
@@ -99,7 +99,7 @@ async def pull_one(
     client: ollama.AsyncClient, model: str, host: str, out: Printer, tty: bool
 ) -> str | None:
     """Pull ``model`` showing progress; None when it arrived, else the reason."""
-    out(f"pulling {model} on {host}")
+    out(f"pulling {safe(model, 200, one_line=True)} on {safe(host, 200, one_line=True)}")
     progress = PullProgress(out, tty)
     try:
         async for part in await client.pull(model, stream=True):
@@ -167,11 +167,12 @@ def print_reports(reports: Sequence[HostReport], out: Printer) -> bool:
     """One line per host; returns whether every model is there."""
     complete = True
     for report in reports:
-        parts = [f"{m} (present)" for m in report.present]
-        parts += [f"{m} (pulled)" for m in report.pulled]
+        host = safe(report.host, 200, one_line=True)
+        parts = [f"{safe(m, 200, one_line=True)} (present)" for m in report.present]
+        parts += [f"{safe(m, 200, one_line=True)} (pulled)" for m in report.pulled]
         if parts:
-            out(f"{report.host}: {', '.join(parts)}")
+            out(f"{host}: {', '.join(parts)}")
         for model, why in report.missing.items():
             complete = False
-            out(f"{report.host}: MISSING {model}: {why}")
+            out(f"{host}: MISSING {safe(model, 200, one_line=True)}: {safe(why, one_line=True)}")
     return complete
