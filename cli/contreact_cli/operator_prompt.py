@@ -10,7 +10,7 @@ import redis.asyncio as aioredis
 from contreact_bus.inbox import Inbox
 from contreact_cli.output import Printer
 from contreact_events.core.state import AgentState
-from contreact_events.wire.tasks import InboxMessage
+from contreact_events.wire.tasks import operator_replied
 
 
 class OperatorPrompt:
@@ -80,11 +80,6 @@ def discard_typeahead(fd: int) -> None:
 
 async def send_reply(redis: aioredis.Redis, run_id: str, task_id: str, text: str) -> str:
     """Send the reply; return its message id (the event id it gets when taken)."""
-    reply = InboxMessage(
-        run_id=run_id,
-        kind="OperatorReplied",
-        causation_id=task_id,
-        data={"task_id": task_id, "text": text, "by": "operator"},
-    )
+    reply = operator_replied(run_id, task_id, text, "operator")
     await (await Inbox.open(redis)).send(reply)
     return reply.msg_id

@@ -37,7 +37,7 @@ from contreact_cli.output import Printer, out
 from contreact_cli.service_waits import required_services, wait_for_services
 from contreact_cli.settings import CLISettings
 from contreact_events.config.experiment import ACTIVE_STATUSES, Submission, resume
-from contreact_events.wire.tasks import InboxMessage
+from contreact_events.wire.tasks import run_cancelled, run_requested
 
 REFRESH_S = 0.5
 
@@ -81,15 +81,7 @@ async def _send(redis: Any, name: str, plan: list[Submission]) -> None:
             if not submission.sends:
                 continue
             queue_entry(pipe, name, ReplicaEntry.of(submission))
-            config = submission.config.model_dump(mode="json")
-            inbox.queue(
-                pipe,
-                InboxMessage(
-                    run_id=submission.config.run_id,
-                    kind="RunRequested",
-                    data={"config": config, "requested_by": f"experiment {name}"},
-                ),
-            )
+            inbox.queue(pipe, run_requested(submission.config, f"experiment {name}"))
         await pipe.execute()
 
 
@@ -172,9 +164,7 @@ async def cancel_experiment(settings: CLISettings, name: str, reason: str, out: 
         inbox = await Inbox.open(redis)
         async with redis.pipeline(transaction=False) as pipe:
             for run_id in going:
-                inbox.queue(
-                    pipe, InboxMessage(run_id=run_id, kind="RunCancelled", data={"reason": reason})
-                )
+                inbox.queue(pipe, run_cancelled(run_id, reason))
             await pipe.execute()
         deadline = time.monotonic() + 15
         statuses: dict[str, str | None] = {}

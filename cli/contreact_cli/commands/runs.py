@@ -31,7 +31,7 @@ from contreact_cli.text import safe
 from contreact_events.config import RunConfig
 from contreact_events.core.fold import fold_all
 from contreact_events.core.state import AgentState
-from contreact_events.wire.tasks import InboxMessage
+from contreact_events.wire.tasks import run_cancelled, run_requested
 
 
 def register(sub: Any) -> None:
@@ -121,9 +121,7 @@ async def submit_run(
             raise CLIError(
                 f"run '{run_id}' already exists: set another run_id in the config or pass --run-id"
             )
-        request = InboxMessage(
-            run_id=run_id, kind="RunRequested", data={"config": config.model_dump(mode="json")}
-        )
+        request = run_requested(config)
         await (await Inbox.open(redis)).send(request)
         await _wait_for_decision(redis, run_id, request.msg_id, wait_s)
         if not follow:
@@ -190,7 +188,7 @@ async def cancel(settings: CLISettings, run_id: str, reason: str, out: Printer) 
         meta = await run_meta(redis, run_id)
         if meta.get("status") in ("completed", "failed", "cancelled"):
             raise CLIError(f"run {run_id} has already ended ({meta['status']})")
-        message = InboxMessage(run_id=run_id, kind="RunCancelled", data={"reason": reason})
+        message = run_cancelled(run_id, reason)
         after = await RunLog(redis).last_id(run_id)
         await (await Inbox.open(redis)).send(message)
         accepted = await _wait_for_event(redis, run_id, after, "RunCancelled")
