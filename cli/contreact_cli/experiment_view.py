@@ -21,6 +21,7 @@ from contreact_bus.archive import read_archive
 from contreact_bus.experiments import ReplicaEntry
 from contreact_bus.replies import entries
 from contreact_cli.output import Printer
+from contreact_cli.run_records import UNREADABLE
 from contreact_cli.text import safe
 from contreact_events.catalog import Event
 from contreact_events.core.fold import fold_all
@@ -42,10 +43,13 @@ class RunView:
     advisory: str = ""
     started_at: float | None = None
     ended_at: float | None = None
+    unreadable: str | None = None
+    """Why the run's log cannot be read, once it could not: the row says so and the
+    other replicas go on."""
 
     @property
     def ended(self) -> bool:
-        return self.state is not None and self.state.terminal
+        return self.unreadable is not None or (self.state is not None and self.state.terminal)
 
     def take(self, events: Sequence[Event]) -> None:
         if not events:
@@ -67,6 +71,9 @@ class RunView:
         events tell (the last advisory, the wall time)."""
         entry = self.entry
         run = run_summary(self.state) if self.state is not None else None
+        status = run.status if run else "submitted"
+        if self.unreadable is not None:
+            status = "unreadable"
         return {
             "replica": entry.replica,
             "label": entry.label,
@@ -74,7 +81,7 @@ class RunView:
             "model": entry.model,
             "run_id": entry.run_id,
             "attempt": entry.attempt,
-            "status": run.status if run else "submitted",
+            "status": status,
             "cycle": run.cycle if run else 0,
             "cycle_count": run.cycle_count if run else 0,
             "step": run.step if run else 0,
@@ -83,7 +90,7 @@ class RunView:
             "advisory": self.advisory,
             "backend": run.backend if run else "",
             "ran_model": run.resolved_model if run else "",
-            "failure_reason": run.failure_reason if run else "",
+            "failure_reason": self.unreadable or (run.failure_reason if run else ""),
             "wall_seconds": (
                 round(self.ended_at - self.started_at, 3)
                 if self.started_at is not None and self.ended_at is not None
@@ -125,21 +132,27 @@ class ExperimentProgress:
             pages = await pipe.execute()
         changed = False
         for view, page in zip(going, pages, strict=True):
-            read = entries(page)
-            if not read and view.state is None:
-                changed |= await self._from_archive(view)
-                continue
-            if read:
-                key = run_log_key(view.entry.run_id)
-                with bulk():
-                    events = [
-                        event_from_fields(fields, where=f"{key} entry {entry_id.decode()}")
-                        for entry_id, fields in read
-                    ]
-                view.take(events)
-                view.last_id = read[-1][0]
+            try:
+                changed |= await self._take(view, entries(page))
+            except UNREADABLE as exc:  # one unreadable replica; the others go on
+                view.unreadable = str(exc) or type(exc).__name__
                 changed = True
         return changed
+
+    async def _take(self, view: RunView, read: list[tuple[bytes, dict[bytes, bytes]]]) -> bool:
+        if not read and view.state is None:
+            return await self._from_archive(view)
+        if not read:
+            return False
+        key = run_log_key(view.entry.run_id)
+        with bulk():
+            events = [
+                event_from_fields(fields, where=f"{key} entry {entry_id.decode()}")
+                for entry_id, fields in read
+            ]
+        view.take(events)
+        view.last_id = read[-1][0]
+        return True
 
     async def _from_archive(self, view: RunView) -> bool:
         run_id = view.entry.run_id

@@ -63,6 +63,10 @@ async def load_state(settings: CLISettings, run_id: str) -> tuple[list[Any], Age
     return events, fold_all(events)
 
 
+SKIPPED_EXIT = 3
+"""Exit code of a command over many runs that did its work for every readable run but
+skipped some (named on stderr): not a failure of the runs read, not a clean success."""
+
 UNREADABLE = (ContReActEventError, RunNotFound, OSError)
 """Why one run's log may not be read while the others can: a corrupt entry, an event
 from newer code, a log gone from Redis and the archive, an archive file not readable."""

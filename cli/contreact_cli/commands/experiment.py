@@ -25,7 +25,6 @@ from contreact_bus.experiments import (
     run_statuses,
 )
 from contreact_bus.inbox import Inbox
-from contreact_bus.runs import load_events
 from contreact_cli.args import add_command, positive_seconds, text
 from contreact_cli.args import experiment as experiment_name
 from contreact_cli.config_file import load_experiment
@@ -33,7 +32,8 @@ from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
 from contreact_cli.experiment_view import ExperimentProgress, LiveTable, summary, table
 from contreact_cli.export_file import write_export
-from contreact_cli.output import Printer, out
+from contreact_cli.output import Printer, out, warn
+from contreact_cli.run_records import SKIPPED_EXIT, events_or_skip, skipped_line
 from contreact_cli.service_waits import required_services, wait_for_services
 from contreact_cli.settings import CLISettings
 from contreact_events.config.experiment import ACTIVE_STATUSES, Submission, resume
@@ -180,9 +180,14 @@ async def cancel_experiment(settings: CLISettings, name: str, reason: str, out: 
     return 1 if left else 0
 
 
-async def export_experiment(settings: CLISettings, name: str, out_dir: Path) -> tuple[Path, int]:
+async def export_experiment(
+    settings: CLISettings, name: str, out_dir: Path, skipped: dict[str, str] | None = None
+) -> tuple[Path, int]:
     """Each replica's current run as seed-003 JSONL, and ``experiment.json``: every
-    replica, its attempts, status, and the backend and model that actually ran."""
+    replica, its attempts, status, and the backend and model that actually ran. A
+    replica whose log cannot be read gets no file; it is put in ``skipped`` with the
+    reason, and the others are exported."""
+    skipped = {} if skipped is None else skipped
     progress = await _progress(settings, name)
     folder = out_dir / name
     redis = await optional_redis(settings)
@@ -198,8 +203,12 @@ async def export_experiment(settings: CLISettings, name: str, out_dir: Path) -> 
                 ],
                 "file": None,
             }
-            if view.state is not None:
-                events = await load_events(redis, settings.archive_dir, entry.run_id)
+            events = None
+            if view.state is not None and view.unreadable is None:
+                events = await events_or_skip(redis, settings, entry.run_id, skipped)
+            elif view.unreadable is not None:
+                skipped[entry.run_id] = view.unreadable
+            if events is not None:
                 path, _counts = await asyncio.to_thread(
                     write_export, events, folder / f"{entry.run_id}.jsonl"
                 )
@@ -245,6 +254,11 @@ def register(sub: Any) -> None:
         "export",
         cmd_export,
         "every run as seed-003 JSONL plus experiment.json (what ran, where)",
+        epilog=(
+            "A replica whose log cannot be read is named on stderr and gets no file; the "
+            f"others are exported. Exit 0 when every run was written, {SKIPPED_EXIT} when "
+            "some were skipped, 2 on an error."
+        ),
     )
     p.add_argument("name", type=experiment_name)
     p.add_argument("--out", default="logs", help="output folder (default: logs; NAME/ inside)")
@@ -271,6 +285,9 @@ def cmd_cancel(args: argparse.Namespace, settings: CLISettings) -> int:
 
 
 def cmd_export(args: argparse.Namespace, settings: CLISettings) -> int:
-    folder, files = asyncio.run(export_experiment(settings, args.name, Path(args.out)))
+    skipped: dict[str, str] = {}
+    folder, files = asyncio.run(export_experiment(settings, args.name, Path(args.out), skipped))
+    for run_id, reason in sorted(skipped.items()):
+        warn(skipped_line(run_id, reason))
     out(f"wrote {files} run(s) and experiment.json to {folder}")
-    return 0
+    return SKIPPED_EXIT if skipped else 0

@@ -19,7 +19,7 @@ from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
 from contreact_cli.export_file import check_out_dir, write_export
 from contreact_cli.output import out, print_json, warn
-from contreact_cli.run_records import events_or_skip, load_state, runs, skipped_line
+from contreact_cli.run_records import SKIPPED_EXIT, events_or_skip, load_state, runs, skipped_line
 from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_events.core.replay import replay_check
@@ -27,7 +27,6 @@ from contreact_events.core.state import AgentState
 from contreact_events.names import DEAD_LETTER_STREAM, run_digest_key, run_meta_key
 from contreact_events.wire.tasks import DIGEST_REQUEST, InboxMessage
 
-SKIPPED_EXIT = 3
 """``memory-rebuild`` over every run: the runs read compare equal, but some run's log
 could not be read (each named on stderr)."""
 
