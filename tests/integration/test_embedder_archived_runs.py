@@ -17,7 +17,7 @@ from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import register_run
 from contreact_bus.task_stream import Consumer, ConsumerSettings, TaskStream, serve_batches
-from contreact_cli.diversity_commands import corpus_stats
+from contreact_cli.corpus_queries import corpus_stats
 from contreact_cli.settings import CLISettings
 from contreact_embedder.embedding_service import EmbeddingService
 from contreact_embedder.handler import EmbedHandler

@@ -16,7 +16,7 @@ from contreact_bus.exceptions import RunNotFound
 from contreact_bus.run_log import PAGE, RunLog
 from contreact_bus.runs import register_run
 from contreact_bus.scope_logs import RunCursor, read_since, scope_events
-from contreact_cli.diversity_commands import corpus_stats
+from contreact_cli.corpus_queries import corpus_stats
 from contreact_cli.settings import CLISettings
 from contreact_events.catalog import Event
 from contreact_events.catalog.tool import ToolCallCompleted
