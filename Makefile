@@ -73,7 +73,7 @@ lock: install
 	mv constraints.txt.new constraints.txt
 
 schema: install
-	$(BIN)/python -m contreact_events.schema
+	$(BIN)/python -m contreact_events.wire.schema
 	$(BIN)/python -m contreact_ui.schema
 
 bench: install

@@ -57,7 +57,7 @@ from contreact_events.catalog import Event
 from contreact_events.config import RunConfig, parse_run_config
 from contreact_events.names import INBOX_SHARDS_KEY, inbox_stream, run_meta_key
 from contreact_events.protocol import paper_system_prompt
-from contreact_events.tasks import InboxMessage
+from contreact_events.wire.tasks import InboxMessage
 from tests.support.sim import Sim, say
 
 LLM_STEPS = 200
@@ -261,13 +261,13 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
     processes: blocking-read wake-ups, context switches, the acks."""
     from contreact_bus.llm_routes import llm_task_stream
     from contreact_bus.task_gate import TaskGate
-    from contreact_events.codec import message_from_fields
+    from contreact_events.core.outbox import pending_tasks
     from contreact_events.names import MEMORY_TASKS_STREAM
-    from contreact_events.prompt import pending_tasks
-    from contreact_events.tasks import LLMTask, MemoryTask, tool_completed
+    from contreact_events.wire.codec import message_from_fields
+    from contreact_events.wire.tasks import LLMTask, MemoryTask, tool_completed
+    from contreact_llm.backends.scripted import ScriptedBackend
     from contreact_llm.handler import LLMTaskHandler
     from contreact_llm.retry import RetryPolicy
-    from contreact_llm.scripted_backend import ScriptedBackend
     from contreact_memory.store import MemoryStore
     from contreact_orchestrator.leases import ShardLeases
     from contreact_orchestrator.orchestrator import Orchestrator

@@ -51,14 +51,14 @@ from bench._support import (
     verdict,
 )
 from contreact_bus.task_stream import TaskStream
-from contreact_events.codec import message_from_fields
 from contreact_events.names import (
     EMBED_TASKS_STREAM,
     INBOX_SHARDS_KEY,
     SERVICES_HEARTBEAT,
     inbox_stream,
 )
-from contreact_events.tasks import EmbedTask, InboxMessage
+from contreact_events.wire.codec import message_from_fields
+from contreact_events.wire.tasks import EmbedTask, InboxMessage
 
 INBOX = inbox_stream(0)
 """The one inbox shard of the benchmark's deployment."""

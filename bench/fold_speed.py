@@ -20,7 +20,7 @@ import redis.asyncio as aioredis
 from bench._support import header, ratio, redis_server, row, smoke_args, use_smoke_sizes, verdict
 from contreact_bus.run_log import PAGE, RunLog
 from contreact_events.catalog import Event
-from contreact_events.fold import fold_all
+from contreact_events.core.fold import fold_all
 from contreact_events.names import run_log_key
 from tests.support.sim import Sim, make_config, say
 

@@ -22,9 +22,9 @@ import redis.asyncio as aioredis
 from bench._support import header, ratio, redis_server, row, smoke_args, use_smoke_sizes, verdict
 from contreact_bus.run_log import RunLog
 from contreact_events.catalog import Event
-from contreact_events.codec import event_to_fields, message_to_fields
 from contreact_events.names import run_log_key
-from contreact_events.tasks import LLMTask
+from contreact_events.wire.codec import event_to_fields, message_to_fields
+from contreact_events.wire.tasks import LLMTask
 from tests.support.sim import Sim, make_config, say
 
 CYCLES = 60

@@ -45,9 +45,9 @@ from bench._support import (
     verdict,
 )
 from contreact_bus.experiments import run_statuses
-from contreact_cli.experiment import run_experiment
+from contreact_cli.commands.experiment import run_experiment
 from contreact_cli.settings import CLISettings
-from contreact_events.experiment import replica_letter
+from contreact_events.config.experiment import replica_letter
 from tests.support.ollama_host import running_ollama_host
 
 MODELS = [f"model-{n}:7b" for n in range(1, 7)]

@@ -41,9 +41,8 @@ from contreact_bus.consumer import Consumer
 from contreact_bus.inbox import Inbox
 from contreact_bus.llm_routes import known_routes
 from contreact_bus.replies import Entry
-from contreact_events.codec import message_from_fields
+from contreact_events.catalog.chat import AssistantMessage, LLMUsage
 from contreact_events.config import parse_run_config
-from contreact_events.messages import AssistantMessage, LLMUsage
 from contreact_events.names import (
     INBOX_SHARDS_KEY,
     LLM_GROUP,
@@ -51,7 +50,8 @@ from contreact_events.names import (
     ORCHESTRATOR_REPLICAS,
     run_meta_key,
 )
-from contreact_events.tasks import InboxMessage, LLMTask, llm_responded, model_checked
+from contreact_events.wire.codec import message_from_fields
+from contreact_events.wire.tasks import InboxMessage, LLMTask, llm_responded, model_checked
 
 SHARDS = 8
 REPLICA_COUNTS = (1, 2, 4, 1)

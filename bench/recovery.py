@@ -41,9 +41,9 @@ from bench._support import (
 )
 from contreact_bus.local_redis import free_port
 from contreact_bus.replies import entries
-from contreact_events.codec import event_from_fields
 from contreact_events.names import SERVICES_HEARTBEAT, run_log_key
-from contreact_events.tasks import INPUT_EVENT_TYPES
+from contreact_events.wire.codec import event_from_fields
+from contreact_events.wire.tasks import INPUT_EVENT_TYPES
 
 RUNS = 4
 VICTIMS = {

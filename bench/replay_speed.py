@@ -17,13 +17,13 @@ from typing import Any
 
 from bench._support import header, median_time, ratio, row, smoke_args, use_smoke_sizes, verdict
 from bench.fold_speed import generate_log
-from contreact_events.fold import fold_all
-from contreact_events.prompt import offered_tools_now, prompt_messages, sha256_of_prompt
-from contreact_events.replay import replay_check
+from contreact_events.core.fold import fold_all
+from contreact_events.core.prompt import offered_tools_now, prompt_messages, sha256_of_prompt
+from contreact_events.core.replay import replay_check
 
 REPEATS = 3
 TARGET_RATIO = 2.0
-decide_module: Any = importlib.import_module("contreact_events.decide")
+decide_module: Any = importlib.import_module("contreact_events.core.decide")
 
 
 def whole_prompt_hash(state: Any) -> str:

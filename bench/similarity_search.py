@@ -43,8 +43,8 @@ from typing import Any
 import numpy as np
 
 from bench._support import header, ratio, row, smoke_args, use_smoke_sizes, verdict
-from contreact_events.paragraphs import check_paragraphs, split_paragraphs
-from contreact_events.vector_index import VectorIndex
+from contreact_events.diversity.paragraphs import check_paragraphs, split_paragraphs
+from contreact_events.diversity.vector_index import VectorIndex
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ["HF_HUB_OFFLINE"] = "1"

@@ -29,8 +29,8 @@ from typing import Any
 from bench._support import header, median_time, ratio, row, smoke_args, use_smoke_sizes, verdict
 from contreact_bus.archive import read_archive, write_archive
 from contreact_events.catalog import Event
-from contreact_events.codec import event_from_json, event_to_json
-from contreact_events.fold import fold_all
+from contreact_events.core.fold import fold_all
+from contreact_events.wire.codec import event_from_json, event_to_json
 from tests.support.sim import Sim, make_config, say
 
 RUNS = int(os.environ.get("BENCH_UI_RUNS", "1000"))

@@ -35,12 +35,13 @@ COPY services/embedder /src/services/embedder
 RUN pip-install code libs/events libs/bus services/embedder
 
 FROM ${BASE_IMAGE}
-RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/contreact contreact
+RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/contreact contreact \
+ && mkdir -p /data/runs && chown -R contreact:contreact /data
 COPY --from=build /opt/venv /opt/venv
 COPY --from=build /opt/app /opt/app
 # The model loads from the installed package, never from a hub.
 ENV PATH=/opt/app/bin:/opt/venv/bin:$PATH PYTHONPATH=/opt/app PYTHONUNBUFFERED=1 \
-    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONDONTWRITEBYTECODE=1 CONTREACT_DATA_DIR=/data \
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 USER contreact
 WORKDIR /home/contreact

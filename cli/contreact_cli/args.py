@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
+from contreact_cli.settings import CLISettings
 from contreact_events.config import check_identifier
 
 MAX_TEXT_ARG = 20_000
@@ -69,3 +70,27 @@ class Parser(argparse.ArgumentParser):
         hint = f"`contreact {command} --help`" if command else "`contreact --help`"
         print(f"contreact: error: {message} (see {hint})", file=sys.stderr)
         raise SystemExit(2)
+
+
+Handler = Callable[[argparse.Namespace, CLISettings], int]
+"""A command: the parsed arguments and the settings in, the exit code out."""
+
+
+def add_command(
+    sub: Any,
+    name: str,
+    func: Handler,
+    help_text: str,
+    *,
+    listing: bool = False,
+    epilog: str | None = None,
+) -> argparse.ArgumentParser:
+    """A subcommand whose ``--help`` shows ``help_text`` (and ``epilog`` after the
+    options); ``listing`` adds ``--json``."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=help_text, description=help_text, epilog=epilog
+    )
+    parser.set_defaults(func=func)
+    if listing:
+        parser.add_argument("--json", action="store_true", help="machine-readable output")
+    return parser

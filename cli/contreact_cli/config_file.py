@@ -17,8 +17,14 @@ from typing import Any
 import yaml
 
 from contreact_events.config import RunConfig, parse_run_config
+from contreact_events.config.experiment import (
+    ExperimentConfig,
+    PlannedRun,
+    expand,
+    parse_experiment,
+)
+from contreact_events.config.strict_yaml import DuplicateKeyError, load_yaml
 from contreact_events.exceptions import ConfigError
-from contreact_events.experiment import ExperimentConfig, PlannedRun, expand, parse_experiment
 
 
 def load_config(path: Path, *, run_id: str | None = None) -> RunConfig:
@@ -113,9 +119,11 @@ def _read_yaml(path: Path, *, what: str) -> Any:
     if not path.is_file():
         raise ConfigError(f"{what} {path} is not a file")
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return load_yaml(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(f"{what} {path} is not UTF-8 text") from None
+    except DuplicateKeyError as exc:
+        raise ConfigError(f"{what} {path}: {exc.problem}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""

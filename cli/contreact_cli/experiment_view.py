@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,14 +20,16 @@ import redis.asyncio as aioredis
 from contreact_bus.archive import read_archive
 from contreact_bus.experiments import ReplicaEntry
 from contreact_bus.replies import entries
+from contreact_cli.output import Printer
+from contreact_cli.run_records import UNREADABLE
 from contreact_cli.text import safe
 from contreact_events.catalog import Event
-from contreact_events.codec import bulk, event_from_fields
-from contreact_events.fold import fold_all
+from contreact_events.core.fold import fold_all
+from contreact_events.core.run_summary import run_summary
+from contreact_events.core.state import AgentState
 from contreact_events.names import run_log_key
-from contreact_events.state import AgentState
+from contreact_events.wire.codec import bulk, event_from_fields
 
-Printer = Callable[[str], None]
 PAGE = 1000
 
 
@@ -41,10 +43,13 @@ class RunView:
     advisory: str = ""
     started_at: float | None = None
     ended_at: float | None = None
+    unreadable: str | None = None
+    """Why the run's log cannot be read, once it could not: the row says so and the
+    other replicas go on."""
 
     @property
     def ended(self) -> bool:
-        return self.state is not None and self.state.terminal
+        return self.unreadable is not None or (self.state is not None and self.state.terminal)
 
     def take(self, events: Sequence[Event]) -> None:
         if not events:
@@ -62,11 +67,13 @@ class RunView:
                 self.ended_at = event.ts.timestamp()
 
     def row(self) -> dict[str, Any]:
-        entry, state = self.entry, self.state
-        config = state.config if state else None
-        metrics = state.cycle_metrics if state else ()
-        if state and len(state.cycle_metrics) < state.cycle_number:  # a cycle in progress
-            metrics = (*metrics, state.metrics)
+        """The replica's row: its entry, the run's ``run_summary``, and what only the
+        events tell (the last advisory, the wall time)."""
+        entry = self.entry
+        run = run_summary(self.state) if self.state is not None else None
+        status = run.status if run else "submitted"
+        if self.unreadable is not None:
+            status = "unreadable"
         return {
             "replica": entry.replica,
             "label": entry.label,
@@ -74,16 +81,16 @@ class RunView:
             "model": entry.model,
             "run_id": entry.run_id,
             "attempt": entry.attempt,
-            "status": state.status if state else "submitted",
-            "cycle": state.cycle_number if state else 0,
-            "cycle_count": config.cycle_count if config else 0,
-            "step": state.step if state else 0,
-            "tokens": sum(m.prompt_tokens + m.completion_tokens for m in metrics),
-            "llm_seconds": round(sum(m.llm_seconds for m in metrics), 3),
+            "status": status,
+            "cycle": run.cycle if run else 0,
+            "cycle_count": run.cycle_count if run else 0,
+            "step": run.step if run else 0,
+            "tokens": run.tokens if run else 0,
+            "llm_seconds": round(run.llm_seconds, 3) if run else 0,
             "advisory": self.advisory,
-            "backend": (state.backend or (config.backend if config else "")) if state else "",
-            "ran_model": state.resolved_model if state else "",
-            "failure_reason": (state.failure_reason or "") if state else "",
+            "backend": run.backend if run else "",
+            "ran_model": run.resolved_model if run else "",
+            "failure_reason": self.unreadable or (run.failure_reason if run else ""),
             "wall_seconds": (
                 round(self.ended_at - self.started_at, 3)
                 if self.started_at is not None and self.ended_at is not None
@@ -125,21 +132,27 @@ class ExperimentProgress:
             pages = await pipe.execute()
         changed = False
         for view, page in zip(going, pages, strict=True):
-            read = entries(page)
-            if not read and view.state is None:
-                changed |= await self._from_archive(view)
-                continue
-            if read:
-                key = run_log_key(view.entry.run_id)
-                with bulk():
-                    events = [
-                        event_from_fields(fields, where=f"{key} entry {entry_id.decode()}")
-                        for entry_id, fields in read
-                    ]
-                view.take(events)
-                view.last_id = read[-1][0]
+            try:
+                changed |= await self._take(view, entries(page))
+            except UNREADABLE as exc:  # one unreadable replica; the others go on
+                view.unreadable = str(exc) or type(exc).__name__
                 changed = True
         return changed
+
+    async def _take(self, view: RunView, read: list[tuple[bytes, dict[bytes, bytes]]]) -> bool:
+        if not read and view.state is None:
+            return await self._from_archive(view)
+        if not read:
+            return False
+        key = run_log_key(view.entry.run_id)
+        with bulk():
+            events = [
+                event_from_fields(fields, where=f"{key} entry {entry_id.decode()}")
+                for entry_id, fields in read
+            ]
+        view.take(events)
+        view.last_id = read[-1][0]
+        return True
 
     async def _from_archive(self, view: RunView) -> bool:
         run_id = view.entry.run_id
@@ -183,7 +196,8 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
             str(row["step"]),
             f"{row['tokens']:,}",
             row["advisory"] or "-",
-            row["run_id"] + (f" ({row['backend']})" if row["backend"] else ""),
+            row["run_id"]
+            + (f" ({safe(row['backend'], 40, one_line=True)})" if row["backend"] else ""),
         )
         lines.append(
             "  ".join(f"{cell:<{width}}" for cell, (_n, width) in zip(cells, COLUMNS, strict=True))
@@ -213,8 +227,9 @@ def summary(rows: Sequence[dict[str, Any]]) -> list[str]:
     for row in rows:
         if row["ran_model"] and row["ran_model"] != row["model"]:
             lines.append(
-                f"WARNING: {row['run_id']} ran {safe(row['ran_model'], 60)} on "
-                f"{row['backend']}, not the configured {safe(row['model'], 60)}"
+                f"WARNING: {row['run_id']} ran {safe(row['ran_model'], 60, one_line=True)} on "
+                f"{safe(row['backend'], 40, one_line=True)}, not the configured "
+                f"{safe(row['model'], 60, one_line=True)}"
             )
         if row["status"] in ("failed", "cancelled", "quarantined"):
             reason = safe(row["failure_reason"], 160, one_line=True) or row["status"]

@@ -1,16 +1,14 @@
 """Following a run: one line per thing a researcher wants to see, as it happens.
 
-Agent text (tool arguments, messages, reflections) is passed through ``safe``.
+Agent and config text (the model's name, tool names and arguments, messages,
+reflections, errors) is passed through ``safe``, one line each.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from contreact_cli.output import Printer
 from contreact_cli.text import safe
 from contreact_events.catalog import Event
-
-Printer = Callable[[str], None]
 
 
 class ProgressPrinter:
@@ -30,15 +28,16 @@ class ProgressPrinter:
                 self._cycles = event.config.cycle_count
                 self._model = event.config.model_name
                 return (
-                    f"run {event.run_id}: model {event.config.model_name}, "
+                    f"run {event.run_id}: model {safe(event.config.model_name, one_line=True)}, "
                     f"{self._cycles} cycle(s), backend {event.config.backend}"
                 )
             case "ModelChecked":
                 if event.ok and event.model and self._model and event.model != self._model:
                     return (
                         f"backend: {event.backend} ({safe(event.detail, one_line=True)})\n"
-                        f"WARNING: model {safe(event.model, 80)} runs INSTEAD OF the configured "
-                        f"{safe(self._model, 80)}; set `backend: ollama` to fail instead"
+                        f"WARNING: model {safe(event.model, 80, one_line=True)} runs INSTEAD OF "
+                        f"the configured {safe(self._model, 80, one_line=True)}; "
+                        "set `backend: ollama` to fail instead"
                     )
                 if event.ok:
                     return f"backend: {event.backend} ({safe(event.detail, one_line=True)})"
@@ -48,9 +47,10 @@ class ProgressPrinter:
                 return f"cycle {event.cycle}/{self._cycles}{advisory}"
             case "ToolCallRequested":
                 args = ", ".join(
-                    f"{k}={safe(repr(v), 40, one_line=True)}" for k, v in event.arguments.items()
+                    f"{safe(k, 40, one_line=True)}={safe(repr(v), 40, one_line=True)}"
+                    for k, v in event.arguments.items()
                 )
-                return f"  step {event.step}: {safe(event.tool_name, 40)}({args})"
+                return f"  step {event.step}: {safe(event.tool_name, 40, one_line=True)}({args})"
             case "ToolCallCompleted" if not event.ok:
                 return f"    tool error: {safe(event.output, 160, one_line=True)}"
             case "OperatorMessageSent":
@@ -62,7 +62,8 @@ class ProgressPrinter:
                 return "  the model's tool call could not be parsed; kept as text"
             case "SimilarityAssessed":
                 if event.max_similarity is None:
-                    return f"  similarity: {event.note or 'nothing earlier to compare with'}"
+                    note = safe(event.note, 200, one_line=True) if event.note else ""
+                    return f"  similarity: {note or 'nothing earlier to compare with'}"
                 advice = {
                     "high": "high: advisory for the next cycle",
                     "moderate": "moderate: advisory for the next cycle",
@@ -73,7 +74,8 @@ class ProgressPrinter:
                     f"{event.most_similar_cycle} ({advice})"
                 )
             case "EmbeddingFailed":
-                return f"  embedding failed, no similarity check: {safe(event.error, 160)}"
+                error = safe(event.error, 160, one_line=True)
+                return f"  embedding failed, no similarity check: {error}"
             case "StepLimitReached":
                 then = "a last call without tools" if event.final_call else "cycle ends"
                 return (

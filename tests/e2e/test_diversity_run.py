@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from contreact_events.similarity import HIGH_ADVISORY
+from contreact_events.diversity.similarity import HIGH_ADVISORY
 from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]

@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from contreact_events.cycle_events import LLMResponded
-from contreact_events.messages import ChatMessage
-from contreact_events.tasks import LLMTask, llm_responded
-from contreact_events.tools import ALL_TOOLS, tool_schemas
-from contreact_llm.backend import ChatReply
-from contreact_llm.embedded_backend import EmbeddedBackend
+from contreact_events.catalog.chat import ChatMessage
+from contreact_events.catalog.cycle import LLMResponded
+from contreact_events.core.tools import ALL_TOOLS, tool_schemas
+from contreact_events.wire.tasks import LLMTask, llm_responded
+from contreact_llm.backends import ChatReply
+from contreact_llm.backends.embedded import EmbeddedBackend
+from contreact_llm.backends.ollama import OllamaBackend
 from contreact_llm.handler import LLMTaskHandler
-from contreact_llm.ollama_backend import OllamaBackend
 from contreact_llm.retry import RetryPolicy
 from tests.support.fake_ollama import closed_port_host
 

@@ -24,10 +24,10 @@ from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import list_runs, load_events
 from contreact_events.config import parse_run_config
-from contreact_events.fold import fold_all
+from contreact_events.core.fold import fold_all
+from contreact_events.core.replay import replay_check
 from contreact_events.names import ORCHESTRATOR_REPLICAS, run_meta_key
-from contreact_events.replay import replay_check
-from contreact_events.tasks import InboxMessage
+from contreact_events.wire.tasks import InboxMessage
 from tests.support.fake_ollama import running_fake_ollama
 from tests.support.stack import Stack, running_stack
 

@@ -23,7 +23,7 @@ from contreact_bus.task_stream import TaskStream
 from contreact_events.catalog import Event
 from contreact_events.exceptions import CorruptEvent
 from contreact_events.names import DEAD_LETTER_STREAM, run_log_key
-from contreact_events.tasks import MemoryTask
+from contreact_events.wire.tasks import MemoryTask
 from tests.support.sim import T0, Sim, make_config, say
 
 pytestmark = pytest.mark.redis

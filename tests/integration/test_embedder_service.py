@@ -23,15 +23,15 @@ from contreact_embedder.embedding_service import EmbeddingService
 from contreact_embedder.handler import EmbedHandler
 from contreact_embedder.main import run
 from contreact_embedder.settings import EmbedderSettings
-from contreact_events.codec import message_from_fields
-from contreact_events.diversity_events import EmbeddingFailed, ReflectionEmbedded
+from contreact_events.catalog.diversity import EmbeddingFailed, ReflectionEmbedded
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
     EMBED_GROUP,
     EMBED_TASKS_STREAM,
     SERVICES_HEARTBEAT,
 )
-from contreact_events.tasks import EmbedTask, InboxMessage
+from contreact_events.wire.codec import message_from_fields
+from contreact_events.wire.tasks import EmbedTask, InboxMessage
 from tests.support.inbox import INBOX, use_one_shard
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -68,7 +68,7 @@ async def send(aredis: aioredis.Redis, *tasks: EmbedTask) -> None:
 
 
 def handler(aredis: aioredis.Redis, service: EmbeddingService) -> EmbedHandler:
-    return EmbedHandler(service, aredis, Inbox(aredis, 1))
+    return EmbedHandler(service, aredis, Inbox(aredis, 1), EmbedderSettings().archive_dir)
 
 
 async def drain(aredis: aioredis.Redis, service: EmbeddingService, name: str = "w1") -> int:

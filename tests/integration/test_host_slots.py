@@ -8,7 +8,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from contreact_events.names import llm_host_leases_key
-from contreact_llm.host_slots import HostLimits, HostSlots, HostView, Lease, SlotTimes
+from contreact_llm.scheduling.host_slots import HostLimits, HostSlots, HostView, Lease, SlotTimes
 
 pytestmark = pytest.mark.redis
 

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from contreact_events.messages import ChatMessage
-from contreact_events.tasks import LLMTask
-from contreact_events.tools import tool_schemas
-from contreact_llm import auto_backend
-from contreact_llm.backend import ChatFailure, ChatReply
-from contreact_llm.embedded_backend import EmbeddedBackend
-from contreact_llm.ollama_backend import OllamaBackend
+from contreact_events.catalog.chat import ChatMessage
+from contreact_events.core.tools import tool_schemas
+from contreact_events.wire.tasks import LLMTask
+from contreact_llm.backends import ChatFailure, ChatReply
+from contreact_llm.backends import auto as auto_backend
+from contreact_llm.backends.embedded import EmbeddedBackend
+from contreact_llm.backends.ollama import OllamaBackend
 from contreact_llm.retry import RetryPolicy
 from tests.support.fake_ollama import FakeOllama, closed_port_host, running_fake_ollama
 

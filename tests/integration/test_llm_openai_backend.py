@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from contreact_events.messages import ChatMessage, ToolCall
-from contreact_events.tasks import LLMTask
-from contreact_events.tools import tool_schemas
-from contreact_llm.backend import ChatFailure, ChatReply
-from contreact_llm.openai_backend import OpenAIBackend, openai_messages, request_options
+from contreact_events.catalog.chat import ChatMessage, ToolCall
+from contreact_events.core.tools import tool_schemas
+from contreact_events.wire.tasks import LLMTask
+from contreact_llm.backends import ChatFailure, ChatReply
+from contreact_llm.backends.openai import OpenAIBackend, openai_messages, request_options
 from contreact_llm.retry import RetryPolicy
 from tests.support.fake_ollama import closed_port_host
 from tests.support.fake_openai import FakeOpenAI, running_fake_openai

@@ -19,14 +19,14 @@ import redis.asyncio as aioredis
 from contreact_bus.connection import connect
 from contreact_bus.consumer import Consumer
 from contreact_bus.llm_routes import llm_task_stream, route_of
-from contreact_events.codec import message_from_fields
-from contreact_events.messages import ChatMessage
+from contreact_events.catalog.chat import ChatMessage
 from contreact_events.names import LLM_GROUP, LLM_ROUTES, llm_host_leases_key
-from contreact_events.tasks import InboxMessage, LLMTask
+from contreact_events.wire.codec import message_from_fields
+from contreact_events.wire.tasks import InboxMessage, LLMTask
 from contreact_llm.handler import build_handler
-from contreact_llm.host_slots import HostSlots
 from contreact_llm.main import build_scheduler, run
-from contreact_llm.scheduler import ChatScheduler, SchedulerSettings
+from contreact_llm.scheduling.host_slots import HostSlots
+from contreact_llm.scheduling.scheduler import ChatScheduler, SchedulerSettings
 from contreact_llm.settings import LLMWorkerSettings
 from tests.support.inbox import INBOX, use_one_shard
 from tests.support.ollama_host import running_ollama_host

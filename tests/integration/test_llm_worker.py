@@ -13,19 +13,19 @@ from contreact_bus.inbox import Inbox
 from contreact_bus.llm_routes import llm_task_stream
 from contreact_bus.serving import serve
 from contreact_bus.task_stream import TaskStream
-from contreact_events.codec import message_from_fields
+from contreact_events.catalog.chat import ChatMessage
+from contreact_events.catalog.cycle import LLMFailed, LLMResponded
+from contreact_events.catalog.run import ModelChecked
 from contreact_events.config import ScriptConfig
-from contreact_events.cycle_events import LLMFailed, LLMResponded
-from contreact_events.messages import ChatMessage
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
     LLM_GROUP,
     LLM_TASKS_STREAM,
     SERVICES_HEARTBEAT,
 )
-from contreact_events.run_events import ModelChecked
-from contreact_events.tasks import InboxMessage, LLMTask
-from contreact_llm.backend import ChatOutcome, CheckOutcome
+from contreact_events.wire.codec import message_from_fields
+from contreact_events.wire.tasks import InboxMessage, LLMTask
+from contreact_llm.backends import ChatOutcome, CheckOutcome
 from contreact_llm.handler import LLMTaskHandler, build_handler
 from contreact_llm.main import run
 from contreact_llm.settings import LLMWorkerSettings

@@ -20,15 +20,15 @@ from contreact_bus.run_log import RunLog
 from contreact_bus.serving import serve
 from contreact_bus.task_gate import TaskGate
 from contreact_bus.task_stream import TaskStream
-from contreact_events.codec import message_from_fields
+from contreact_events.catalog.tool import ToolCallCompleted, ToolCallRequested
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
     MEMORY_GROUP,
     MEMORY_TASKS_STREAM,
     SERVICES_HEARTBEAT,
 )
-from contreact_events.tasks import InboxMessage, MemoryTask
-from contreact_events.tool_events import ToolCallCompleted, ToolCallRequested
+from contreact_events.wire.codec import message_from_fields
+from contreact_events.wire.tasks import InboxMessage, MemoryTask
 from contreact_memory.handler import MemoryHandler
 from contreact_memory.main import run
 from contreact_memory.rebuild import rebuild_runs

@@ -14,8 +14,8 @@ from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
 from contreact_bus.serving import serve
 from contreact_bus.task_stream import TaskStream
-from contreact_events.decide import decide
-from contreact_events.fold import fold_all
+from contreact_events.core.decide import decide
+from contreact_events.core.fold import fold_all
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
     INBOX_GROUP,
@@ -24,7 +24,7 @@ from contreact_events.names import (
     run_meta_key,
     shard_lease_key,
 )
-from contreact_events.tasks import DIGEST_REQUEST, InboxMessage, LLMTask
+from contreact_events.wire.tasks import DIGEST_REQUEST, InboxMessage, LLMTask
 from contreact_orchestrator.leases import ShardLeases
 from contreact_orchestrator.orchestrator import Orchestrator
 from tests.support.inbox import INBOX, use_one_shard

@@ -21,8 +21,8 @@ from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import load_events
 from contreact_bus.serving import serve
-from contreact_events.codec import message_from_fields
-from contreact_events.fold import fold_all
+from contreact_events.core.fold import fold_all
+from contreact_events.core.replay import replay_check
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
     EMBED_TASKS_STREAM,
@@ -32,8 +32,8 @@ from contreact_events.names import (
     run_meta_key,
     shard_lease_key,
 )
-from contreact_events.replay import replay_check
-from contreact_events.tasks import EmbedTask, InboxMessage, LLMTask, task_digest
+from contreact_events.wire.codec import message_from_fields
+from contreact_events.wire.tasks import EmbedTask, InboxMessage, LLMTask, task_digest
 from contreact_orchestrator.exceptions import LeaseLost
 from contreact_orchestrator.leases import ShardLeases
 from contreact_orchestrator.orchestrator import Orchestrator

@@ -16,7 +16,7 @@ from contreact_bus.consumer import ConsumerSettings
 from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
 from contreact_events.names import INBOX_SHARDS_KEY, inbox_shard, run_writer_key
-from contreact_events.tasks import InboxMessage
+from contreact_events.wire.tasks import InboxMessage
 from contreact_orchestrator.leases import ShardLeases
 from contreact_orchestrator.orchestrator import Orchestrator
 from contreact_orchestrator.replica import Replica, ReplicaSettings

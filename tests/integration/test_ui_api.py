@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from starlette.routing import Mount
 
 from contreact_bus.archive import write_archive
-from contreact_events.codec import event_from_json
-from contreact_events.messages import AssistantMessage, ToolCall
+from contreact_events.catalog.chat import AssistantMessage, ToolCall
+from contreact_events.wire.codec import event_from_json
 from contreact_ui.app import create_app
 from contreact_ui.rebuild import rebuild
 from contreact_ui.settings import UISettings

@@ -10,15 +10,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.chat import AssistantMessage, ToolCall
 from contreact_events.config import RunConfig, parse_run_config
-from contreact_events.corpus import accepted_chunks, check_answer
-from contreact_events.decide import Decision, Task, decide
-from contreact_events.messages import AssistantMessage, ToolCall
-from contreact_events.paragraphs import split_paragraphs
+from contreact_events.core.decide import Decision, Task, decide
+from contreact_events.core.state import AgentState
+from contreact_events.diversity.corpus import accepted_chunks, check_answer
+from contreact_events.diversity.paragraphs import split_paragraphs
+from contreact_events.diversity.vector_index import VectorIndex
 from contreact_events.protocol import paper_system_prompt
-from contreact_events.state import AgentState
-from contreact_events.tasks import EmbedTask, InboxMessage, LLMTask, MemoryTask
-from contreact_events.vector_index import VectorIndex
+from contreact_events.wire.tasks import EmbedTask, InboxMessage, LLMTask, MemoryTask
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -11,14 +11,8 @@ import orjson
 import pytest
 
 from contreact_events.catalog import EVENT_CLASSES, Event, upcast
-from contreact_events.codec import (
-    event_from_fields,
-    event_from_json,
-    event_to_fields,
-    event_to_json,
-    message_from_fields,
-    message_to_fields,
-)
+from contreact_events.core.fold import fold
+from contreact_events.core.state import AgentState
 from contreact_events.exceptions import (
     CorruptEvent,
     InvalidTransition,
@@ -26,10 +20,16 @@ from contreact_events.exceptions import (
     UnknownEventType,
     WrongRun,
 )
-from contreact_events.fold import fold
-from contreact_events.schema import SCHEMA_DIR, render, schemas
-from contreact_events.state import AgentState
-from contreact_events.tasks import InboxMessage, LLMTask
+from contreact_events.wire.codec import (
+    event_from_fields,
+    event_from_json,
+    event_to_fields,
+    event_to_json,
+    message_from_fields,
+    message_to_fields,
+)
+from contreact_events.wire.schema import SCHEMA_DIR, render, schemas
+from contreact_events.wire.tasks import InboxMessage, LLMTask
 from tests.support.sim import T0, Sim, make_config, say
 
 

@@ -114,6 +114,7 @@ def test_state_lives_in_named_volumes() -> None:
     assert "runs:/data/runs" in SERVICES["orchestrator"]["volumes"]
     assert "memory:/data/memory" in SERVICES["memory"]["volumes"]
     assert "runs:/data/runs:ro" in SERVICES["cli"]["volumes"]
+    assert "runs:/data/runs:ro" in SERVICES["embedder"]["volumes"]  # ended runs' corpora
     assert {"runs:/data/runs:ro", "ui:/data/ui"} <= set(SERVICES["ui"]["volumes"])
     assert any(v.endswith(":/configs:ro") for v in SERVICES["cli"]["volumes"])
 

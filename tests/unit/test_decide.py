@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from contreact_events.fold import fold, fold_all
-from contreact_events.prompt import pending_tasks, prompt_messages
-from contreact_events.state import AgentState
-from contreact_events.tasks import LLMTask, MemoryTask
-from contreact_events.tools import TOOLS_PARAGRAPH
+from contreact_events.core.fold import fold, fold_all
+from contreact_events.core.outbox import pending_tasks
+from contreact_events.core.prompt import prompt_messages
+from contreact_events.core.state import AgentState
+from contreact_events.core.tools import TOOLS_PARAGRAPH
+from contreact_events.wire.tasks import LLMTask, MemoryTask
 from tests.support.sim import Sim, make_config, say
 
 
@@ -337,7 +338,7 @@ def test_decide_is_pure_the_same_input_gives_the_same_decision() -> None:
     sim = Sim(make_config())
     sim.start()
     state, event = sim.state, sim.log[-1]
-    from contreact_events.decide import decide
+    from contreact_events.core.decide import decide
 
     again = Sim(make_config())
     again.start()

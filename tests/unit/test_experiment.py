@@ -11,8 +11,7 @@ import yaml
 
 from contreact_cli.config_file import load_config, load_experiment
 from contreact_events.config import RUN_ID_PATTERN, RunConfig
-from contreact_events.exceptions import ConfigError
-from contreact_events.experiment import (
+from contreact_events.config.experiment import (
     MAX_REPLICAS,
     RUN_ONLY_KEYS,
     Recorded,
@@ -23,6 +22,7 @@ from contreact_events.experiment import (
     replica_letter,
     resume,
 )
+from contreact_events.exceptions import ConfigError
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from contreact_events.config import ScriptConfig
-from contreact_events.tasks import LLMTask
-from contreact_llm.backend import ChatFailure, ChatReply
+from contreact_events.wire.tasks import LLMTask
+from contreact_llm.backends import ChatFailure, ChatReply
+from contreact_llm.backends.scripted import ScriptedBackend
 from contreact_llm.retry import RetryPolicy
-from contreact_llm.scripted_backend import ScriptedBackend
 
 FAST = RetryPolicy(max_attempts=3, base_s=0.001, max_s=0.01)
 

@@ -13,11 +13,14 @@ from typing import Any
 import pytest
 
 from contreact_events.catalog import Event
-from contreact_events.tasks import MemoryTask
-from contreact_events.tool_events import ToolCallCompleted, ToolCallRequested
+from contreact_events.catalog.chat import AssistantMessage, ToolCall
+from contreact_events.catalog.tool import ToolCallCompleted
+from contreact_events.wire.tasks import MemoryTask
 from contreact_memory.exceptions import RebuildTargetExists, StoreUnavailable
-from contreact_memory.rebuild import differences, executed_calls, rebuild_store
+from contreact_memory.rebuild import differences, rebuild_store, replay
 from contreact_memory.store import MemoryStore, ToolOutcome
+from tests.support.sim import make_config, say
+from tests.support.store_sim import StoreSim
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 _ids = itertools.count(1)
@@ -259,88 +262,47 @@ def test_opening_a_missing_store_without_create_fails(tmp_path: Path) -> None:
 # --- rebuild --------------------------------------------------------------------------
 
 
-class LogBuilder:
-    """A run log of tool calls with the envelope the orchestrator gives them."""
-
-    def __init__(self, run_id: str) -> None:
-        self.run_id = run_id
-        self.events: list[Event] = []
-        self._n = 0
-
-    def _envelope(self) -> dict[str, Any]:
-        self._n += 1
-        return {
-            "event_id": f"{self.run_id}.e{self._n}",
-            "run_id": self.run_id,
-            "ts": T0 + timedelta(minutes=self._n),
-            "correlation_id": self.run_id,
-        }
-
-    def call(
-        self, tool: str, *, arguments_error: str | None = None, **arguments: Any
-    ) -> MemoryTask:
-        task_id = f"{self.run_id}:tool:{self._n}"
-        requested = ToolCallRequested(
-            **self._envelope(),
-            task_id=task_id,
-            cycle=1,
-            step=1,
-            index=0,
-            tool_name=tool,
-            arguments=arguments,
-            arguments_error=arguments_error,
+def live_run(store: MemoryStore, run_id: str) -> list[Event]:
+    """What the orchestrator and the memory service do together for one run: every
+    way a memory call can end, and a last call whose result the log never got."""
+    config = make_config(run_id=run_id, cycle_count=2, operator={"mode": "auto"})
+    sim = StoreSim(config, store)
+    calls = AssistantMessage(
+        tool_calls=(
+            ToolCall(name="write", arguments={"key": "goal", "value": "learn"}),
+            ToolCall(name="write", arguments={"key": "goal", "value": "learn more"}),
+            ToolCall(name="write", arguments={"key": "tmp", "value": "scratch"}),
+            ToolCall(name="read", arguments={"key": "nothing"}),  # ok=False, executed
+            ToolCall(name="delete", arguments={"key": "tmp"}),
+            ToolCall(name="write", arguments={"key": "naïve ✓", "value": "x" * 5000}),
+            ToolCall(name="pattern_search", arguments={"pattern": "goal"}),
+            # The orchestrator answers these itself: they never reach the service.
+            ToolCall(name="write", arguments={"key": "k"}),
+            ToolCall(name="write", arguments={}, arguments_error="not JSON"),
+            ToolCall(name="write", arguments={"key": "big", "value": "y" * 20_001}),
+            ToolCall(name="fly", arguments={"key": "k"}),
+            ToolCall(name="send_message_to_operator", arguments={"message": "hi"}),
         )
-        self.events.append(requested)
-        return MemoryTask(
-            task_id=task_id, run_id=self.run_id, tool=tool, arguments=arguments, ts=requested.ts
-        )
-
-    def complete(self, task: MemoryTask, outcome: ToolOutcome) -> None:
-        self.events.append(
-            ToolCallCompleted(
-                **self._envelope(),
-                causation_id=task.task_id,
-                task_id=task.task_id,
-                tool_name=task.tool,
-                output=outcome.output,
-                ok=outcome.ok,
-            )
-        )
-
-
-ORCHESTRATOR_ERROR = ToolOutcome(
-    "Error: missing argument(s) value. Usage: write(key, value).", False
-)
-
-
-def live_session(store: MemoryStore, log: LogBuilder) -> None:
-    """What the orchestrator and the memory service do together for one run."""
-
-    def run(tool: str, **arguments: Any) -> None:
-        t = log.call(tool, **arguments)
-        log.complete(t, store.apply(t))
-
-    run("write", key="goal", value="learn")
-    run("write", key="goal", value="learn more")  # overwrite: a later updated_at
-    run("write", key="tmp", value="scratch")
-    run("read", key="nothing")  # ok=False, executed by the service
-    run("delete", key="tmp")
-    run("write", key="naïve ✓", value="x" * 5000)
-    run("pattern_search", pattern="goal")
-    # The orchestrator answers invalid calls itself: they never reach the service.
-    bad = log.call("write", key="k")
-    log.complete(bad, ORCHESTRATOR_ERROR)
-    garbled = log.call("write", arguments_error="not JSON", key="oops", value="v")
-    log.complete(garbled, ToolOutcome("Error: the arguments could not be read", False))
-    log.call("write", key="never", value="answered")  # the log ends before its result
+    )
+    sim.start()
+    for reply in (calls, say("done"), say("", ("write", {"key": "never", "value": "answered"}))):
+        sim.answer_llm(reply)
+        while (
+            sim.tasks
+            and isinstance(sim.tasks[0], MemoryTask)
+            and sim.tasks[0].arguments.get("key") != "never"
+        ):
+            sim.answer_memory()
+    assert isinstance(sim.task(), MemoryTask)  # the log ends before its result
+    return sim.log
 
 
 def test_rebuild_equals_the_live_store(tmp_path: Path) -> None:
     live = MemoryStore.open(tmp_path / "live.db")
-    logs = [LogBuilder("run-a"), LogBuilder("run-b")]
-    for log in logs:
-        live_session(live, log)
-    rebuilt = rebuild_store([log.events for log in logs], tmp_path / "rebuilt.db")
+    logs = [live_run(live, "run-a"), live_run(live, "run-b")]
+    refused = [e for e in logs[0] if isinstance(e, ToolCallCompleted) and not e.ok]
+    assert any("the limit is 20000" in e.output for e in refused)  # a capped write is in it
+    rebuilt = rebuild_store(logs, tmp_path / "rebuilt.db")
     assert rebuilt.dump() == live.dump()
     assert rebuilt.dump("run-b") == live.dump("run-b")
     assert len(live.dump()) == 4
@@ -352,16 +314,16 @@ def test_rebuild_equals_the_live_store(tmp_path: Path) -> None:
         assert a.execute(sql).fetchall() == b.execute(sql).fetchall()
 
 
-def test_rebuild_skips_calls_the_service_never_executed() -> None:
-    log = LogBuilder("run-a")
-    done = log.call("write", key="a", value="1")
-    log.complete(done, ToolOutcome("Saved under key 'a'.", True))
-    bad = log.call("write", key="b")
-    log.complete(bad, ORCHESTRATOR_ERROR)
-    garbled = log.call("write", arguments_error="bad JSON", key="c", value="3")
-    log.complete(garbled, ToolOutcome("Error", False))
-    log.call("write", key="d", value="4")  # no result logged
-    assert [t.task_id for t, _ in executed_calls(log.events)] == [done.task_id]
+def test_replay_applies_only_what_the_service_executed(tmp_path: Path) -> None:
+    """Every replayed result equals the logged one: no call the orchestrator answered
+    itself (a capped write among them) is replayed."""
+    live = MemoryStore.open(tmp_path / "live.db")
+    log = live_run(live, "run-a")
+    live.close()
+    fresh = MemoryStore.open(tmp_path / "fresh.db")
+    assert replay(fresh, log) == []
+    assert [row[1] for row in fresh.dump("run-a")] == ["goal", "naïve ✓"]
+    fresh.close()
 
 
 def test_replaying_an_invalid_call_is_harmless(store: MemoryStore) -> None:

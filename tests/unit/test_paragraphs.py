@@ -9,9 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from contreact_events import paragraphs as par
-from contreact_events.exceptions import ConfigError
-from contreact_events.paragraphs import (
+from contreact_events.diversity import paragraphs as par
+from contreact_events.diversity.paragraphs import (
     IGNORE_PATTERNS,
     MAX_ATTEMPTS,
     NEAR_DUPLICATE,
@@ -32,8 +31,9 @@ from contreact_events.paragraphs import (
     sliding_windows,
     split_paragraphs,
 )
-from contreact_events.similarity import cosine
-from contreact_events.vector_index import VectorIndex
+from contreact_events.diversity.similarity import cosine
+from contreact_events.diversity.vector_index import VectorIndex
+from contreact_events.exceptions import ConfigError
 
 LONG = "This paragraph is long enough to count as a real paragraph of the text."
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from contreact_llm.host_slots import HostLimits, HostView
-from contreact_llm.placement import Waiting, plan
+from contreact_llm.scheduling.host_slots import HostLimits, HostView
+from contreact_llm.scheduling.placement import Waiting, plan
 
 H1, H2 = "http://gpu1:11434", "http://gpu2:11434"
 NOW = 100_000

@@ -15,21 +15,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contreact_events.codec import dumps, event_from_json, event_to_json
+from contreact_events.catalog.chat import AssistantMessage, ToolCall
 from contreact_events.config import RunConfig, parse_run_config
-from contreact_events.exceptions import ConfigError
-from contreact_events.export import export_records
-from contreact_events.fold import fold_all
-from contreact_events.messages import AssistantMessage, ToolCall
-from contreact_events.prompt import (
+from contreact_events.core.export import export_records
+from contreact_events.core.fold import fold_all
+from contreact_events.core.prompt import (
     offered_tools_now,
     prompt_messages,
     prompt_sha256,
     sha256_of_prompt,
 )
-from contreact_events.replay import replay_check
-from contreact_events.tools import ALL_TOOLS, check_arguments, size_problem
-from contreact_llm.chat_prompt import parse_arguments
+from contreact_events.core.replay import replay_check
+from contreact_events.core.tools import ALL_TOOLS, check_arguments, size_problem
+from contreact_events.exceptions import ConfigError
+from contreact_events.wire.codec import dumps, event_from_json, event_to_json
+from contreact_llm.backends.chat_prompt import parse_arguments
 from tests.support.sim import Sim, make_config
 
 PROFILE = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from contreact_events import prompt as prompt_module
 from contreact_events.catalog import SCHEMA_VERSIONS
-from contreact_events.codec import event_from_json, event_to_json
 from contreact_events.config import parse_run_config
+from contreact_events.core import prompt as prompt_module
+from contreact_events.core.replay import replay_check
 from contreact_events.exceptions import ConfigError, CorruptEvent
-from contreact_events.replay import replay_check
-from contreact_events.tasks import InboxMessage, LLMTask
+from contreact_events.wire.codec import event_from_json, event_to_json
+from contreact_events.wire.tasks import InboxMessage, LLMTask
 from tests.support.sim import Sim, make_config, say
 from tests.unit.test_regenerate_mode import PARA_A, PARA_B, regen_sim
 
@@ -115,7 +115,7 @@ def test_llm_requested_carries_the_hash_of_what_is_sent() -> None:
     assert requested.type == "LLMRequested" and isinstance(task, LLMTask)
     import hashlib
 
-    from contreact_events.codec import dumps
+    from contreact_events.wire.codec import dumps
 
     def digest(message: Any) -> bytes:  # the definition, computed afresh
         return hashlib.sha256(dumps(message.as_ollama(), sort_keys=True)).digest()
@@ -191,7 +191,7 @@ def test_new_fields_round_trip_and_old_versions_read_as_not_recorded() -> None:
     sim.drive([say("done")])
     for event in sim.log:
         assert event_from_json(event_to_json(event)) == event
-    assert SCHEMA_VERSIONS["LLMRequested"] == 2 and SCHEMA_VERSIONS["RunStarted"] == 3
+    assert SCHEMA_VERSIONS["LLMRequested"] == 2 and SCHEMA_VERSIONS["RunStarted"] == 4
     old = event_to_json(next(e for e in sim.log if e.type == "LLMRequested"))
     old_dict = __import__("orjson").loads(old)
     del old_dict["prompt_sha256"]

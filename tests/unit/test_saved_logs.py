@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from contreact_events.catalog import EVENT_CLASSES, SCHEMA_VERSIONS
-from contreact_events.codec import event_from_json
-from contreact_events.export import export_records
-from contreact_events.fold import fold_all
-from contreact_events.replay import replay_check
+from contreact_events.core.export import export_records
+from contreact_events.core.fold import fold_all
+from contreact_events.core.replay import replay_check
+from contreact_events.wire.codec import event_from_json
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 LOGS = sorted(FIXTURES.glob("runlog-v*.jsonl"))
@@ -66,3 +66,23 @@ def test_version_3_logs_record_the_prompt_hashes() -> None:
     started = next(e for e in events if e.type == "RunStarted")
     assert "system_prompt_with_tools" in started.prompt_hashes
     assert any(e.type == "StepLimitReached" and e.final_call for e in events)
+
+
+def test_version_3_runs_sent_arguments_over_their_cap_back_whole() -> None:
+    events = load(FIXTURES / "runlog-v3-caps-final-call.jsonl")
+    state = fold_all(events)
+    assert state.config is not None and state.config.limits.cut_arguments_in_history is False
+    cap = state.config.limits.memory_value_chars or 0
+    writes = [c for m in state.message_history for c in m.tool_calls if c.name == "write"]
+    assert any(len(w.arguments["value"]) > cap for w in writes)  # whole, as it was sent
+
+
+def test_version_4_logs_keep_arguments_over_their_cap_cut_in_the_history() -> None:
+    events = load(FIXTURES / "runlog-v4-argument-cut.jsonl")
+    state = fold_all(events)
+    assert state.config is not None and state.config.limits.cut_arguments_in_history is True
+    kept = [c for m in state.message_history for c in m.tool_calls]
+    logged = [c for e in events if e.type == "LLMResponded" for c in e.message.tool_calls]
+    assert len(kept) == len(logged) and kept != logged
+    assert any("[argument cut:" in str(c.arguments) for c in kept)
+    assert not any("[argument cut:" in str(c.arguments) for c in logged)

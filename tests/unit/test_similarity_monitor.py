@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 
 from contreact_events.config import DiversityConfig
-from contreact_events.decide import Decision
-from contreact_events.replay import replay_check
-from contreact_events.similarity import (
+from contreact_events.core.decide import Decision
+from contreact_events.core.replay import replay_check
+from contreact_events.diversity.similarity import (
     HIGH_ADVISORY,
     MODERATE_ADVISORY,
     assess,
     cosine,
     similarity_matrix,
 )
-from contreact_events.tasks import EmbedTask
+from contreact_events.wire.tasks import EmbedTask
 from tests.support.sim import Sim, make_config, say
 
 
@@ -186,7 +186,7 @@ def test_a_failed_embedding_ends_the_cycle_and_the_run_goes_on() -> None:
 
 
 def test_the_similarity_history_is_rebuilt_from_the_log_without_a_model() -> None:
-    from contreact_events.fold import fold_all
+    from contreact_events.core.fold import fold_all
 
     sim = diverse_sim()
     sim.drive([say("tides"), say("tides"), say("glaciers")])

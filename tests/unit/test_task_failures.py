@@ -9,12 +9,12 @@ from datetime import timedelta
 import pytest
 
 from contreact_events.config import parse_run_config
-from contreact_events.decide import decide
+from contreact_events.core.decide import decide
+from contreact_events.core.fold import fold_all
+from contreact_events.core.outbox import pending_tasks, waiting_deadline
+from contreact_events.core.replay import replay_check
 from contreact_events.exceptions import ConfigError
-from contreact_events.fold import fold_all
-from contreact_events.prompt import pending_tasks, waiting_deadline
-from contreact_events.replay import replay_check
-from contreact_events.tasks import EmbedTask, LLMTask, MemoryTask
+from contreact_events.wire.tasks import EmbedTask, LLMTask, MemoryTask
 from tests.support.sim import Sim, make_config, say
 
 

@@ -13,10 +13,10 @@ import pytest
 
 from contreact_bus.archive import read_archive
 from contreact_events.catalog import Event
-from contreact_events.codec import event_from_json
-from contreact_events.fold import fold_all
-from contreact_events.memory_projection import MemoryProjection
-from contreact_events.similarity import cosine
+from contreact_events.core.fold import fold_all
+from contreact_events.diversity.memory_projection import MemoryProjection
+from contreact_events.diversity.similarity import cosine
+from contreact_events.wire.codec import event_from_json
 from contreact_ui.exceptions import ProjectionError, ProjectionVersionMismatch
 from contreact_ui.projection import (
     SNAPSHOT_EVERY,

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from contreact_events.similarity import cosine
-from contreact_events.vector_index import VectorIndex, dedup, exact_cosine
+from contreact_events.diversity.similarity import cosine
+from contreact_events.diversity.vector_index import VectorIndex, dedup, exact_cosine
 
 
 def _random_index(n: int, dim: int = 32, seed: int = 7) -> tuple[VectorIndex, np.ndarray]:

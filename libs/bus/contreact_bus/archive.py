@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from contreact_events.catalog import Event
-from contreact_events.codec import event_from_json, event_to_json
+from contreact_events.wire.codec import event_from_json, event_to_json
 
 SUFFIX = ".events.jsonl"
 

@@ -14,8 +14,8 @@ from redis.asyncio.client import Pipeline
 
 from contreact_bus.archive import archive_path, read_archive
 from contreact_bus.replies import text, text_map
-from contreact_events.experiment import Recorded, Submission
-from contreact_events.fold import fold_all
+from contreact_events.config.experiment import Recorded, Submission
+from contreact_events.core.fold import fold_all
 from contreact_events.names import experiment_replicas_key, run_log_key, run_meta_key
 
 

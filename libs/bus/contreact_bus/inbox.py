@@ -20,7 +20,7 @@ from contreact_events.names import (
     inbox_shard,
     inbox_stream,
 )
-from contreact_events.tasks import InboxMessage, task_failed
+from contreact_events.wire.tasks import InboxMessage, task_failed
 
 
 async def inbox_shards(redis: aioredis.Redis) -> int:

@@ -28,7 +28,7 @@ from contreact_events.names import (
     llm_route_runs_key,
     llm_route_stream,
 )
-from contreact_events.tasks import LLMTask
+from contreact_events.wire.tasks import LLMTask
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:/-]+")
 ROUTE_WAKE_PREFIX = "route:"

@@ -16,8 +16,8 @@ from redis.exceptions import ResponseError
 from contreact_bus.exceptions import FencedOut, LogMoved
 from contreact_bus.replies import Entry, entries, stream_entries
 from contreact_events.catalog import Event
-from contreact_events.codec import bulk, event_from_fields, event_to_fields
 from contreact_events.names import run_log_key, run_meta_key, run_writer_key
+from contreact_events.wire.codec import bulk, event_from_fields, event_to_fields
 
 PAGE = 1000
 
@@ -170,7 +170,7 @@ class RunLog:
             if count <= 0:
                 break
             page = entries(await self._redis.xrange(key, min=start, max="+", count=count))
-            out.extend(_decoded(key, page))
+            out.extend(decode_entries(key, page))
             if len(page) < count:
                 break
             start = b"(" + page[-1][0]
@@ -196,10 +196,11 @@ class RunLog:
         """Block until entries newer than ``last_id`` arrive (or the timeout passes)."""
         key = run_log_key(run_id)
         reply = await self._redis.xread({key: last_id}, block=block_ms, count=PAGE)
-        return _decoded(key, stream_entries(reply))
+        return decode_entries(key, stream_entries(reply))
 
 
-def _decoded(key: str, page: list[Entry]) -> list[tuple[bytes, Event]]:
+def decode_entries(key: str, page: list[Entry]) -> list[tuple[bytes, Event]]:
+    """A page of ``key``'s entries as (entry id, event), in order."""
     with bulk():
         return [
             (entry_id, event_from_fields(fields, where=f"{key} entry {entry_id.decode()}"))

@@ -18,6 +18,8 @@ from contreact_bus.exceptions import RunNotFound
 from contreact_bus.replies import text_map, texts
 from contreact_bus.run_log import RunLog
 from contreact_events.catalog import Event
+from contreact_events.core.run_summary import run_summary
+from contreact_events.core.state import AgentState
 from contreact_events.names import (
     ACTIVE_RUNS,
     RUNS_INDEX,
@@ -25,7 +27,6 @@ from contreact_events.names import (
     experiment_runs_key,
     run_meta_key,
 )
-from contreact_events.state import AgentState
 
 
 async def load_events(redis: aioredis.Redis | None, archive_dir: Path, run_id: str) -> list[Event]:
@@ -43,22 +44,9 @@ async def load_events(redis: aioredis.Redis | None, archive_dir: Path, run_id: s
 
 
 def meta_fields(state: AgentState) -> dict[str, str]:
-    """The listing projection of a state (strings, for a Redis hash). It changes a few
-    times per cycle, not every step, so the orchestrator writes it only on change."""
-    config = state.config
-    waiting = state.waiting_for
-    return {
-        "run_id": state.run_id,
-        "status": state.status,
-        "cycle": str(state.cycle_number),
-        "cycle_count": str(config.cycle_count if config else 0),
-        "model": config.model_name if config else "",
-        "backend": state.backend or (config.backend if config else ""),
-        "ran_model": state.resolved_model,
-        "experiment": (config.experiment or "") if config else "",
-        "waiting_task": waiting.task_id if waiting else "",
-        "failure_reason": state.failure_reason or "",
-    }
+    """The listing projection of a state (strings, for a Redis hash): the slow-changing
+    fields of its ``run_summary``, so the orchestrator writes it only on change."""
+    return run_summary(state).listing_fields()
 
 
 def queue_meta(pipe: Any, state: AgentState, fields: dict[str, str]) -> None:

@@ -20,8 +20,8 @@ from redis.exceptions import ResponseError
 
 from contreact_bus.backoff import REDIS_DOWN, Backoff
 from contreact_bus.consumer import Consumer, Delivery
-from contreact_events.codec import message_from_fields
 from contreact_events.exceptions import ContReActEventError
+from contreact_events.wire.codec import message_from_fields
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import redis.asyncio as aioredis
 from pydantic import BaseModel
 
 from contreact_bus.run_log import RunLog
-from contreact_events.tasks import task_digest
+from contreact_events.wire.tasks import task_digest
 
 
 class TaskGate:

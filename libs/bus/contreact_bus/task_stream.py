@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from redis.asyncio.client import Pipeline
 
 from contreact_bus.replies import as_bytes, stream_fields
-from contreact_events.codec import message_to_fields
+from contreact_events.wire.codec import message_to_fields
 
 DEFAULT_MAXLEN = 100_000
 """A safety cap on a stream's length; housekeeping trims what is acked long before."""

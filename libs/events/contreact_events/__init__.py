@@ -2,9 +2,9 @@
 
 from contreact_events.catalog import EVENT_ADAPTER, EVENT_CLASSES, TERMINAL_TYPES, Event
 from contreact_events.config import RunConfig, parse_run_config
-from contreact_events.decide import Decision, decide
-from contreact_events.fold import fold, fold_all
-from contreact_events.state import AgentState
+from contreact_events.core.decide import Decision, decide
+from contreact_events.core.fold import fold, fold_all
+from contreact_events.core.state import AgentState
 
 __all__ = [
     "EVENT_ADAPTER",

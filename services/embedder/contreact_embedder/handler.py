@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -23,16 +24,16 @@ from contreact_embedder.corpus_index import CorpusIndex
 from contreact_embedder.embedding_service import Embedding, EmbeddingService
 from contreact_embedder.exceptions import EmbeddingError
 from contreact_embedder.memory_search import MemorySearch
-from contreact_events.corpus import check_answer
-from contreact_events.paragraphs import split_paragraphs
-from contreact_events.tasks import (
+from contreact_events.core.tools import SEARCH_TOOL
+from contreact_events.diversity.corpus import check_answer
+from contreact_events.diversity.paragraphs import split_paragraphs
+from contreact_events.wire.tasks import (
     EmbedTask,
     InboxMessage,
     embedding_failed,
     reflection_embedded,
     tool_result,
 )
-from contreact_events.tools import SEARCH_TOOL
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +41,16 @@ log = logging.getLogger(__name__)
 class EmbedHandler:
     """The ``serve_batches`` handler of the embedder."""
 
-    def __init__(self, service: EmbeddingService, redis: aioredis.Redis, inbox: Inbox) -> None:
+    def __init__(
+        self, service: EmbeddingService, redis: aioredis.Redis, inbox: Inbox, archive_dir: Path
+    ) -> None:
+        """``archive_dir``: the orchestrator's archive of ended runs, read for a run
+        whose log has left Redis."""
         self._service = service
         self._redis = redis
         self._inbox = inbox
-        self._corpus = CorpusIndex(redis)
-        self._search = MemorySearch(redis, service)
+        self._corpus = CorpusIndex(redis, archive_dir)
+        self._search = MemorySearch(redis, archive_dir, service)
 
     async def __call__(self, tasks: Sequence[EmbedTask]) -> None:
         answers = await self.answers(tasks)
@@ -126,7 +131,7 @@ class EmbedHandler:
             return embedding_failed(task, str(failed[0]))
         paragraphs = split_paragraphs(task.text, task.min_length)
         vectors = [e.as_floats() for e in embedded if isinstance(e, Embedding)]
-        await self._corpus.refresh(task.scope, task.run_id, task.experiment)
+        await self._corpus.refresh(task.scope)
         return check_answer(task, paragraphs, vectors, self._corpus.index)
 
     async def _answer_search(

@@ -15,7 +15,7 @@ from contreact_embedder.exceptions import ModelUnavailable
 from contreact_embedder.handler import EmbedHandler
 from contreact_embedder.settings import EmbedderSettings
 from contreact_events.names import EMBED_GROUP, EMBED_TASKS_STREAM
-from contreact_events.tasks import EmbedTask
+from contreact_events.wire.tasks import EmbedTask
 
 
 async def run(settings: EmbedderSettings, service: EmbeddingService, *, burst: bool = False) -> int:
@@ -30,7 +30,7 @@ async def run(settings: EmbedderSettings, service: EmbeddingService, *, burst: b
         settings.consumer_settings(),
         on_dead_letter=tell_run_of_dead_letter(inbox),
     )
-    handler = EmbedHandler(service, redis, inbox)
+    handler = EmbedHandler(service, redis, inbox, settings.archive_dir)
     try:
         return await run_batch_consumer(
             redis,

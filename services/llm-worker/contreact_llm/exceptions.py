@@ -19,6 +19,10 @@ class TransientBackendError(BackendError):
     transient = True
 
 
+class CheckTimedOut(BackendError):
+    """A model check got no answer from its host within its time (``check_slots``)."""
+
+
 class ToolCallParseError(TransientBackendError):
     """Ollama could not parse the model's tool call (HTTP 500 'error parsing tool call').
 

@@ -8,6 +8,7 @@ scheduler starts a chat task only once it holds a slot on a host.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 
@@ -15,14 +16,21 @@ import redis.asyncio as aioredis
 
 from contreact_bus.inbox import Inbox
 from contreact_bus.task_gate import TaskGate
-from contreact_events.tasks import InboxMessage, LLMTask, llm_failed, llm_responded, model_checked
-from contreact_llm import auto_backend
-from contreact_llm.backend import ChatReply, LLMBackend
-from contreact_llm.embedded_backend import EmbeddedBackend
-from contreact_llm.ollama_backend import OllamaBackend
-from contreact_llm.openai_backend import OpenAIBackend
+from contreact_events.wire.tasks import (
+    InboxMessage,
+    LLMTask,
+    llm_failed,
+    llm_responded,
+    model_checked,
+)
+from contreact_llm.backends import ChatReply, CheckOutcome, LLMBackend
+from contreact_llm.backends import auto as auto_backend
+from contreact_llm.backends.embedded import EmbeddedBackend
+from contreact_llm.backends.ollama import OllamaBackend
+from contreact_llm.backends.openai import OpenAIBackend
+from contreact_llm.backends.scripted import ScriptedBackend
 from contreact_llm.retry import RetryPolicy
-from contreact_llm.scripted_backend import ScriptedBackend
+from contreact_llm.scheduling.check_slots import CheckSlots, did_not_answer, seconds_left
 from contreact_llm.settings import LLMWorkerSettings
 
 log = logging.getLogger(__name__)
@@ -64,12 +72,7 @@ class LLMTaskHandler:
     async def answer(self, task: LLMTask) -> InboxMessage:
         """The inbox message answering ``task`` (no sending)."""
         if task.kind == "check":
-            if task.backend == "auto":
-                outcome = await auto_backend.resolve(
-                    task, self._backends["ollama"], self._backends["embedded"]
-                )
-            else:
-                outcome = await self._backends[task.backend].check(task)
+            outcome = await self.check(task)
             return model_checked(
                 task,
                 ok=outcome.ok,
@@ -89,6 +92,27 @@ class LLMTaskHandler:
                 task, answer.message, answer.usage, answer.model, answer.tool_call_error
             )
         return llm_failed(task, answer.error, retryable=answer.retryable, attempts=answer.attempts)
+
+    async def check(self, task: LLMTask) -> CheckOutcome:
+        """The check's outcome, cut at the task's deadline whatever the backend does
+        (the backends' own cuts, per host, come first: this is the backstop)."""
+        allowed = seconds_left(task.deadline, margin=False)
+        cut = asyncio.timeout(allowed)
+        try:
+            async with cut:
+                if task.backend == "auto":
+                    return await auto_backend.resolve(
+                        task, self._backends["ollama"], self._backends["embedded"]
+                    )
+                return await self._backends[task.backend].check(task)
+        except TimeoutError:
+            if not cut.expired():
+                raise
+            where = f"the {task.backend} backend for model '{task.model}'"
+            fix = "is the server running, and is its URL in the run config right?"
+            return CheckOutcome(
+                ok=False, backend=None, detail=did_not_answer(where, allowed or 0.0, fix)
+            )
 
     async def aclose(self) -> None:
         for backend in self._backends.values():
@@ -113,9 +137,10 @@ def capped(reply: ChatReply, cap: int | None) -> ChatReply:
 
 def build_backends(settings: LLMWorkerSettings) -> dict[str, LLMBackend]:
     retry = RetryPolicy(settings.max_attempts, settings.backoff_base_s, settings.backoff_max_s)
+    checks = CheckSlots(settings.check_times)  # one queue per host, whichever backend asks
     return {
-        "ollama": OllamaBackend(retry),
-        "openai": OpenAIBackend(retry),
+        "ollama": OllamaBackend(retry, checks),
+        "openai": OpenAIBackend(retry, checks=checks),
         "embedded": EmbeddedBackend(settings.gguf_path, default_n_ctx=settings.embedded_n_ctx),
         "scripted": ScriptedBackend(retry),
     }

@@ -14,10 +14,10 @@ from contreact_bus.inbox import tell_run_of_dead_letter
 from contreact_bus.service import serving, setup_logging
 from contreact_bus.serving import serve
 from contreact_events.names import LLM_GROUP, LLM_TASKS_STREAM
-from contreact_events.tasks import LLMTask
+from contreact_events.wire.tasks import LLMTask
 from contreact_llm.handler import LLMTaskHandler, build_handler
-from contreact_llm.host_slots import HostSlots
-from contreact_llm.scheduler import ChatScheduler, SchedulerSettings
+from contreact_llm.scheduling.host_slots import HostSlots
+from contreact_llm.scheduling.scheduler import ChatScheduler, SchedulerSettings
 from contreact_llm.settings import LLMWorkerSettings
 
 

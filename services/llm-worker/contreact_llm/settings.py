@@ -9,8 +9,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
 from contreact_bus.service import instance_name
-from contreact_llm.host_slots import HostLimits, SlotTimes
-from contreact_llm.placement import Policy
+from contreact_llm.scheduling.check_slots import CheckTimes
+from contreact_llm.scheduling.host_slots import HostLimits, SlotTimes
+from contreact_llm.scheduling.placement import Policy
 
 
 class HostSettings(BaseModel):
@@ -35,8 +36,16 @@ class LLMWorkerSettings(BaseSettings):
     concurrency: int = Field(default=32, gt=0)
     """Chat calls this process runs at once (across models and hosts); the host
     limits below are what bounds a host."""
-    check_concurrency: int = Field(default=4, gt=0)
-    """Model checks this process answers at once."""
+    check_concurrency: int = Field(default=64, gt=0)
+    """Model checks this process holds at once, across hosts (a bound on memory: each
+    host answers ``check_host_parallel`` of them at once, each at most ``check_timeout_s``)."""
+    check_host_parallel: int = Field(default=4, gt=0)
+    """Checks of one host at once: a host that never answers queues only its own."""
+    check_timeout_s: float = Field(default=10.0, gt=0)
+    """Longest a model check waits for its host (a small request; its queue included).
+    Shorter before the task's deadline (``deadlines.check_s``)."""
+    check_connect_timeout_s: float = Field(default=5.0, gt=0)
+    """Longest a check waits to reach its host (the run's connect timeout, if shorter)."""
     hosts: dict[str, HostSettings] = Field(default_factory=dict)
     """Per host (URL as in the run configs; ``embedded`` for the bundled model), as JSON:
     ``{"http://gpu1:11434": {"parallel": 4, "max_loaded_models": 2}}``. Hosts not
@@ -91,4 +100,12 @@ class LLMWorkerSettings(BaseSettings):
             lease_ttl_ms=int(self.lease_ttl_s * 1000),
             keep_warm_ms=int(self.keep_warm_s * 1000),
             drain_ms=int(self.drain_s * 1000),
+        )
+
+    @property
+    def check_times(self) -> CheckTimes:
+        return CheckTimes(
+            timeout_s=self.check_timeout_s,
+            connect_timeout_s=self.check_connect_timeout_s,
+            parallel=self.check_host_parallel,
         )

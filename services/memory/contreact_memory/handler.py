@@ -14,7 +14,7 @@ import logging
 
 from contreact_bus.inbox import Inbox
 from contreact_bus.task_gate import TaskGate
-from contreact_events.tasks import MemoryTask, tool_completed
+from contreact_events.wire.tasks import MemoryTask, tool_completed
 from contreact_memory.store import MemoryStore
 
 log = logging.getLogger(__name__)

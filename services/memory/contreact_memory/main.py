@@ -11,7 +11,7 @@ from contreact_bus.inbox import Inbox, tell_run_of_dead_letter
 from contreact_bus.service import run_consumer, setup_logging
 from contreact_bus.task_gate import TaskGate
 from contreact_events.names import MEMORY_GROUP, MEMORY_TASKS_STREAM
-from contreact_events.tasks import MemoryTask
+from contreact_events.wire.tasks import MemoryTask
 from contreact_memory.handler import MemoryHandler
 from contreact_memory.settings import MemorySettings
 from contreact_memory.store import MemoryStore

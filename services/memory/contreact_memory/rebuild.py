@@ -1,14 +1,12 @@
 """Rebuild the memory store from the run logs, and compare it with the live one.
 
 The store is a projection of the logged tool calls: replaying, in log order, every
-memory ``ToolCallRequested`` that the memory service executed (a valid memory tool
-call whose ``ToolCallCompleted`` is in the log) through ``MemoryStore.apply`` (the
-same code path as the live service) gives the same rows, ``updated_at`` included,
-since it comes from the request's time.
-
-Calls the orchestrator answered itself (unknown tool, bad or unreadable arguments)
-are skipped: they never reached the memory service. Replaying one anyway would be
-harmless: ``apply`` answers it with an error and changes no entry.
+memory call the memory service executed (``contreact_events.core.memory_calls``: the
+core's rule, the same decision the orchestrator made when it sent the task; calls it
+answered itself, such as an unknown tool, unreadable or invalid arguments or a value
+over ``limits.memory_value_chars``, never reached the service) through
+``MemoryStore.apply`` (the same code path as the live service) gives the same rows,
+``updated_at`` included, since it comes from the request's time.
 
 A live store can hold an effect the log lacks: a call the memory service applied
 whose result the orchestrator then ignored (the run was cancelled in between).
@@ -27,9 +25,7 @@ import redis.asyncio as aioredis
 
 from contreact_bus.runs import load_events
 from contreact_events.catalog import Event
-from contreact_events.tasks import MemoryTask
-from contreact_events.tool_events import ToolCallCompleted, ToolCallRequested
-from contreact_events.tools import MEMORY_TOOLS, check_arguments
+from contreact_events.core.memory_calls import memory_calls
 from contreact_memory.exceptions import RebuildTargetExists
 from contreact_memory.store import MemoryRow, MemoryStore
 
@@ -37,34 +33,12 @@ SHOWN = 80
 """Characters of a value shown in a difference."""
 
 
-def executed_calls(events: Sequence[Event]) -> list[tuple[MemoryTask, ToolCallCompleted]]:
-    """The memory tasks the service executed, in log order, each with its logged result."""
-    completed = {e.task_id: e for e in events if isinstance(e, ToolCallCompleted)}
-    calls = []
-    for event in events:
-        if (
-            isinstance(event, ToolCallRequested)
-            and event.tool_name in MEMORY_TOOLS
-            and event.arguments_error is None
-            and check_arguments(event.tool_name, event.arguments) is None
-            and event.task_id in completed
-        ):
-            task = MemoryTask(
-                task_id=event.task_id,
-                run_id=event.run_id,
-                tool=event.tool_name,
-                arguments=event.arguments,
-                ts=event.ts,
-            )
-            calls.append((task, completed[event.task_id]))
-    return calls
-
-
 def replay(store: MemoryStore, events: Sequence[Event]) -> list[str]:
     """Apply a run's executed memory calls to ``store``; return where a replayed
     result differs from the logged one (empty when every result matches)."""
     mismatches = []
-    for task, logged in executed_calls(events):
+    for call in memory_calls(events):
+        task, logged = call.task, call.result
         outcome = store.apply(task)
         if (outcome.output, outcome.ok) != (logged.output, logged.ok):
             mismatches.append(

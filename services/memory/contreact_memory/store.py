@@ -15,7 +15,7 @@ Tool results (what the model reads back; ``ok`` is False for an error):
   case-sensitive substring (no regex, no LIKE wildcards), sorted and joined with
   ``", "``; none gives ``No keys contain 'P'.`` The empty pattern matches every key.
 - An unknown tool or missing, unexpected or non-text arguments give the message of
-  ``contreact_events.tools.check_arguments`` (ok False); an empty key gives
+  ``contreact_events.core.tools.check_arguments`` (ok False); an empty key gives
   ``Error: the key must not be empty. Usage: tool(...).``; text that is not valid
   Unicode (unpaired surrogates) gives ``Error: argument 'A' is not valid Unicode text.``
 
@@ -44,8 +44,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from contreact_events.tasks import MemoryTask
-from contreact_events.tools import TOOL_SPECS, check_arguments
+from contreact_events.core.tools import TOOL_SPECS, check_arguments
+from contreact_events.wire.tasks import MemoryTask
 from contreact_memory.exceptions import StoreUnavailable, ToolError
 
 SCHEMA = """

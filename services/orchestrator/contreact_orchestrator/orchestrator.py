@@ -19,60 +19,47 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
 import redis.asyncio as aioredis
 
-from contreact_bus.archive import read_archive, write_archive
+from contreact_bus.archive import read_archive
 from contreact_bus.backoff import REDIS_DOWN, Backoff
 from contreact_bus.exceptions import FencedOut, LogMoved
 from contreact_bus.inbox import Inbox
-from contreact_bus.llm_routes import known_routes, llm_task_stream
-from contreact_bus.replies import entries
 from contreact_bus.run_log import PendingTask, RunLog, append_result
 from contreact_bus.runs import active_run_ids, meta_fields, register_run
-from contreact_bus.task_stream import TaskStream
 from contreact_events.catalog import Event
-from contreact_events.codec import message_to_fields
-from contreact_events.decide import Decision, Task, decide
+from contreact_events.core.decide import Decision, Task, decide
+from contreact_events.core.fold import fold_all
+from contreact_events.core.outbox import pending_tasks
+from contreact_events.core.state import AgentState
 from contreact_events.exceptions import ContReActEventError
-from contreact_events.fold import fold_all
 from contreact_events.names import (
     ACTIVE_RUNS,
     DEAD_LETTER_STREAM,
-    EMBED_TASKS_STREAM,
-    LLM_TASKS_STREAM,
-    MEMORY_TASKS_STREAM,
     inbox_shard,
     inbox_stream,
-    run_digest_key,
-    run_log_key,
     run_meta_key,
-    run_writer_key,
 )
-from contreact_events.prompt import pending_tasks, waiting_deadline
 from contreact_events.protocol import paper_system_prompt
-from contreact_events.state import AgentState
-from contreact_events.task_events import TaskFailed
-from contreact_events.tasks import (
+from contreact_events.wire.tasks import (
     DIGEST_REQUEST,
-    EmbedTask,
     InboxMessage,
-    LLMTask,
     task_digest,
-    task_failed,
 )
+from contreact_orchestrator.archiving import Archiver, listed_state
+from contreact_orchestrator.deadlines import DeadlineWatch
+from contreact_orchestrator.digests import write_digest
 from contreact_orchestrator.exceptions import LeaseLost
 from contreact_orchestrator.leases import Lease
+from contreact_orchestrator.rejections import dead_letter, rejection
+from contreact_orchestrator.task_sender import TaskSender
 
 log = logging.getLogger(__name__)
 
-DIGEST_TTL_S = 300
 QUARANTINED = "quarantined"
 """Listing status of a run the orchestrator cannot read or decide (reason beside it)."""
 MAX_REFOLDS = 5
 """Refolds of one input in a row (its log moved under it) before it is let go."""
-REFIRE_S = 60.0
-"""An expiry reported but not yet acted on is reported again after this long."""
 RESULT_KINDS = frozenset(
     {
         "ModelChecked",
@@ -102,10 +89,9 @@ class Orchestrator:
         self._archive_dir = archive_dir
         self._version = version
         self._inbox = inbox
-        self._retention_s = log_retention_s
+        self._archiver = Archiver(redis, archive_dir, log_retention_s)
         self._log = RunLog(redis)
-        self._memory = TaskStream(redis, MEMORY_TASKS_STREAM)
-        self._embed = TaskStream(redis, EMBED_TASKS_STREAM)
+        self._sender = TaskSender(redis)
         self._states: dict[str, AgentState] = {}
         self._meta: dict[str, dict[str, str]] = {}
         """The meta hash last written per run: written again only when it changes."""
@@ -113,7 +99,7 @@ class Orchestrator:
         self.quarantined: dict[str, str] = {}
         self._unsure: set[str] = set()
         """Runs whose last write's outcome is unknown: resend their tasks once refolded."""
-        self._expired: dict[tuple[str, str, int], datetime] = {}
+        self._deadlines = DeadlineWatch()
 
     @property
     def shards(self) -> int:
@@ -132,6 +118,10 @@ class Orchestrator:
 
     def held_runs(self) -> list[str]:
         return sorted(self._states)
+
+    def unarchived_runs(self) -> list[str]:
+        """Finished runs whose archive write failed (tried again by ``retry_archives``)."""
+        return sorted(self._archiver.failing)
 
     # -- shards ------------------------------------------------------------------
 
@@ -154,6 +144,7 @@ class Orchestrator:
                 self.drop_shard(lease.shard)
                 raise FencedOut(f"run {state.run_id} is written by a newer owner of its shard")
             self._states[state.run_id] = state
+        await self._write_meta(states)
         sent = await self._resend_missing(states, lease.shard)
         log.info(
             "shard %d (token %d): %d active run(s), %d task(s) sent again",
@@ -169,6 +160,19 @@ class Orchestrator:
         self._leases.pop(shard, None)
         for run_id in [r for r in self._states if self.shard_of(r) == shard]:
             self._forget(run_id)
+        for run_id in [r for r in self._archiver.failing if self.shard_of(r) == shard]:
+            self._archiver.forget(run_id)  # the shard's next owner archives it on recovery
+
+    async def _write_meta(self, states: Sequence[AgentState]) -> None:
+        """The listing hash of every run taken over, now: a run quarantined before a
+        restart that can be read again must stop saying so at once (reply and cancel
+        refuse a quarantined run), not at its next event."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for state in states:
+                meta: dict[Any, Any] = meta_fields(state)
+                self._meta[state.run_id] = meta
+                pipe.hset(run_meta_key(state.run_id), mapping=meta)
+            await pipe.execute()
 
     async def _recover_run(self, run_id: str) -> AgentState | None:
         try:
@@ -182,7 +186,7 @@ class Orchestrator:
         if state is None:
             await self._redis.srem(ACTIVE_RUNS, run_id)
             return None
-        if state.terminal:
+        if state.terminal:  # ended, but not archived yet (else not active): archive it
             await self._finish(state)
             return None
         self.quarantined.pop(run_id, None)
@@ -194,14 +198,8 @@ class Orchestrator:
         wanted = [task for state in states for task in pending_tasks(state)]
         if not wanted:
             return 0
-        present = await _queued_tasks(self._redis, await self._task_streams())
-        answered = await _answered_tasks(self._redis, inbox_stream(shard))
-        missing = [
-            task
-            for task in wanted
-            if (task.task_id, task.send) not in present and task.task_id not in answered
-        ]
-        await self._send(missing)
+        missing = await self._sender.missing(wanted, inbox_stream(shard))
+        await self._sender.send(missing)
         return len(missing)
 
     # -- inputs ------------------------------------------------------------------
@@ -245,10 +243,10 @@ class Orchestrator:
             log.warning("run %s is quarantined: %s ignored", run_id, message.kind)
             return
         if run_id in self._unsure:
-            await self._send(pending_tasks(state))
+            await self._sender.send(pending_tasks(state))
             self._unsure.discard(run_id)
         if message.kind == "RunRequested":
-            message = self._complete_request(message)
+            message = completed_request(message, self._version)
         decision = await self._decide(state, message)
         if decision is None:
             return
@@ -284,25 +282,12 @@ class Orchestrator:
     async def _reject(
         self, state: AgentState, message: InboxMessage, now: datetime, problem: str
     ) -> Decision | None:
-        task_id = state.pending_task_id or ""
         reason = f"its {message.kind} could not be accepted ({problem})"
-        failure = TaskFailed(
-            event_id=message.msg_id,
-            run_id=state.run_id,
-            ts=now,
-            causation_id=task_id,
-            correlation_id=state.run_id,
-            task_id=task_id,
-            cause="rejected",
-            reason=reason[:2000],
-        )
+        failure = rejection(state, message, now, reason)
         log.error("run %s: %s", state.run_id, reason)
-        record: dict[Any, Any] = {
-            "stream": "orchestrator",
-            "reason": f"rejected: {reason[:2000]}",
-            **{f"field:{k}": v for k, v in message_to_fields(message).items()},
-        }
-        await self._redis.xadd(DEAD_LETTER_STREAM, record, maxlen=10_000, approximate=True)
+        await self._redis.xadd(
+            DEAD_LETTER_STREAM, dead_letter(message, reason), maxlen=10_000, approximate=True
+        )
         try:
             return decide(state, failure)
         except Exception as exc:
@@ -328,9 +313,10 @@ class Orchestrator:
         fence: int,
     ) -> None:
         """One round trip: the checked append (events, the task they call for, the
-        listing hash if it changed), then the tasks, then the active-set update. If
-        the append is refused, the tasks queued after it still go out; workers check
-        them against the recorded task and drop them."""
+        listing hash if it changed), then the tasks. If the append is refused, the
+        tasks queued after it still go out; workers check them against the recorded
+        task and drop them. A finished run stays in the active set until ``_finish``
+        has archived it."""
         meta = meta_fields(state)
         changed = meta != self._meta.get(state.run_id)
         if tasks:
@@ -350,9 +336,7 @@ class Orchestrator:
                 meta=meta if changed else None,
             )
             for task in tasks:
-                self._stream_for(task).queue(pipe, task)
-            if state.terminal:
-                pipe.srem(ACTIVE_RUNS, state.run_id)
+                self._sender.queue(pipe, task)
             results = await pipe.execute(raise_on_error=False)
         append_result(results[0])
         self._meta[state.run_id] = meta
@@ -361,55 +345,26 @@ class Orchestrator:
             log.error("run %s: logged, but sending its task failed (%s)", state.run_id, failed[0])
             self._unsure.add(state.run_id)
 
-    async def _send(self, tasks: Sequence[Task]) -> None:
-        if not tasks:
-            return
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for task in tasks:
-                self._stream_for(task).queue(pipe, task)
-            await pipe.execute()
+    # -- housekeeping ------------------------------------------------------------
 
-    async def _task_streams(self) -> list[str]:
-        """Every stream a task may wait in: the model checks', each LLM route's, the
-        memory service's and the embedder's."""
-        routes = [route.stream for route in (await known_routes(self._redis)).values()]
-        return [LLM_TASKS_STREAM, *routes, MEMORY_TASKS_STREAM, EMBED_TASKS_STREAM]
-
-    def _stream_for(self, task: Task) -> TaskStream:
-        if isinstance(task, LLMTask):  # checks to tasks:llm, chats to their route's stream
-            return llm_task_stream(self._redis, task)
-        if isinstance(task, EmbedTask):
-            return self._embed
-        return self._memory
-
-    # -- deadlines ---------------------------------------------------------------
+    async def retry_archives(self, now: float | None = None) -> int:
+        """Write again the archives that failed and whose wait is over (``now``:
+        ``time.monotonic()``). Returns how many runs got archived."""
+        return await self._archiver.retry_due(now)
 
     async def expire_overdue(self, now: datetime | None = None) -> int:
         """Report every held run's wait that passed its deadline as ``TaskFailed``
         (through the run's inbox shard, in order with its other inputs). Returns how
         many were reported."""
-        now = now or datetime.now(UTC)
-        reported = 0
-        live: set[tuple[str, str, int]] = set()
-        for run_id, state in list(self._states.items()):
-            waits = waiting_deadline(state)
-            if waits is None or not self.owns(self.shard_of(run_id)):
-                continue
-            task_id, deadline = waits
-            key = (run_id, task_id, state.task_sends)
-            live.add(key)
-            last = self._expired.get(key)
-            if now < deadline or (last is not None and (now - last).total_seconds() < REFIRE_S):
-                continue
-            self._expired[key] = now
-            waited = (now - (state.pending_since or now)).total_seconds()
-            send = state.task_sends if state.pending_task_id is not None else None
-            reason = f"no answer within its deadline ({waited:.0f} s since it was sent)"
-            await self._inbox.send(task_failed(run_id, task_id, "expired", reason, send=send))
-            reported += 1
-        for key in set(self._expired) - live:
-            del self._expired[key]
-        return reported
+        owned = {
+            run_id: state
+            for run_id, state in self._states.items()
+            if self.owns(self.shard_of(run_id))
+        }
+        failures = self._deadlines.overdue(owned, now or datetime.now(UTC))
+        for failure in failures:
+            await self._inbox.send(failure)
+        return len(failures)
 
     # -- state -------------------------------------------------------------------
 
@@ -425,7 +380,11 @@ class Orchestrator:
             events = await self._log.events(run_id)
             if not events:
                 archived = await asyncio.to_thread(read_archive, self._archive_dir, run_id)
-                return fold_all(archived) if archived else AgentState(run_id=run_id)
+                return (
+                    fold_all(archived)
+                    if archived
+                    else await listed_state(self._redis, run_id, self._archive_dir)
+                )
             state = fold_all(events)
         except REDIS_DOWN:
             raise
@@ -451,53 +410,19 @@ class Orchestrator:
         )
 
     async def _finish(self, state: AgentState) -> None:
-        """Archive the finished run's log to disk, record the final state digest, and
-        let its Redis keys expire after the retention (reads use the archive then)."""
-        events = await self._log.events(state.run_id)
-        path = await asyncio.to_thread(write_archive, self._archive_dir, state.run_id, events)
-        meta: dict[Any, Any] = {
-            **meta_fields(state),
-            "digest": state.digest(),
-            "digest_shape": AgentState.shape(),
-            "archive": str(path),
-        }
-        retention = max(1, int(self._retention_s))
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.hset(run_meta_key(state.run_id), mapping=meta)
-            pipe.srem(ACTIVE_RUNS, state.run_id)
-            for key in (run_log_key, run_writer_key, run_digest_key):
-                pipe.expire(key(state.run_id), retention)
-            await pipe.execute()
+        """Archive the finished run (see ``archiving``): its log to disk, its final
+        digest to the listing, then out of the active set, its Redis keys expiring
+        after the retention. A failed write stays active and is tried again."""
+        path = await self._archiver.archive(state)
         self._forget(state.run_id)
-        log.info("run %s %s; archived to %s", state.run_id, state.status, path)
-
-    def _complete_request(self, message: InboxMessage) -> InboxMessage:
-        """Stamp the code version; use the paper's prompt when none was given."""
-        data: dict[str, Any] = {**message.data, "orchestrator_version": self._version}
-        config = data.get("config")
-        if isinstance(config, dict) and not config.get("system_prompt"):
-            data["config"] = {**config, "system_prompt": paper_system_prompt()}
-        return message.model_copy(update={"data": data})
+        if path is not None:
+            log.info("run %s %s; archived to %s", state.run_id, state.status, path)
 
     async def _answer_digest(self, run_id: str) -> None:
         held = self._states.get(run_id)
-        source = "memory" if held is not None else "log"
         state = held or await self._state(run_id)
-        if state is None:
-            return
-        key = run_digest_key(run_id)
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.hset(
-                key,
-                mapping={
-                    "digest": state.digest(),
-                    "digest_shape": AgentState.shape(),
-                    "seq": str(state.seq),
-                    "held": source,
-                },
-            )
-            pipe.expire(key, DIGEST_TTL_S)
-            await pipe.execute()
+        if state is not None:
+            await write_digest(self._redis, state, "memory" if held is not None else "log")
 
 
 def _pending_of(state: AgentState) -> PendingTask | None:
@@ -505,37 +430,10 @@ def _pending_of(state: AgentState) -> PendingTask | None:
     return PendingTask(tasks[0].task_id, task_digest(tasks[0])) if tasks else None
 
 
-async def _queued_tasks(redis: aioredis.Redis, streams: Sequence[str]) -> set[tuple[str, int]]:
-    """(task id, send) of every task entry still in these streams (queued, in work, or
-    acked but not yet trimmed: in each case it is not lost)."""
-    present: set[tuple[str, int]] = set()
-    for stream in streams:
-        start: bytes | str = "-"
-        while True:
-            page = entries(await redis.xrange(stream, min=start, max="+", count=500))
-            for _entry_id, fields in page:
-                data = _json(fields.get(b"msg"))
-                if isinstance(data.get("task_id"), str):
-                    present.add((data["task_id"], int(data.get("send") or 1)))
-            if len(page) < 500:
-                break
-            start = b"(" + page[-1][0]
-    return present
-
-
-async def _answered_tasks(redis: aioredis.Redis, stream: str) -> set[str]:
-    """Task ids answered by a message still in an inbox shard."""
-    answered: set[str] = set()
-    for _entry_id, fields in entries(await redis.xrange(stream)):
-        cause = _json(fields.get(b"msg")).get("causation_id")
-        if isinstance(cause, str):
-            answered.add(cause)
-    return answered
-
-
-def _json(raw: bytes | None) -> dict[str, Any]:
-    try:
-        data = orjson.loads(raw or b"{}")
-    except orjson.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}
+def completed_request(message: InboxMessage, version: str) -> InboxMessage:
+    """Stamp the code version; use the paper's prompt when none was given."""
+    data: dict[str, Any] = {**message.data, "orchestrator_version": version}
+    config = data.get("config")
+    if isinstance(config, dict) and not config.get("system_prompt"):
+        data["config"] = {**config, "system_prompt": paper_system_prompt()}
+    return message.model_copy(update={"data": data})

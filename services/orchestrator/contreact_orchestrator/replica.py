@@ -5,7 +5,8 @@ registers itself, and balances: the shards whose preferred owner (rendezvous has
 over the live replicas) is another live replica are handed over; free shards it
 prefers, or that nobody took for a while, are taken. A new owner takes every entry
 still pending in the shard's inbox, then recovers the shard's runs. Beside that, a
-timer reports overdue waits of the held runs.
+housekeeping timer reports overdue waits of the held runs and writes again the
+archives of finished runs that could not be written.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from contreact_bus.consumer import Consumer, ConsumerSettings
 from contreact_bus.inbox import tell_run_of_dead_letter
 from contreact_bus.serving import serve
 from contreact_events.names import INBOX_GROUP, inbox_stream
-from contreact_events.tasks import InboxMessage
+from contreact_events.wire.tasks import InboxMessage
 from contreact_orchestrator.exceptions import LeaseLost
 from contreact_orchestrator.leases import Lease, ShardLeases, preferred_owner
 from contreact_orchestrator.orchestrator import Orchestrator
@@ -81,7 +82,7 @@ class Replica:
             await self._burst()
             return
         backoff = Backoff(f"orchestrator replica {self.name}")
-        timer = asyncio.create_task(self._expire_overdue(stop))
+        timer = asyncio.create_task(self._housekeeping(stop))
         try:
             while not stop.is_set():
                 try:
@@ -187,7 +188,7 @@ class Replica:
             with contextlib.suppress(*REDIS_DOWN):
                 await self._leases.unregister()
 
-    async def _expire_overdue(self, stop: asyncio.Event) -> None:
+    async def _housekeeping(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=self.settings.deadline_check_s)
@@ -197,6 +198,12 @@ class Replica:
                 pass
             except Exception:
                 log.exception("reporting overdue waits failed")
+            try:
+                await self._orchestrator.retry_archives()
+            except REDIS_DOWN:
+                pass
+            except Exception:
+                log.exception("writing the failed archives again failed")
 
     async def _burst(self) -> None:
         """Every free shard, served until idle, then released."""

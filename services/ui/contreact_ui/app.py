@@ -25,8 +25,8 @@ from fastapi.responses import (
 )
 from fastapi.staticfiles import StaticFiles
 
+from contreact_events.core.export import export_records
 from contreact_events.exceptions import ContReActEventError
-from contreact_events.export import export_records
 from contreact_ui import views
 from contreact_ui.compose import COMPOSERS, compose, form_groups
 from contreact_ui.deps import Conn, RunId, RunIdItem, Seq, open_readonly
@@ -256,7 +256,7 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
     def export_jsonl(conn: Conn, run_id: RunId) -> Response:
         """Seed 003's LogRecords (what `contreact export` writes): a download, rebuilt
         by folding the stored log."""
-        from contreact_events.codec import event_from_json
+        from contreact_events.wire.codec import event_from_json
 
         raw = views.events_jsonl(conn, run_id)
         try:

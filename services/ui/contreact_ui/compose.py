@@ -19,8 +19,8 @@ from typing import Any, Literal, Protocol
 import yaml
 
 from contreact_events.config import RunConfig, parse_run_config
+from contreact_events.config.experiment import expand, parse_experiment
 from contreact_events.exceptions import ConfigError
-from contreact_events.experiment import expand, parse_experiment
 
 FieldKind = Literal["text", "int", "float", "select", "checkbox", "textarea"]
 SUBMITTED = "submitted"

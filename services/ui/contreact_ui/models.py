@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contreact_events.cycle_events import CycleMetrics
+from contreact_events.catalog.cycle import CycleMetrics
 
 
 class _Model(BaseModel):

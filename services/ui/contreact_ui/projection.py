@@ -34,8 +34,7 @@ import numpy as np
 import orjson
 
 from contreact_events.catalog import EVENT_CLASSES, Event
-from contreact_events.codec import bulk, event_to_json
-from contreact_events.cycle_events import (
+from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleMetrics,
     CycleStarted,
@@ -44,7 +43,7 @@ from contreact_events.cycle_events import (
     LLMResponded,
     ReflectionRecorded,
 )
-from contreact_events.diversity_events import (
+from contreact_events.catalog.diversity import (
     EmbeddingFailed,
     ParagraphsAccepted,
     ParagraphsChecked,
@@ -53,9 +52,7 @@ from contreact_events.diversity_events import (
     SimilarityAssessed,
     TopicExhausted,
 )
-from contreact_events.exceptions import ContReActEventError
-from contreact_events.fold import fold
-from contreact_events.run_events import (
+from contreact_events.catalog.run import (
     ModelChecked,
     RunCancelled,
     RunCompleted,
@@ -63,14 +60,17 @@ from contreact_events.run_events import (
     RunRequested,
     RunStarted,
 )
-from contreact_events.state import AgentState
-from contreact_events.tool_events import (
+from contreact_events.catalog.tool import (
     OperatorMessageSent,
     OperatorReplied,
     ToolCallCompleted,
     ToolCallRequested,
 )
-from contreact_events.tools import ALL_TOOLS, SEARCH_TOOL
+from contreact_events.core.fold import fold
+from contreact_events.core.state import AgentState
+from contreact_events.core.tools import ALL_TOOLS, SEARCH_TOOL
+from contreact_events.exceptions import ContReActEventError
+from contreact_events.wire.codec import bulk, event_to_json
 from contreact_ui.exceptions import ProjectionError
 
 PROJECTION_VERSION = 1

@@ -24,10 +24,10 @@ import redis.asyncio as aioredis
 from contreact_bus.archive import archived_run_ids
 from contreact_bus.replies import entries, text, text_map
 from contreact_events.catalog import Event
-from contreact_events.codec import EVENT_FIELD, bulk, event_from_fields, event_from_json
 from contreact_events.config import RUN_ID_PATTERN
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import RUNS_INDEX, run_log_key, run_meta_key
+from contreact_events.wire.codec import EVENT_FIELD, bulk, event_from_fields, event_from_json
 from contreact_ui.exceptions import ProjectionError
 from contreact_ui.projection import Delta, Entry, RunProjector
 from contreact_ui.rebuild import archive_entries

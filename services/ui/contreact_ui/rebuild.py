@@ -19,10 +19,10 @@ import redis.asyncio as aioredis
 from contreact_bus.archive import archive_path, archived_run_ids
 from contreact_bus.replies import texts
 from contreact_bus.run_log import RunLog
-from contreact_events.codec import bulk, event_from_json
 from contreact_events.config import RUN_ID_PATTERN
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import RUNS_INDEX
+from contreact_events.wire.codec import bulk, event_from_json
 from contreact_ui.exceptions import ProjectionError, ProjectionVersionMismatch
 from contreact_ui.projection import Delta, Entry, RunProjector
 from contreact_ui.store import ProjectionStore, connect

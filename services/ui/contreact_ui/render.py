@@ -13,7 +13,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 from pydantic import BaseModel
 
-from contreact_events.cycle_events import CycleMetrics
+from contreact_events.catalog.cycle import CycleMetrics
 from contreact_ui.text import display, shorten
 
 

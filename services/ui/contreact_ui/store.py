@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from contreact_events.cycle_events import CycleMetrics
+from contreact_events.catalog.cycle import CycleMetrics
 from contreact_ui.exceptions import ProjectionVersionMismatch
 from contreact_ui.projection import PROJECTION_VERSION, Delta, RunSummary
 

@@ -10,12 +10,12 @@ from urllib.parse import quote
 
 import orjson
 
-from contreact_events.codec import bulk, event_from_json
-from contreact_events.cycle_events import CycleMetrics
-from contreact_events.diversity_events import SimilarityLevel
-from contreact_events.fold import fold
-from contreact_events.prompt import prompt_messages
-from contreact_events.state import AgentState
+from contreact_events.catalog.cycle import CycleMetrics
+from contreact_events.catalog.diversity import SimilarityLevel
+from contreact_events.core.fold import fold
+from contreact_events.core.prompt import prompt_messages
+from contreact_events.core.state import AgentState
+from contreact_events.wire.codec import bulk, event_from_json
 from contreact_ui import paper
 from contreact_ui.exceptions import BadQuery, RunNotProjected
 from contreact_ui.models import (

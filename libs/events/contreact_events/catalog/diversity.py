@@ -1,0 +1,145 @@
+"""Diversity events: reflection embeddings and the similarity assessment (seed 000)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from contreact_events.catalog.envelope import EventBase, InputEvent
+
+SimilarityLevel = Literal["high", "moderate", "none"]
+
+
+class ChunkMatch(BaseModel):
+    """A paragraph (or window) of an attempt that is close to a corpus chunk."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    paragraph_index: int
+    score: float
+    matched_id: str
+    matched_text: str
+
+
+class EmbeddingRequested(EventBase):
+    """The cycle's reflection was sent to the embedder; the cycle ends when it answers."""
+
+    type: Literal["EmbeddingRequested"] = "EmbeddingRequested"
+    task_id: str
+    cycle: int
+
+
+class ReflectionEmbedded(InputEvent):
+    """Input from the embedder. The vector lives in the log, so a run's similarity
+    history is rebuilt without the model."""
+
+    type: Literal["ReflectionEmbedded"] = "ReflectionEmbedded"
+    task_id: str
+    cycle: int
+    vector: tuple[float, ...]
+    model: str
+    truncated: bool = False
+    """The text was longer than the model reads (its tail did not count)."""
+
+
+class EmbeddingFailed(InputEvent):
+    """Input from the embedder: the reflection could not be embedded. The cycle ends
+    without an assessment; the run goes on."""
+
+    type: Literal["EmbeddingFailed"] = "EmbeddingFailed"
+    task_id: str
+    cycle: int
+    error: str
+
+
+class SimilarityAssessed(EventBase):
+    """Seed 000's check of a cycle's reflection against every earlier one."""
+
+    type: Literal["SimilarityAssessed"] = "SimilarityAssessed"
+    cycle: int
+    max_similarity: float | None
+    """Highest cosine similarity to an earlier reflection (None: nothing to compare)."""
+    most_similar_cycle: int | None
+    level: SimilarityLevel
+    advisory: str | None
+    """Appended to the next cycle's system prompt."""
+    similarities: tuple[tuple[int, float], ...] = ()
+    """(earlier cycle, cosine similarity) for every earlier embedded reflection: the
+    rows of the run's similarity matrix."""
+    note: str = ""
+
+
+class ParagraphCheckRequested(EventBase):
+    """Regenerate mode: the answer's paragraphs go to the embedder, to be compared with
+    the corpus of earlier accepted paragraphs (seed 001)."""
+
+    type: Literal["ParagraphCheckRequested"] = "ParagraphCheckRequested"
+    task_id: str
+    cycle: int
+    attempt: int
+    scope: str
+    """``run:{run_id}`` or ``experiment:{name}``."""
+
+
+class ParagraphsChecked(InputEvent):
+    """Input from the embedder: one attempt's paragraphs, their vectors, its score and
+    the seed's feedback. Every attempt is in the log."""
+
+    type: Literal["ParagraphsChecked"] = "ParagraphsChecked"
+    task_id: str
+    cycle: int
+    attempt: int
+    paragraphs: tuple[str, ...]
+    vectors: tuple[tuple[float, ...], ...]
+    overall_similarity: float
+    """Highest similarity of any paragraph (or window) to the corpus; 0 when none."""
+    is_unique: bool
+    matches: tuple[ChunkMatch, ...] = ()
+    feedback: str = ""
+    corpus_chunks: int = 0
+    """Size of the corpus the attempt was compared with."""
+    windows: bool = False
+    """Compared as sliding windows of paragraphs (the corpus was large)."""
+
+
+class RegenerationRequested(EventBase):
+    """The attempt repeated earlier content: the model is asked again, the feedback
+    put before its turn."""
+
+    type: Literal["RegenerationRequested"] = "RegenerationRequested"
+    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
+    """2: ``pinned`` (version 1 events read as False, which is how they ran)."""
+    cycle: int
+    attempt: int
+    """The number of the attempt asked for now (2 for the first regeneration)."""
+    feedback: str
+    """The text given to the model (seed 001's augmented prompt)."""
+    pinned: bool = True
+    """The feedback stays where the rejected answer was, before the tool calls and
+    results of the new attempt (seed 001: the request is augmented once, then the
+    model works). False (version 1): it was put after the newest message of every
+    call of the attempt."""
+
+
+class ParagraphsAccepted(EventBase):
+    """An attempt's paragraphs join the corpus (their vectors are in its ParagraphsChecked)."""
+
+    type: Literal["ParagraphsAccepted"] = "ParagraphsAccepted"
+    cycle: int
+    attempt: int
+    scope: str
+    similarity: float
+    relaxed: bool = False
+    """Accepted under the relaxed threshold once the attempts ran out."""
+
+
+class TopicExhausted(EventBase):
+    """Every attempt repeated earlier content beyond the relaxed threshold; the best one
+    is accepted anyway: never an endless loop."""
+
+    type: Literal["TopicExhausted"] = "TopicExhausted"
+    cycle: int
+    attempts: int
+    best_attempt: int
+    best_similarity: float

@@ -1,0 +1,2 @@
+"""The pure core: ``AgentState``, ``fold``, ``decide``, prompt assembly, the task outbox,
+replay and export. No I/O, no clock, no randomness."""

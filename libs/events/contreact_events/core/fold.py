@@ -1,0 +1,569 @@
+"""``fold(state, event) -> state``: pure, one branch per event type.
+
+No I/O, no clock, no randomness. An event that does not fit the state raises
+``InvalidTransition``; an event of another run raises ``WrongRun``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import singledispatch
+from typing import Any
+
+from contreact_events.catalog import Event
+from contreact_events.catalog.chat import ChatMessage, ToolCall
+from contreact_events.catalog.cycle import (
+    CycleEnded,
+    CycleMetrics,
+    CycleStarted,
+    LLMFailed,
+    LLMRequested,
+    LLMResponded,
+    ReflectionRecorded,
+    StepLimitReached,
+)
+from contreact_events.catalog.delivery import TaskFailed, TaskRetried
+from contreact_events.catalog.diversity import (
+    EmbeddingFailed,
+    EmbeddingRequested,
+    ParagraphCheckRequested,
+    ParagraphsAccepted,
+    ParagraphsChecked,
+    ReflectionEmbedded,
+    RegenerationRequested,
+    SimilarityAssessed,
+    TopicExhausted,
+)
+from contreact_events.catalog.envelope import EventBase
+from contreact_events.catalog.run import (
+    ModelChecked,
+    RunCancelled,
+    RunCompleted,
+    RunFailed,
+    RunRequested,
+    RunStarted,
+)
+from contreact_events.catalog.tool import (
+    OperatorMessageSent,
+    OperatorReplied,
+    ToolCallCompleted,
+    ToolCallRequested,
+)
+from contreact_events.core.state import AgentState, Attempt, Phase, QueuedToolCall, evolve
+from contreact_events.core.tools import (
+    OPERATOR_TOOL,
+    WORKER_TOOLS,
+    bounded_arguments,
+    bounded_output,
+    check_arguments,
+    size_problem,
+)
+from contreact_events.exceptions import InvalidTransition, WrongRun
+from contreact_events.wire.codec import bulk
+
+
+def fold(state: AgentState, event: Event) -> AgentState:
+    """Apply one event to the state and return the new state."""
+    if event.run_id != state.run_id:
+        raise WrongRun(f"event {event.event_id} of run {event.run_id} applied to {state.run_id}")
+    changes = _apply(event, state)
+    pending = changes.get("pending_task_id", state.pending_task_id)
+    if pending != state.pending_task_id:  # a new task: its deadline counts from now
+        changes["pending_since"] = event.ts if pending is not None else None
+        changes["task_sends"] = 1 if pending is not None else 0
+    if state.task_failure is not None and "task_failure" not in changes:
+        changes["task_failure"] = None  # whatever follows a failure is the answer to it
+    changes["seq"] = state.seq + 1
+    changes["last_event_id"] = event.event_id
+    return evolve(state, changes)
+
+
+def fold_all(events: Iterable[Event], state: AgentState | None = None) -> AgentState:
+    """Fold a whole log. With no state, start from the first event's run."""
+    with bulk():
+        for event in events:
+            if state is None:
+                state = AgentState(run_id=event.run_id)
+            state = fold(state, event)
+    if state is None:
+        raise InvalidTransition("cannot rebuild a run from an empty log")
+    return state
+
+
+def _expect(state: AgentState, event: EventBase, *phases: Phase) -> None:
+    if state.phase not in phases:
+        kind = type(event).__name__
+        raise InvalidTransition(
+            f"{kind} {event.event_id} does not fit run {state.run_id} in phase "
+            f"'{state.phase}' (expected {' or '.join(phases)})"
+        )
+
+
+@singledispatch
+def _apply(event: EventBase, state: AgentState) -> dict[str, Any]:
+    raise InvalidTransition(f"no fold branch for {type(event).__name__}")
+
+
+@_apply.register
+def _(event: RunRequested, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "new")
+    return {
+        "status": "checking",
+        "phase": "checking",
+        "config": event.config,
+        "pending_task_id": check_task_id(state.run_id),
+        "code_version": event.orchestrator_version,
+    }
+
+
+@_apply.register
+def _(event: ModelChecked, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "checking")
+    if not event.ok:
+        return {"phase": "failing", "pending_task_id": None, "failure_reason": event.detail}
+    return {
+        "phase": "starting",
+        "pending_task_id": None,
+        "backend": event.backend,
+        "model_digest": event.model_digest,
+        "resolved_model": event.model,
+    }
+
+
+@_apply.register
+def _(event: RunStarted, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "starting")
+    return {
+        "status": "running",
+        "phase": "cycle_start",
+        "config": event.config,
+        "backend": event.backend,
+        "system_prompt": event.system_prompt,
+        "tools": event.tools,
+    }
+
+
+@_apply.register
+def _(event: CycleStarted, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "cycle_start", "cycle_end")
+    if event.cycle != state.cycle_number + 1:
+        raise InvalidTransition(f"cycle {event.cycle} started after cycle {state.cycle_number}")
+    history = state.message_history
+    opening = state.config.cycle_start_message if state.config else ""
+    if opening:
+        text = opening.replace("{cycle}", str(event.cycle))
+        history = (*history, ChatMessage(role="user", content=text))
+    return {
+        "phase": "calling",
+        "cycle_number": event.cycle,
+        "step": 0,
+        "advisory": event.advisory,
+        "next_advisory": None,
+        "attempts": (),
+        "message_history": history,
+        "metrics": CycleMetrics(),
+        "final_call": False,
+    }
+
+
+@_apply.register
+def _(event: LLMRequested, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "calling")
+    return {
+        "phase": "awaiting_llm",
+        "pending_task_id": event.task_id,
+        "step": state.step + 1,
+        "llm_calls": state.llm_calls + 1,
+    }
+
+
+@_apply.register
+def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "awaiting_llm")
+    message = event.message
+    m = state.metrics
+    metrics = evolve(
+        m,
+        {
+            "llm_calls": m.llm_calls + 1,
+            "response_chars": m.response_chars + len(message.content),
+            "prompt_tokens": m.prompt_tokens + event.usage.prompt_tokens,
+            "completion_tokens": m.completion_tokens + event.usage.completion_tokens,
+            "llm_seconds": m.llm_seconds + event.usage.wall_s,
+        },
+    )
+    reply = ChatMessage(
+        role="assistant",
+        content=message.content,
+        tool_calls=_calls_for_history(state, message.tool_calls),
+        thinking=message.thinking,
+    )
+    return {
+        "phase": "responded",
+        "pending_task_id": None,
+        "last_response": message,
+        "message_history": (*state.message_history, reply),
+        "metrics": metrics,
+    }
+
+
+@_apply.register
+def _(event: LLMFailed, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "awaiting_llm")
+    reason = f"LLM call failed after {event.attempts} attempt(s): {event.error}"
+    return {"phase": "failing", "pending_task_id": None, "failure_reason": reason}
+
+
+@_apply.register
+def _(event: ToolCallRequested, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "responded", "tools")
+    problem = event.arguments_error and (
+        f"Error: the arguments of {event.tool_name} could not be read: {event.arguments_error}"
+    )
+    offered = tuple(str(tool["function"]["name"]) for tool in state.tools)
+    problem = problem or check_arguments(event.tool_name, event.arguments, offered)
+    problem = problem or _size_problem(state, event)
+    call = QueuedToolCall(
+        task_id=event.task_id,
+        cycle=event.cycle,
+        step=event.step,
+        index=event.index,
+        tool_name=event.tool_name,
+        arguments=event.arguments,
+        problem=problem,
+        requested_at=event.ts,
+    )
+    m = state.metrics
+    update: dict[str, Any] = {"tool_calls": m.tool_calls + 1}
+    if event.tool_name in WORKER_TOOLS:
+        update["memory_ops_total"] = m.memory_ops_total + 1
+        if event.tool_name == "write" and problem is None:
+            update["memory_write_chars"] = m.memory_write_chars + len(event.arguments["value"])
+    elif event.tool_name == OPERATOR_TOOL:
+        update["messages_to_operator"] = m.messages_to_operator + 1
+    pending = state.pending_task_id
+    if not state.tool_queue and problem is None and event.tool_name in WORKER_TOOLS:
+        pending = event.task_id
+    return {
+        "phase": "tools",
+        "tool_queue": (*state.tool_queue, call),
+        "metrics": evolve(m, update),
+        "pending_task_id": pending,
+    }
+
+
+@_apply.register
+def _(event: OperatorMessageSent, state: AgentState) -> dict[str, Any]:
+    head = _head(state, event, event.task_id)
+    waiting = state.config is not None and state.config.operator.mode == "human"
+    changes: dict[str, Any] = {
+        "tool_queue": (evolve(head, {"message_sent": True}), *state.tool_queue[1:]),
+        "status": "waiting_operator" if waiting else state.status,
+    }
+    if waiting:  # the operator's deadline (operator.timeout_s) counts from here
+        changes["pending_since"] = event.ts
+    return changes
+
+
+@_apply.register
+def _(event: OperatorReplied, state: AgentState) -> dict[str, Any]:
+    head = _head(state, event, event.task_id)
+    if not head.message_sent or head.reply is not None:
+        raise InvalidTransition(f"operator reply {event.event_id} without a message waiting")
+    return {
+        "tool_queue": (evolve(head, {"reply": event.text}), *state.tool_queue[1:]),
+        "status": "running",
+        "pending_since": None,
+    }
+
+
+@_apply.register
+def _(event: ToolCallCompleted, state: AgentState) -> dict[str, Any]:
+    _head(state, event, event.task_id)
+    rest = state.tool_queue[1:]
+    cap = state.config.limits.tool_output_chars if state.config and event.ok else None
+    output = bounded_output(event.output, cap)  # errors are short and must stay whole
+    result = ChatMessage(role="tool", content=output, tool_name=event.tool_name)
+    m = state.metrics
+    metrics = m if event.ok else evolve(m, {"tool_errors": m.tool_errors + 1})
+    pending = None
+    if rest and rest[0].problem is None and rest[0].tool_name in WORKER_TOOLS:
+        pending = rest[0].task_id
+    return {
+        "tool_queue": rest,
+        "phase": "tools" if rest else "calling",
+        "message_history": (*state.message_history, result),
+        "metrics": metrics,
+        "pending_task_id": pending,
+    }
+
+
+@_apply.register
+def _(event: StepLimitReached, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "responded")
+    note = (
+        f"Not executed: the limit of {event.steps} steps per cycle was reached, "
+        "so this cycle ends here."
+    )
+    if event.final_call:
+        note = final_call_note(event.steps)
+    calls = state.last_response.tool_calls if state.last_response else ()
+    skipped = tuple(ChatMessage(role="tool", content=note, tool_name=c.name) for c in calls)
+    history = (*state.message_history, *skipped)
+    if event.final_call:
+        return {"message_history": history, "phase": "calling", "final_call": True}
+    return {"message_history": history}
+
+
+def final_call_note(steps: int) -> str:
+    """What each dropped tool call answers when the model gets a last call without tools."""
+    return (
+        f"Not executed: the limit of {steps} steps per cycle was reached. Tools are off "
+        "now: answer without calling a tool; your answer ends this cycle."
+    )
+
+
+@_apply.register
+def _(event: ParagraphCheckRequested, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "responded")
+    return {"phase": "checking_paragraphs", "pending_task_id": event.task_id}
+
+
+@_apply.register
+def _(event: ParagraphsChecked, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "checking_paragraphs")
+    text = state.last_response.content if state.last_response else ""
+    attempt = Attempt(
+        attempt=event.attempt,
+        text=text,
+        similarity=event.overall_similarity,
+        is_unique=event.is_unique,
+        feedback=event.feedback,
+    )
+    return {
+        "phase": "paragraphs_checked",
+        "pending_task_id": None,
+        "attempts": (*state.attempts, attempt),
+    }
+
+
+@_apply.register
+def _(event: RegenerationRequested, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "paragraphs_checked")
+    history = state.message_history
+    if history and history[-1].role == "assistant":
+        history = history[:-1]  # the rejected answer stays in the log, not in the prompt
+    m = state.metrics
+    return {
+        "phase": "calling",
+        "message_history": history,
+        "last_response": None,
+        "regeneration_feedback": event.feedback,
+        "regeneration_at": len(history) if event.pinned else None,
+        "metrics": evolve(m, {"regenerations": m.regenerations + 1}),
+    }
+
+
+@_apply.register
+def _(event: TopicExhausted, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "paragraphs_checked")
+    return {}
+
+
+@_apply.register
+def _(event: ParagraphsAccepted, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "reflected")
+    accepted = state.reflection_history[-1]
+    history = state.message_history
+    if history and history[-1].role == "assistant" and history[-1].content != accepted:
+        # An earlier, better attempt was accepted: it is what the agent said.
+        history = (*history[:-1], evolve(history[-1], {"content": accepted, "tool_calls": ()}))
+    return {"message_history": history}
+
+
+@_apply.register
+def _(event: ReflectionRecorded, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "responded", "paragraphs_checked")
+    metrics = evolve(state.metrics, {"reflection_chars": len(event.text)})
+    return {
+        "phase": "reflected",
+        "regeneration_feedback": None,
+        "regeneration_at": None,
+        "reflection_history": (*state.reflection_history, event.text),
+        "reflection_complete": event.complete,
+        "metrics": metrics,
+    }
+
+
+@_apply.register
+def _(event: EmbeddingRequested, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "reflected")
+    return {"phase": "embedding", "pending_task_id": event.task_id}
+
+
+@_apply.register
+def _(event: ReflectionEmbedded, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "embedding")
+    return {
+        "phase": "assessing",
+        "pending_task_id": None,
+        "embeddings": (*state.embeddings, (event.cycle, event.vector)),
+    }
+
+
+@_apply.register
+def _(event: EmbeddingFailed, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "embedding", "checking_paragraphs")
+    if state.phase == "embedding":
+        return {"phase": "closing", "pending_task_id": None}
+    text = state.last_response.content if state.last_response else ""
+    unchecked = Attempt(
+        attempt=len(state.attempts) + 1,
+        text=text,
+        similarity=0.0,
+        is_unique=True,
+        feedback=event.error,
+        checked=False,
+    )
+    return {
+        "phase": "paragraphs_checked",
+        "pending_task_id": None,
+        "attempts": (*state.attempts, unchecked),
+    }
+
+
+@_apply.register
+def _(event: SimilarityAssessed, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "reflected", "assessing")
+    return {"phase": "closing", "next_advisory": event.advisory}
+
+
+@_apply.register
+def _(event: CycleEnded, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "reflected", "closing")
+    return {
+        "phase": "cycle_end",
+        "last_response": None,
+        "advisory": None,
+        "cycle_metrics": (*state.cycle_metrics, event.metrics),
+    }
+
+
+@_apply.register
+def _(event: RunCompleted, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "cycle_end")
+    return {"status": "completed", "phase": "done"}
+
+
+@_apply.register
+def _(event: RunFailed, state: AgentState) -> dict[str, Any]:
+    if state.terminal:
+        raise InvalidTransition(f"RunFailed {event.event_id} after the run ended")
+    return {
+        "status": "failed",
+        "phase": "done",
+        "failure_reason": event.reason,
+        "pending_task_id": None,
+    }
+
+
+@_apply.register
+def _(event: RunCancelled, state: AgentState) -> dict[str, Any]:
+    if state.terminal or state.phase == "new":
+        raise InvalidTransition(f"RunCancelled {event.event_id} for a run that is not active")
+    return {
+        "status": "cancelled",
+        "phase": "done",
+        "failure_reason": event.reason,
+        "pending_task_id": None,
+        "tool_queue": (),
+    }
+
+
+WAITING_PHASES: tuple[Phase, ...] = (
+    "checking",
+    "awaiting_llm",
+    "tools",
+    "embedding",
+    "checking_paragraphs",
+)
+"""Phases in which the run waits on something outside (a task, or the operator)."""
+
+
+@_apply.register
+def _(event: TaskFailed, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, *WAITING_PHASES)
+    return {"task_failure": f"{event.cause}: {event.reason}"}
+
+
+@_apply.register
+def _(event: TaskRetried, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, *WAITING_PHASES)
+    if event.task_id != state.pending_task_id:
+        raise InvalidTransition(
+            f"TaskRetried {event.event_id} retries {event.task_id}, "
+            f"but the run waits on {state.pending_task_id}"
+        )
+    return {"task_sends": event.send, "pending_since": event.ts}
+
+
+def _size_problem(state: AgentState, event: ToolCallRequested) -> str | None:
+    if state.config is None:
+        return None
+    limits = state.config.limits
+    return size_problem(
+        event.tool_name,
+        event.arguments,
+        value_chars=limits.memory_value_chars,
+        argument_chars=limits.tool_argument_chars,
+    )
+
+
+def _calls_for_history(state: AgentState, calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+    """The tool calls as the conversation keeps them: arguments over their cap cut
+    (``limits.cut_arguments_in_history``), so a refused 1 MB ``write`` is not sent
+    back in every later call. ``last_response`` and the log keep the calls whole."""
+    limits = state.config.limits if state.config else None
+    if not calls or limits is None or not limits.cut_arguments_in_history:
+        return calls
+    kept = []
+    for call in calls:
+        arguments = bounded_arguments(
+            call.name,
+            call.arguments,
+            value_chars=limits.memory_value_chars,
+            argument_chars=limits.tool_argument_chars,
+        )
+        kept.append(call if arguments is call.arguments else evolve(call, {"arguments": arguments}))
+    return tuple(kept)
+
+
+def _head(state: AgentState, event: EventBase, task_id: str) -> QueuedToolCall:
+    _expect(state, event, "tools")
+    head = state.tool_queue[0]
+    if head.task_id != task_id:
+        raise InvalidTransition(
+            f"{type(event).__name__} {event.event_id} answers {task_id}, "
+            f"but the run is on tool call {head.task_id}"
+        )
+    return head
+
+
+def check_task_id(run_id: str) -> str:
+    return f"{run_id}/check"
+
+
+def llm_task_id(run_id: str, cycle: int, step: int) -> str:
+    return f"{run_id}/c{cycle}/s{step}"
+
+
+def tool_task_id(run_id: str, cycle: int, step: int, index: int) -> str:
+    return f"{llm_task_id(run_id, cycle, step)}/t{index}"
+
+
+def embed_task_id(run_id: str, cycle: int) -> str:
+    return f"{run_id}/c{cycle}/embed"
+
+
+def paragraph_task_id(run_id: str, cycle: int, attempt: int) -> str:
+    return f"{run_id}/c{cycle}/paragraphs/a{attempt}"

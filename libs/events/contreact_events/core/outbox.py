@@ -1,0 +1,153 @@
+"""The outbox: the tasks a state calls for, and how long the run waits on them. Pure.
+
+The run log is the outbox: the orchestrator appends a decision's events, then sends
+the tasks the new state calls for (``pending_tasks``). After a crash a new owner sends
+again whichever of them is nowhere to be found; workers treat a repeat as the same
+task. ``memory_calls`` derives the memory calls that were executed from the same rule.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from contreact_events.config import RunConfig
+from contreact_events.core.prompt import offered_tools_now, prompt_messages
+from contreact_events.core.state import AgentState
+from contreact_events.core.tools import MEMORY_TOOLS, SEARCH_TOOL
+from contreact_events.diversity.corpus import scope_for
+from contreact_events.wire.tasks import EmbedTask, LLMTask, MemoryTask
+
+
+def waiting_deadline(state: AgentState) -> tuple[str, datetime] | None:
+    """What the run waits on (a task id, or the operator call's) and when that wait
+    ends (``RunConfig.deadlines``, ``operator.timeout_s``); None when it waits on
+    nothing with a deadline."""
+    config = state.config
+    if config is None or state.terminal or state.pending_since is None:
+        return None
+    if state.pending_task_id is not None:
+        seconds = _deadline_s(state, config)
+        return state.pending_task_id, state.pending_since + timedelta(seconds=seconds)
+    head = state.waiting_for
+    timeout = config.operator.timeout_s
+    if head is not None and head.reply is None and timeout is not None:
+        return head.task_id, state.pending_since + timedelta(seconds=timeout)
+    return None
+
+
+def _deadline_s(state: AgentState, config: RunConfig) -> float:
+    deadlines = config.deadlines
+    match state.phase:
+        case "checking":
+            return deadlines.check_s
+        case "awaiting_llm":
+            return config.llm_deadline_s
+        case "embedding" | "checking_paragraphs":
+            return deadlines.embed_s
+    head = state.tool_queue[0] if state.tool_queue else None
+    return deadlines.embed_s if head and head.tool_name == SEARCH_TOOL else deadlines.memory_s
+
+
+def pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
+    """Tasks the run waits on. After a crash the orchestrator sends these again;
+    workers treat a repeat as the same task. Each carries its deadline and which
+    send it is, so a worker can tell a stale copy."""
+    waits = waiting_deadline(state)
+    if waits is None or state.pending_task_id is None:
+        return []
+    deadline = waits[1]
+    return [
+        task.model_copy(update={"deadline": deadline, "send": state.task_sends})
+        for task in _pending_tasks(state)
+    ]
+
+
+def _pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
+    config = state.config
+    task_id = state.pending_task_id
+    if config is None or state.terminal or task_id is None:
+        return []
+    if state.phase in ("checking", "awaiting_llm"):
+        chat = state.phase == "awaiting_llm"
+        backend = (state.backend or config.backend) if chat else config.backend
+        hosts = config.llm_hosts(backend)
+        client = config.openai_client_config if backend == "openai" else None
+        return [
+            LLMTask(
+                kind="chat" if chat else "check",
+                task_id=task_id,
+                run_id=state.run_id,
+                backend=backend,
+                model=config.model_name,
+                host=hosts[0],
+                hosts=hosts,
+                api_key_env=client.api_key_env if client else None,
+                timeout_s=client.timeout_s if client else config.ollama_client_config.timeout_s,
+                connect_timeout_s=config.ollama_client_config.connect_timeout_s,
+                messages=prompt_messages(state) if chat else (),
+                tools=offered_tools_now(state) if chat else (),
+                options=config.model_options.as_options(),
+                keep_alive=config.keep_alive,
+                call_index=max(state.llm_calls - 1, 0),
+                cycle=state.cycle_number,
+                step=state.step,
+                script=config.script,
+                max_content_chars=config.limits.llm_content_chars,
+            )
+        ]
+    if state.phase == "checking_paragraphs":
+        diversity = config.diversity
+        attempt = len(state.attempts) + 1
+        return [
+            EmbedTask(
+                kind="paragraphs",
+                task_id=task_id,
+                run_id=state.run_id,
+                cycle=state.cycle_number,
+                text=state.last_response.content if state.last_response else "",
+                model=diversity.embedding_model,
+                attempt=attempt,
+                scope=scope_for(config, state.run_id),
+                experiment=config.experiment if diversity.corpus_scope == "experiment" else None,
+                threshold=diversity.paragraph_threshold,
+                min_length=diversity.paragraph_min_length,
+                extra_patterns=diversity.natural_repetition_patterns,
+                attempts_remaining=diversity.max_attempts - attempt,
+            )
+        ]
+    if state.phase == "embedding":
+        return [
+            EmbedTask(
+                task_id=task_id,
+                run_id=state.run_id,
+                cycle=state.cycle_number,
+                text=state.reflection_history[-1],
+                model=config.diversity.embedding_model,
+            )
+        ]
+    head = state.tool_queue[0] if state.tool_queue else None
+    if state.phase != "tools" or head is None or head.task_id != task_id:
+        return []
+    if head.tool_name == SEARCH_TOOL:
+        return [
+            EmbedTask(
+                kind="search",
+                task_id=task_id,
+                run_id=state.run_id,
+                cycle=state.cycle_number,
+                text=head.arguments["query"],
+                model=config.diversity.embedding_model,
+                k=head.arguments.get("k", config.tools.search_k),
+            )
+        ]
+    if head.tool_name in MEMORY_TOOLS:
+        return [
+            MemoryTask(
+                task_id=task_id,
+                run_id=state.run_id,
+                tool=head.tool_name,
+                arguments=head.arguments,
+                ts=head.requested_at,
+            )
+        ]
+    return []

@@ -1,0 +1,105 @@
+"""Rebuild and deterministic replay of a logged run. Pure.
+
+Rebuild folds the log into the AgentState. Replay re-runs ``decide`` over every
+logged input event and checks that it yields exactly the events that follow it in
+the log: a code change that would alter recorded behaviour shows up as the first
+divergence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from contreact_events.catalog import Event
+from contreact_events.core.decide import decide
+from contreact_events.core.state import AgentState
+from contreact_events.wire.tasks import INPUT_EVENT_TYPES
+
+
+@dataclass(frozen=True)
+class Divergence:
+    index: int
+    """Position in the log (0-based) where replay and log part ways."""
+    reason: str
+    expected: Event | None = None
+    logged: Event | None = None
+
+    def describe(self) -> str:
+        where = f"event #{self.index + 1}"
+        if self.logged is not None:
+            where += f" ({self.logged.type} {self.logged.event_id})"
+        text = f"{where}: {self.reason}"
+        if self.expected is not None and self.logged is not None:
+            fields = _differing_fields(self.expected, self.logged)
+            if fields:
+                text += f"; differing fields: {', '.join(fields)}"
+        return text
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    events: int
+    inputs: int
+    state: AgentState
+    divergence: Divergence | None
+
+    @property
+    def ok(self) -> bool:
+        return self.divergence is None
+
+
+def replay_check(events: Sequence[Event]) -> ReplayReport:
+    """Re-run ``decide`` over the logged inputs and compare with the log."""
+    if not events:
+        raise ValueError("cannot replay an empty log")
+    state = AgentState(run_id=events[0].run_id)
+    index = inputs = 0
+    while index < len(events):
+        event = events[index]
+        if event.type not in INPUT_EVENT_TYPES:
+            reason = "the log has a decided event where replay expected an input"
+            return ReplayReport(len(events), inputs, state, Divergence(index, reason, None, event))
+        decision = decide(state, event)
+        inputs += 1
+        if decision.ignored is not None:
+            reason = f"decide now ignores this logged input: {decision.ignored}"
+            return ReplayReport(len(events), inputs, state, Divergence(index, reason, None, event))
+        for offset, expected in enumerate(decision.events):
+            position = index + offset
+            if position >= len(events):
+                reason = f"the log ends where decide adds {expected.type}"
+                divergence = Divergence(position, reason, expected, None)
+                return ReplayReport(len(events), inputs, state, divergence)
+            expected = _as_recorded(expected, events[position])
+            if expected != events[position]:
+                reason = f"decide yields {expected.type}, the log has {events[position].type}"
+                divergence = Divergence(position, reason, expected, events[position])
+                return ReplayReport(len(events), inputs, state, divergence)
+        state = decision.state
+        index += len(decision.events)
+    return ReplayReport(len(events), inputs, state, None)
+
+
+NOT_RECORDED: dict[str, dict[str, object]] = {
+    "RunStarted": {"prompt_hashes": {}},
+    "LLMRequested": {"prompt_sha256": None},
+}
+"""Fields of decided events that older schema versions did not record, with the value
+their upcaster gives: a logged event that has it is compared without that field."""
+
+
+def _as_recorded(expected: Event, logged: Event) -> Event:
+    """``expected`` without the fields the logged event's version did not record."""
+    fields = NOT_RECORDED.get(logged.type)
+    if not fields or type(expected) is not type(logged):
+        return expected
+    missing = {k: v for k, v in fields.items() if getattr(logged, k) == v}
+    return expected.model_copy(update=missing) if missing else expected
+
+
+def _differing_fields(expected: Event, logged: Event) -> list[str]:
+    if type(expected) is not type(logged):
+        return ["type"]
+    a, b = expected.model_dump(), logged.model_dump()
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))

@@ -1,0 +1,53 @@
+"""The JSON schema of every run-log event and bus message, generated from the models.
+
+``python -m contreact_events.wire.schema`` rewrites ``libs/events/schema/``; a test fails
+when the committed files drift from the models.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from contreact_events.catalog import EVENT_ADAPTER, SCHEMA_VERSIONS
+from contreact_events.wire.tasks import InboxMessage, LLMTask, MemoryTask
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schema"
+
+
+def schemas() -> dict[str, dict[str, Any]]:
+    versions = dict(sorted(SCHEMA_VERSIONS.items()))
+    events = EVENT_ADAPTER.json_schema(mode="validation")
+    events["title"] = "ContReAct run-log event"
+    events["x-schema-versions"] = versions
+    out = {"events.schema.json": events}
+    for name, model in (
+        ("llm-task", LLMTask),
+        ("memory-task", MemoryTask),
+        ("inbox-message", InboxMessage),
+    ):
+        out[f"{name}.schema.json"] = TypeAdapter(model).json_schema(mode="validation")
+    return out
+
+
+def render(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+def write(directory: Path = SCHEMA_DIR) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, schema in schemas().items():
+        path = directory / name
+        path.write_text(render(schema), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+if __name__ == "__main__":
+    for written in write(Path(sys.argv[1]) if len(sys.argv) > 1 else SCHEMA_DIR):
+        print(f"wrote {written}")

@@ -1,0 +1,324 @@
+"""Messages on the bus that are not run-log events: tasks for workers, and the inbox
+messages (worker results, CLI commands) that the orchestrator turns into input events.
+
+Tasks carry their whole payload (the LLM task carries the full message list) and
+may be trimmed from their streams; the run log is the record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from contreact_events.catalog import EVENT_ADAPTER, EVENT_CLASSES, Event
+from contreact_events.catalog.chat import AssistantMessage, ChatMessage, LLMUsage
+from contreact_events.catalog.cycle import LLMFailed, LLMResponded
+from contreact_events.catalog.delivery import TaskFailed
+from contreact_events.catalog.diversity import (
+    ChunkMatch,
+    EmbeddingFailed,
+    ParagraphsChecked,
+    ReflectionEmbedded,
+)
+from contreact_events.catalog.envelope import EventBase, InputEvent
+from contreact_events.catalog.run import ModelChecked, RunCancelled, RunRequested
+from contreact_events.catalog.tool import OperatorReplied, ToolCallCompleted
+from contreact_events.config import RUN_ID_PATTERN, Backend, RunConfig, ScriptConfig
+from contreact_events.exceptions import CorruptEvent
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LLMTask(_Frozen):
+    """For the LLM worker: ``check`` resolves the backend and checks the model is
+    there; ``chat`` asks for one completion."""
+
+    kind: Literal["check", "chat"]
+    task_id: str
+    run_id: str
+    backend: Backend
+    model: str
+    host: str
+    """Where the call goes: the host the worker chose from ``hosts`` (the first until then)."""
+    hosts: tuple[str, ...] = ()
+    """Every host that may answer (an Ollama pool; an OpenAI-compatible base URL)."""
+    api_key_env: str | None = None
+    """OpenAI-compatible servers: the worker's environment variable holding the key."""
+    timeout_s: float | None = None
+    messages: tuple[ChatMessage, ...] = ()
+    tools: tuple[dict[str, Any], ...] = ()
+    options: dict[str, Any] = Field(default_factory=dict)
+    keep_alive: str | None = None
+    call_index: int = 0
+    cycle: int = 0
+    step: int = 0
+    script: ScriptConfig | None = None
+    deadline: datetime | None = None
+    """When the run stops waiting for this send (a worker neither starts nor retries
+    a call past it: the run has sent the task again, or given up)."""
+    send: int = 1
+    """Which send of the task this is (1, then 2 after a retry...)."""
+    max_content_chars: int | None = None
+    """Answer text past this is cut by the worker (``limits.llm_content_chars``)."""
+    connect_timeout_s: float = 5.0
+    """Longest wait to reach the model server (``ollama_client_config.connect_timeout_s``)."""
+
+
+class MemoryTask(_Frozen):
+    """For the memory service: apply one memory tool call of a run, exactly once."""
+
+    task_id: str
+    run_id: str
+    tool: str
+    arguments: dict[str, Any]
+    ts: datetime
+    """Time of the request (stored as the entry's update time, so a rebuild matches)."""
+    deadline: datetime | None = None
+    send: int = 1
+
+
+class EmbedTask(_Frozen):
+    """For the embedder. ``reflection``: embed a cycle's reflection (seed 000).
+    ``paragraphs``: split an answer into paragraphs, embed them and compare them with
+    the corpus of the scope (seed 001). ``search``: the agent's ``search_memory`` call
+    (seed 004), answered as the tool's result."""
+
+    kind: Literal["reflection", "paragraphs", "search"] = "reflection"
+    task_id: str
+    run_id: str
+    cycle: int
+    text: str
+    model: str
+    attempt: int = 1
+    scope: str = ""
+    experiment: str | None = None
+    threshold: float = 0.85
+    min_length: int = 50
+    extra_patterns: tuple[str, ...] = ()
+    attempts_remaining: int = 0
+    k: int = 5
+    """``search``: how many results (the text is the query)."""
+    deadline: datetime | None = None
+    send: int = 1
+
+
+INPUT_EVENT_TYPES = frozenset(
+    name for name, cls in EVENT_CLASSES.items() if issubclass(cls, InputEvent)
+)
+"""Event types that enter through the inbox (subclasses of ``InputEvent``); all others are
+decided."""
+
+DIGEST_REQUEST = "StateDigestRequested"
+"""Inbox control message: write the held state's digest to ``run_digest_key``."""
+
+
+class InboxMessage(_Frozen):
+    """Something for the orchestrator: an input event's data, or a control request."""
+
+    msg_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    run_id: str = Field(pattern=RUN_ID_PATTERN.pattern)
+    kind: str
+    causation_id: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+
+    def to_event(self, ts: datetime) -> Event:
+        """The input event this message stands for, stamped with its receipt time."""
+        if self.kind not in INPUT_EVENT_TYPES:
+            raise CorruptEvent(f"inbox message {self.msg_id}: {self.kind!r} is not an input")
+        try:
+            return EVENT_ADAPTER.validate_python(
+                {
+                    **self.data,
+                    "type": self.kind,
+                    "event_id": self.msg_id,
+                    "run_id": self.run_id,
+                    "ts": ts,
+                    "causation_id": self.causation_id,
+                    "correlation_id": self.run_id,
+                }
+            )
+        except ValidationError as exc:
+            raise CorruptEvent(f"inbox message {self.msg_id} ({self.kind}): {exc}") from None
+
+
+_ENVELOPE_FIELDS: set[str] = {*EventBase.model_fields, "type"}
+_UNSTAMPED = datetime.fromtimestamp(0, UTC)
+
+
+def input_message(
+    kind: type[InputEvent], run_id: str, causation_id: str | None, **data: Any
+) -> InboxMessage:
+    """An inbox message carrying ``kind``'s data, validated against the event class where
+    it is made: a worker (or the CLI) that builds a malformed input fails at once, in its
+    own process, instead of the orchestrator refusing the message later. The orchestrator validates
+    again on receipt (``InboxMessage.to_event``), since the bus is not trusted; the
+    envelope (id, receipt time) is stamped there."""
+    event = kind.model_validate(
+        {
+            **data,
+            "event_id": "unstamped",
+            "run_id": run_id,
+            "ts": _UNSTAMPED,
+            "causation_id": causation_id,
+            "correlation_id": run_id,
+        }
+    )
+    return InboxMessage(
+        run_id=run_id,
+        kind=event.type,  # type: ignore[attr-defined]
+        causation_id=causation_id,
+        data=event.model_dump(mode="json", exclude=_ENVELOPE_FIELDS),
+    )
+
+
+def run_requested(config: RunConfig, requested_by: str = "cli") -> InboxMessage:
+    return input_message(
+        RunRequested, config.run_id, None, config=config, requested_by=requested_by
+    )
+
+
+def run_cancelled(run_id: str, reason: str) -> InboxMessage:
+    return input_message(RunCancelled, run_id, None, reason=reason)
+
+
+def operator_replied(
+    run_id: str, task_id: str, text: str, by: Literal["operator", "policy", "timeout"]
+) -> InboxMessage:
+    return input_message(OperatorReplied, run_id, task_id, task_id=task_id, text=text, by=by)
+
+
+def llm_responded(
+    task: LLMTask,
+    message: AssistantMessage,
+    usage: LLMUsage,
+    model: str,
+    tool_call_error: str | None = None,
+) -> InboxMessage:
+    return input_message(
+        LLMResponded,
+        task.run_id,
+        task.task_id,
+        message=message,
+        usage=usage,
+        model=model,
+        tool_call_error=tool_call_error,
+    )
+
+
+def llm_failed(task: LLMTask, error: str, *, retryable: bool, attempts: int) -> InboxMessage:
+    return input_message(
+        LLMFailed, task.run_id, task.task_id, error=error, retryable=retryable, attempts=attempts
+    )
+
+
+def model_checked(
+    task: LLMTask,
+    *,
+    ok: bool,
+    backend: str | None,
+    detail: str,
+    model_digest: str | None = None,
+    model: str | None = None,
+) -> InboxMessage:
+    return input_message(
+        ModelChecked,
+        task.run_id,
+        task.task_id,
+        ok=ok,
+        backend=backend,
+        model=model or task.model,
+        model_digest=model_digest,
+        detail=detail,
+    )
+
+
+def task_failed(
+    run_id: str, task_id: str, cause: str, reason: str, *, send: int | None = None
+) -> InboxMessage:
+    """A task of ``run_id`` will not be answered: it expired, was dead-lettered, or its
+    result was refused. The run retries it within its budget, then fails."""
+    return input_message(
+        TaskFailed, run_id, task_id, task_id=task_id, cause=cause, reason=reason, send=send
+    )
+
+
+def task_digest(task: BaseModel) -> str:
+    """SHA-256 of a task's canonical JSON: the orchestrator records it with the events
+    that call for the task, and a worker applies a task only if it matches (so a task
+    from anyone else, or a stale copy, has no effect)."""
+    canonical = orjson.dumps(task.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def tool_completed(task: MemoryTask, output: str, *, ok: bool) -> InboxMessage:
+    return tool_result(task.run_id, task.task_id, task.tool, output, ok=ok)
+
+
+def tool_result(run_id: str, task_id: str, tool: str, output: str, *, ok: bool) -> InboxMessage:
+    return input_message(
+        ToolCallCompleted, run_id, task_id, task_id=task_id, tool_name=tool, output=output, ok=ok
+    )
+
+
+def reflection_embedded(
+    task: EmbedTask, vector: Sequence[float], model: str, *, truncated: bool
+) -> InboxMessage:
+    return input_message(
+        ReflectionEmbedded,
+        task.run_id,
+        task.task_id,
+        task_id=task.task_id,
+        cycle=task.cycle,
+        vector=[float(x) for x in vector],
+        model=model,
+        truncated=truncated,
+    )
+
+
+def embedding_failed(task: EmbedTask, error: str) -> InboxMessage:
+    return input_message(
+        EmbeddingFailed,
+        task.run_id,
+        task.task_id,
+        task_id=task.task_id,
+        cycle=task.cycle,
+        error=error,
+    )
+
+
+def paragraphs_checked(
+    task: EmbedTask,
+    *,
+    paragraphs: Sequence[str],
+    vectors: Sequence[Sequence[float]],
+    overall_similarity: float,
+    is_unique: bool,
+    matches: Sequence[ChunkMatch],
+    feedback: str,
+    corpus_chunks: int,
+    windows: bool,
+) -> InboxMessage:
+    return input_message(
+        ParagraphsChecked,
+        task.run_id,
+        task.task_id,
+        task_id=task.task_id,
+        cycle=task.cycle,
+        attempt=task.attempt,
+        paragraphs=list(paragraphs),
+        vectors=[[float(x) for x in v] for v in vectors],
+        overall_similarity=float(overall_similarity),
+        is_unique=is_unique,
+        matches=list(matches),
+        feedback=feedback,
+        corpus_chunks=corpus_chunks,
+        windows=windows,
+    )

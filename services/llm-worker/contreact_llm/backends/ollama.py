@@ -1,0 +1,213 @@
+"""Chat completions from an Ollama server, through the official ``ollama`` client."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import httpx
+import ollama
+
+from contreact_events.catalog.chat import AssistantMessage, LLMUsage, ToolCall
+from contreact_events.config import ResolvedBackend
+from contreact_events.wire.tasks import LLMTask
+from contreact_llm.backends import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
+from contreact_llm.exceptions import (
+    BackendError,
+    CallFailed,
+    CheckTimedOut,
+    ToolCallParseError,
+    TransientBackendError,
+)
+from contreact_llm.retry import RetryPolicy, with_retries
+from contreact_llm.scheduling.check_slots import CheckSlots, CheckWindow
+
+TOOL_CALL_PARSE_ERROR = "error parsing tool call"
+_RAW_TEXT = re.compile(r"raw='(.*)', err=", re.DOTALL)
+CHECK_FIX = (
+    "is Ollama running there (`ollama serve`), and is ollama_client_config.host the right URL?"
+)
+
+
+def full_name(model: str) -> str:
+    """``name:tag`` with Ollama's default tag ``latest`` when none is given."""
+    return model if ":" in model.rsplit("/", 1)[-1] else f"{model}:latest"
+
+
+def pull_hint(model: str, host: str) -> str:
+    return f"model '{model}' is not pulled on {host}: run `ollama pull {model}`"
+
+
+def unreachable(host: str, exc: BaseException) -> str:
+    return (
+        f"Ollama does not answer at {host} ({type(exc).__name__}: {exc}); start it with "
+        "`ollama serve`, or set ollama_client_config.host to a running server"
+    )
+
+
+def _seconds(ns: int | None) -> float:
+    return (ns or 0) / 1e9
+
+
+def classify(exc: Exception, host: str) -> BackendError:
+    """The backend error an exception from the client stands for (transient or not)."""
+    if isinstance(exc, ollama.ResponseError):
+        message = f"Ollama at {host} answered HTTP {exc.status_code}: {exc.error}"
+        if exc.status_code == 500 and TOOL_CALL_PARSE_ERROR in exc.error:
+            found = _RAW_TEXT.search(exc.error)
+            return ToolCallParseError(message, found.group(1) if found else exc.error)
+        if exc.status_code == 429 or exc.status_code >= 500:
+            return TransientBackendError(message)
+        return BackendError(message)
+    if isinstance(exc, httpx.ConnectTimeout):
+        return TransientBackendError(
+            f"Ollama at {host} did not accept a connection within the connect timeout "
+            "(ollama_client_config.connect_timeout_s): is the host right and the server up?"
+        )
+    if isinstance(exc, ConnectionError | httpx.TransportError):
+        return TransientBackendError(unreachable(host, exc))
+    return BackendError(f"Ollama client error talking to {host}: {type(exc).__name__}: {exc}")
+
+
+class OllamaBackend:
+    name: ResolvedBackend = "ollama"
+
+    def __init__(self, retry: RetryPolicy, checks: CheckSlots | None = None) -> None:
+        self._retry = retry
+        self._checks = checks or CheckSlots()
+        self._clients: dict[tuple[str, float | None, float], ollama.AsyncClient] = {}
+        self._check_clients: dict[tuple[str, float], ollama.AsyncClient] = {}
+
+    def _client(self, host: str, task: LLMTask) -> ollama.AsyncClient:
+        """One client per (host, timeouts). Reaching the server is bounded by the
+        short connect timeout; an answer (a long generation) by ``timeout_s``."""
+        key = (host, task.timeout_s, task.connect_timeout_s)
+        if key not in self._clients:
+            timeout = httpx.Timeout(task.timeout_s, connect=task.connect_timeout_s)
+            self._clients[key] = ollama.AsyncClient(host=host, timeout=timeout)
+        return self._clients[key]
+
+    def _check_client(self, host: str, task: LLMTask) -> ollama.AsyncClient:
+        """A check's client: a small request, with short timeouts of its own."""
+        key = (host, task.connect_timeout_s)
+        if key not in self._check_clients:
+            answer_s, connect_s = self._checks.client_timeouts(task.connect_timeout_s)
+            timeout = httpx.Timeout(answer_s, connect=connect_s)
+            self._check_clients[key] = ollama.AsyncClient(host=host, timeout=timeout)
+        return self._check_clients[key]
+
+    async def check(self, task: LLMTask) -> CheckOutcome:
+        """The model must be on every host of the pool, the same version on each (a
+        run's calls may go to any of them). Each host is asked in its own queue, and
+        the whole check ends at its time (``check_slots``)."""
+        window = self._checks.window(task.deadline)
+        digests: dict[str, str | None] = {}
+        for host in task.hosts or (task.host,):
+            outcome = await self._check_host(task, host, window)
+            if not outcome.ok:
+                return outcome
+            digests[host] = outcome.model_digest
+        if len(set(digests.values())) > 1:
+            versions = ", ".join(f"{host}: {digest}" for host, digest in digests.items())
+            return CheckOutcome(
+                ok=False,
+                backend="ollama",
+                detail=f"model '{task.model}' differs between the hosts of the pool "
+                f"({versions}): run `ollama pull {task.model}` on each",
+            )
+        hosts = list(digests)
+        where = hosts[0] if len(hosts) == 1 else f"{len(hosts)} hosts ({', '.join(hosts)})"
+        return CheckOutcome(
+            ok=True,
+            backend="ollama",
+            detail=f"model '{full_name(task.model)}' is available on {where}",
+            model_digest=digests[hosts[0]],
+            model=task.model,
+        )
+
+    async def _check_host(self, task: LLMTask, host: str, window: CheckWindow) -> CheckOutcome:
+        client = self._check_client(host, task)
+        try:
+            listing = await self._checks.call(
+                host, window, client.list, server="Ollama", fix=CHECK_FIX
+            )
+        except CheckTimedOut as exc:
+            return CheckOutcome(ok=False, backend="ollama", detail=str(exc))
+        except Exception as exc:
+            return CheckOutcome(ok=False, backend="ollama", detail=classify(exc, host).args[0])
+        wanted = full_name(task.model)
+        for entry in listing.models:
+            if entry.model is not None and full_name(entry.model) == wanted:
+                return CheckOutcome(
+                    ok=True,
+                    backend="ollama",
+                    detail=f"model '{entry.model}' is available on {host}",
+                    model_digest=entry.digest,
+                )
+        return CheckOutcome(ok=False, backend="ollama", detail=pull_hint(task.model, host))
+
+    async def chat(self, task: LLMTask) -> ChatOutcome:
+        started = time.monotonic()
+        try:
+            response, attempts = await with_retries(
+                self._retry, lambda: self._chat_once(task), task.deadline
+            )
+        except CallFailed as failed:
+            cause = failed.cause
+            if isinstance(cause, ToolCallParseError):
+                usage = LLMUsage(
+                    wall_s=time.monotonic() - started,
+                    done_reason="tool_call_parse_error",
+                    attempts=failed.attempts,
+                )
+                return ChatReply(
+                    message=AssistantMessage(content=cause.raw_text),
+                    usage=usage,
+                    model=task.model,
+                    tool_call_error=str(cause),
+                )
+            return ChatFailure(str(cause), cause.transient, failed.attempts)
+        usage = LLMUsage(
+            prompt_tokens=response.prompt_eval_count or 0,
+            completion_tokens=response.eval_count or 0,
+            total_s=_seconds(response.total_duration),
+            load_s=_seconds(response.load_duration),
+            prompt_eval_s=_seconds(response.prompt_eval_duration),
+            eval_s=_seconds(response.eval_duration),
+            wall_s=time.monotonic() - started,
+            done_reason=response.done_reason,
+            attempts=attempts,
+        )
+        reply = response.message
+        message = AssistantMessage(
+            content=reply.content or "",
+            tool_calls=tuple(
+                ToolCall(name=call.function.name, arguments=dict(call.function.arguments))
+                for call in reply.tool_calls or ()
+            ),
+            thinking=reply.thinking,
+        )
+        return ChatReply(message=message, usage=usage, model=response.model or task.model)
+
+    async def _chat_once(self, task: LLMTask) -> ollama.ChatResponse:
+        client = self._client(task.host, task)
+        options = dict(task.options)
+        think = options.pop("reasoning_effort", None)  # Ollama's `think` levels
+        try:
+            return await client.chat(
+                model=task.model,
+                messages=[m.as_ollama() for m in task.messages],
+                tools=list(task.tools) or None,
+                stream=False,
+                think=think,
+                options=options or None,
+                keep_alive=task.keep_alive,
+            )
+        except Exception as exc:
+            raise classify(exc, task.host) from exc
+
+    async def aclose(self) -> None:
+        clients = [*self._clients.values(), *self._check_clients.values()]
+        self._clients, self._check_clients = {}, {}
+        for client in clients:
+            await client.close()  # type: ignore[no-untyped-call]

@@ -1,0 +1,312 @@
+"""Chat completions from an OpenAI-compatible server (OpenRouter, vLLM, llama.cpp's
+server), through the official ``openai`` client.
+
+The key: the run config names an environment variable (``api_key_env``); the worker
+reads it from its own environment when it builds a client. It never enters a task,
+an event, an export or a log line, and error texts are scrubbed of it.
+
+Options (``model_options``, named as Ollama names them) are mapped by
+``request_options``: the OpenAI parameters directly, the sampling options the
+compatible servers accept beyond OpenAI's set in the request body, and the options
+that configure a server's model load (``num_ctx`` ...) not at all: the model check
+says which were not sent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+
+from contreact_events.catalog.chat import AssistantMessage, ChatMessage, LLMUsage
+from contreact_events.config import ResolvedBackend
+from contreact_events.wire.tasks import LLMTask
+from contreact_llm.backends import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
+from contreact_llm.backends.chat_prompt import parse_arguments
+from contreact_llm.exceptions import (
+    BackendError,
+    CallFailed,
+    CheckTimedOut,
+    TransientBackendError,
+)
+from contreact_llm.retry import RetryPolicy, with_retries
+from contreact_llm.scheduling.check_slots import CheckSlots
+
+DIRECT_OPTIONS = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "seed": "seed",
+    "presence_penalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty",
+    "reasoning_effort": "reasoning_effort",
+}
+"""Ollama-named option -> the chat-completions parameter of the same meaning."""
+BODY_OPTIONS = {
+    "top_k": ("top_k",),
+    "min_p": ("min_p",),
+    "repeat_penalty": ("repetition_penalty", "repeat_penalty"),
+    "repeat_last_n": ("repeat_last_n",),
+}
+"""Sampling options beyond OpenAI's set, sent in the request body under the names
+OpenRouter and vLLM (``repetition_penalty``) and llama.cpp's server (``repeat_penalty``,
+``repeat_last_n``) read; api.openai.com itself refuses them, loudly."""
+NOT_SENT = ("num_ctx", "num_batch", "num_thread", "num_keep")
+"""They configure how a server loads a model: set on the server, not per request."""
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+NO_KEY = "no-key"
+"""What the client sends when a server needs no key (``api_key_env: null``)."""
+CHECK_FIX = "is the server running, and is openai_client_config.base_url the right URL?"
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    params: dict[str, Any]
+    body: dict[str, Any]
+    not_sent: tuple[str, ...]
+
+
+def request_options(options: dict[str, Any]) -> RequestOptions:
+    """``model_options`` as chat-completions parameters. ``num_predict`` > 0 becomes
+    ``max_tokens``; -1 (unlimited) and -2 (fill the context) send no limit."""
+    params: dict[str, Any] = {}
+    body: dict[str, Any] = {}
+    not_sent: list[str] = []
+    for name, value in options.items():
+        if name in DIRECT_OPTIONS:
+            params[DIRECT_OPTIONS[name]] = value
+        elif name in BODY_OPTIONS:
+            body.update(dict.fromkeys(BODY_OPTIONS[name], value))
+        elif name == "num_predict":
+            if value > 0:
+                params["max_tokens"] = value
+        elif name == "stop":
+            params["stop"] = list(value)
+        else:
+            not_sent.append(name)
+    return RequestOptions(params, body, tuple(not_sent))
+
+
+def call_id(message_index: int, call_index: int) -> str:
+    """Tool-call ids are not kept in the run log: each call gets one from its place in
+    the conversation, the same in every request (``call_3_0``)."""
+    return f"call_{message_index}_{call_index}"
+
+
+def openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """The conversation in the chat-completions format: assistant tool calls with ids
+    and JSON-text arguments, each tool result naming the call it answers (results
+    follow their calls in order, as the fold appends them)."""
+    out: list[dict[str, Any]] = []
+    waiting: list[str] = []
+    for index, message in enumerate(messages):
+        if message.role == "assistant":
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if message.tool_calls:
+                waiting = [call_id(index, j) for j in range(len(message.tool_calls))]
+                entry["tool_calls"] = [
+                    {
+                        "id": waiting[j],
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                    }
+                    for j, call in enumerate(message.tool_calls)
+                ]
+            else:
+                entry["content"] = message.content
+            out.append(entry)
+        elif message.role == "tool":
+            answered = waiting.pop(0) if waiting else call_id(index, 0)
+            out.append({"role": "tool", "tool_call_id": answered, "content": message.content})
+        else:
+            out.append({"role": message.role, "content": message.content})
+    return out
+
+
+def assistant_message(choice: Any) -> AssistantMessage:
+    """The answer of one choice: text, tool calls (unreadable arguments kept as an
+    ``arguments_error``), and the reasoning text when the server returns it."""
+    message = choice.message
+    calls = []
+    for call in message.tool_calls or ():
+        function = getattr(call, "function", None)
+        if function is None:  # a custom (non-function) tool call: not ours to run
+            continue
+        calls.append(parse_arguments(function.name, function.arguments or "{}"))
+    extra = message.model_extra or {}
+    thinking = extra.get("reasoning") or extra.get("reasoning_content")
+    return AssistantMessage(
+        content=message.content or "",
+        tool_calls=tuple(calls),
+        thinking=thinking if isinstance(thinking, str) else None,
+    )
+
+
+class OpenAIBackend:
+    name: ResolvedBackend = "openai"
+
+    def __init__(
+        self,
+        retry: RetryPolicy,
+        environ: dict[str, str] | None = None,
+        checks: CheckSlots | None = None,
+    ) -> None:
+        self._retry = retry
+        self._environ = environ if environ is not None else os.environ
+        self._checks = checks or CheckSlots()
+        self._clients: dict[tuple[str, str | None, float | None], AsyncOpenAI] = {}
+        self._check_clients: dict[tuple[str, str | None, float], AsyncOpenAI] = {}
+
+    def _key(self, task: LLMTask) -> str | None:
+        """The key from the worker's environment; None when the task needs none."""
+        if task.api_key_env is None:
+            return None
+        key = self._environ.get(task.api_key_env, "")
+        if not key:
+            raise BackendError(
+                f"the LLM worker has no {task.api_key_env} in its environment: export it "
+                "before `contreact up` (the key is read there, never from a config)"
+            )
+        return key
+
+    def _client(self, task: LLMTask) -> AsyncOpenAI:
+        key = (task.host, task.api_key_env, task.timeout_s)
+        if key not in self._clients:
+            self._clients[key] = AsyncOpenAI(
+                api_key=self._key(task) or NO_KEY,
+                base_url=task.host,
+                timeout=task.timeout_s,
+                max_retries=0,  # the worker's RetryPolicy retries, as for every backend
+            )
+        return self._clients[key]
+
+    def _check_client(self, task: LLMTask) -> AsyncOpenAI:
+        """A check's client: a small request, with short timeouts of its own."""
+        key = (task.host, task.api_key_env, task.connect_timeout_s)
+        if key not in self._check_clients:
+            answer_s, connect_s = self._checks.client_timeouts(task.connect_timeout_s)
+            self._check_clients[key] = AsyncOpenAI(
+                api_key=self._key(task) or NO_KEY,
+                base_url=task.host,
+                timeout=openai.Timeout(answer_s, connect=connect_s),
+                max_retries=0,
+            )
+        return self._check_clients[key]
+
+    def _scrub(self, task: LLMTask, text: str) -> str:
+        key = self._environ.get(task.api_key_env or "", "")
+        return text.replace(key, "[key]") if key else text
+
+    def classify(self, task: LLMTask, exc: Exception) -> BackendError:
+        """The backend error an exception from the client stands for."""
+        where = task.host
+        if isinstance(exc, BackendError):
+            return exc
+        if isinstance(exc, openai.APITimeoutError):
+            return TransientBackendError(f"{where} did not answer within {task.timeout_s}s")
+        if isinstance(exc, openai.APIConnectionError):
+            return TransientBackendError(
+                f"no OpenAI-compatible server answers at {where} ({exc.__cause__ or exc}); "
+                "check openai_client_config.base_url"
+            )
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            message = f"{where} answered HTTP {status}: {self._scrub(task, exc.message)}"
+            if status in (401, 403):
+                return BackendError(f"{message} (is the key in {task.api_key_env} valid?)")
+            if status == 404:
+                return BackendError(f"{message} (does {where} serve model '{task.model}'?)")
+            if status in RETRYABLE_STATUS or status >= 500:
+                return TransientBackendError(message)
+            return BackendError(message)
+        text = self._scrub(task, f"{type(exc).__name__}: {exc}")
+        return BackendError(f"OpenAI client error talking to {where}: {text}")
+
+    async def check(self, task: LLMTask) -> CheckOutcome:
+        options = request_options(task.options)
+        unsent = (
+            f"; not sent (set on the server): {', '.join(options.not_sent)}"
+            if options.not_sent
+            else ""
+        )
+
+        async def served_models() -> list[str]:
+            listing = await self._check_client(task).models.list()
+            return [model.id async for model in listing]
+
+        window = self._checks.window(task.deadline)
+        try:
+            served = await self._checks.call(
+                task.host, window, served_models, server="the server", fix=CHECK_FIX
+            )
+        except CheckTimedOut as exc:
+            return CheckOutcome(ok=False, backend="openai", detail=str(exc))
+        except Exception as exc:
+            error = self.classify(task, exc)
+            if isinstance(exc, openai.NotFoundError):  # a server that lists no models
+                detail = f"{task.host} does not list its models; the first call will tell"
+                return CheckOutcome(ok=True, backend="openai", detail=detail + unsent)
+            return CheckOutcome(ok=False, backend="openai", detail=str(error))
+        if task.model not in served:
+            sample = ", ".join(served[:5]) or "none"
+            return CheckOutcome(
+                ok=False,
+                backend="openai",
+                detail=f"model '{task.model}' is not served by {task.host} "
+                f"({len(served)} model(s) listed, e.g. {sample})",
+            )
+        return CheckOutcome(
+            ok=True,
+            backend="openai",
+            detail=f"model '{task.model}' is served by {task.host}{unsent}",
+            model=task.model,
+        )
+
+    async def chat(self, task: LLMTask) -> ChatOutcome:
+        started = time.monotonic()
+        try:
+            completion, attempts = await with_retries(
+                self._retry, lambda: self._chat_once(task), task.deadline
+            )
+        except CallFailed as failed:
+            return ChatFailure(str(failed.cause), failed.cause.transient, failed.attempts)
+        if not completion.choices:
+            return ChatFailure(f"{task.host} answered without a choice", False, attempts)
+        choice = completion.choices[0]
+        usage = completion.usage
+        return ChatReply(
+            message=assistant_message(choice),
+            usage=LLMUsage(
+                prompt_tokens=usage.prompt_tokens if usage else 0,
+                completion_tokens=usage.completion_tokens if usage else 0,
+                wall_s=time.monotonic() - started,
+                done_reason=choice.finish_reason,
+                attempts=attempts,
+            ),
+            model=completion.model or task.model,
+        )
+
+    async def _chat_once(self, task: LLMTask) -> Any:
+        options = request_options(task.options)
+        try:
+            return await self._client(task).chat.completions.create(
+                model=task.model,
+                messages=openai_messages(task.messages),  # type: ignore[arg-type]
+                tools=list(task.tools) or openai.omit,  # type: ignore[arg-type]
+                stream=False,
+                extra_body=options.body or None,
+                **options.params,
+            )
+        except Exception as exc:
+            raise self.classify(task, exc) from exc
+
+    async def aclose(self) -> None:
+        clients = [*self._clients.values(), *self._check_clients.values()]
+        self._clients, self._check_clients = {}, {}
+        for client in clients:
+            await client.close()
