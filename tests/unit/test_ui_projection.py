@@ -18,7 +18,7 @@ from contreact_events.diversity.memory_projection import MemoryProjection
 from contreact_events.diversity.similarity import cosine
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.exceptions import ProjectionError, ProjectionVersionMismatch
-from contreact_ui.projection import (
+from contreact_ui.read_models import (
     SNAPSHOT_EVERY,
     UNKNOWN_TOOL,
     RunProjector,

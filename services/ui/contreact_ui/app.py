@@ -28,7 +28,7 @@ from fastapi.staticfiles import StaticFiles
 from contreact_events.core.export import export_records
 from contreact_events.exceptions import ContReActEventError
 from contreact_ui import views
-from contreact_ui.compose import COMPOSERS, compose, form_groups
+from contreact_ui.config_composer import COMPOSERS, compose, form_groups
 from contreact_ui.deps import Conn, RunId, RunIdItem, Seq, open_readonly
 from contreact_ui.exceptions import BadQuery, RunNotProjected, StoreUnavailable
 from contreact_ui.models import (
@@ -46,7 +46,7 @@ from contreact_ui.models import (
     RunsPage,
 )
 from contreact_ui.pages import Pages, download, download_responses
-from contreact_ui.projector import Notifier
+from contreact_ui.follower import Notifier
 from contreact_ui.render import Renderer
 from contreact_ui.settings import UISettings
 from contreact_ui.store import STORE_VERSION

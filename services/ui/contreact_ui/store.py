@@ -22,7 +22,7 @@ import orjson
 
 from contreact_events.catalog.cycle import CycleMetrics
 from contreact_ui.exceptions import ProjectionVersionMismatch
-from contreact_ui.projection import PROJECTION_VERSION, Delta, RunSummary
+from contreact_ui.read_models import PROJECTION_VERSION, Delta, RunSummary
 
 METRIC_FIELDS = tuple(CycleMetrics.model_fields)
 """One column per cycle metric (the store rebuilds when this list changes)."""

@@ -43,7 +43,7 @@ from contreact_ui.models import (
     SimilarityMatrix,
     Table1Row,
 )
-from contreact_ui.projection import describe, state_from_snapshot
+from contreact_ui.read_models import describe, state_from_snapshot
 from contreact_ui.store import METRIC_FIELDS
 
 RUN_COLUMNS = (

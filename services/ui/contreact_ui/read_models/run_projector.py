@@ -1,45 +1,19 @@
-"""The dashboard's read models, projected from a run log. Pure: no I/O, no clock.
-
-A ``RunProjector`` folds a run's events as they are appended (the same ``fold`` the
-orchestrator uses) and turns each batch into a ``Delta``: the rows of the read models
-that changed. The store writes a delta in one transaction together with how far the
-projector got in the log, so a batch is never half applied nor applied twice.
-
-Read models (tables of ``store.py``):
-
-* run summary (status, model, backend, cycle/step, tokens, memory keys, ...);
-* per-cycle metrics, tool calls by tool, the advisory each cycle received, its
-  similarity assessment and its reflection;
-* the similarity matrix (every pair the assessments compared);
-* memory changes (key added, changed, deleted, with the cycle and log position), from
-  which memory at the end of any cycle, or at any event, is read;
-* operator exchanges and regeneration attempts;
-* the events themselves, indexed by type, cycle and task, for the log viewer;
-* a snapshot of the fold's state at the start of every fifth cycle, so that the replay
-  page folds at most five cycles of events.
-
-``PROJECTION_VERSION`` names the shape of all of these: the store rebuilds itself from
-the logs when the version it holds differs.
-"""
+"""``RunProjector``: folds one run's events and turns each batch into a ``Delta`` of
+the read-model rows that changed. Pure: no I/O, no clock."""
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any
 
 import numpy as np
-import orjson
 
 from contreact_events.catalog import EVENT_CLASSES, Event
 from contreact_events.catalog.cycle import (
     CycleEnded,
-    CycleMetrics,
     CycleStarted,
-    LLMFailed,
-    LLMRequested,
     LLMResponded,
     ReflectionRecorded,
 )
@@ -47,18 +21,9 @@ from contreact_events.catalog.diversity import (
     EmbeddingFailed,
     ParagraphsAccepted,
     ParagraphsChecked,
-    ReflectionEmbedded,
     RegenerationRequested,
     SimilarityAssessed,
     TopicExhausted,
-)
-from contreact_events.catalog.run import (
-    ModelChecked,
-    RunCancelled,
-    RunCompleted,
-    RunFailed,
-    RunRequested,
-    RunStarted,
 )
 from contreact_events.catalog.tool import (
     OperatorMessageSent,
@@ -72,21 +37,28 @@ from contreact_events.core.tools import ALL_TOOLS, SEARCH_TOOL
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.wire.codec import bulk, event_to_json
 from contreact_ui.exceptions import ProjectionError
-
-PROJECTION_VERSION = 1
-"""Raise this whenever a table's shape or meaning changes: the store then rebuilds."""
+from contreact_ui.read_models.rows import (
+    AttemptRow,
+    ChangeKind,
+    CycleRow,
+    Delta,
+    Entry,
+    EventRow,
+    MemoryChange,
+    OperatorRow,
+    RunSummary,
+    Snapshot,
+)
 
 KNOWN_TOOLS = (*ALL_TOOLS, SEARCH_TOOL)
 UNKNOWN_TOOL = "(unknown tool)"
 """Calls of tools the agent made up are counted under this name in the charts (their
 names, agent text, stay in the event log)."""
 
-SUMMARY_CHARS = 200
 SNAPSHOT_EVERY = 5
 """Cycles between snapshots of the fold's state (taken at cycles 1, 6, 11, ...): the
 replay page folds at most this many cycles of events from the nearest one."""
 
-ChangeKind = Literal["added", "changed", "deleted"]
 
 TASK_TYPES = frozenset(t for t, cls in EVENT_CLASSES.items() if "task_id" in cls.model_fields)
 PROJECTED_TYPES = frozenset(
@@ -108,131 +80,6 @@ PROJECTED_TYPES = frozenset(
 )
 """The event types ``_project`` has a branch for (the others change the summary only)."""
 CYCLE_TYPES = frozenset(t for t, cls in EVENT_CLASSES.items() if "cycle" in cls.model_fields)
-
-
-class Entry(NamedTuple):
-    """One log entry to project: its stream id (None from an archive), the event, and
-    the JSON it was stored as (kept as the payload instead of encoding it again)."""
-
-    entry_id: str | None
-    event: Event
-    raw: bytes | None
-
-
-@dataclass
-class CycleRow:
-    cycle: int
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    ended_by: str | None = None
-    advisory: str | None = None
-    """The advisory in force during this cycle (given by the previous assessment)."""
-    advisory_level: str | None = None
-    metrics: CycleMetrics = field(default_factory=CycleMetrics)
-    tools: dict[str, int] = field(default_factory=dict)
-    reflection: str | None = None
-    reflection_complete: bool = True
-    level: str | None = None
-    """This cycle's own similarity assessment: high, moderate or none."""
-    max_similarity: float | None = None
-    most_similar_cycle: int | None = None
-    advisory_given: str | None = None
-    """The advisory this cycle's assessment gave the next cycle."""
-    note: str = ""
-    topic_exhausted: bool = False
-
-
-class MemoryChange(NamedTuple):
-    seq: int
-    cycle: int
-    key: str
-    change: ChangeKind
-    value: str | None
-
-
-@dataclass
-class OperatorRow:
-    task_id: str
-    cycle: int
-    message: str
-    sent_at: datetime
-    reply: str | None = None
-    replied_by: str | None = None
-    replied_at: datetime | None = None
-
-
-@dataclass
-class AttemptRow:
-    cycle: int
-    attempt: int
-    text: str
-    similarity: float
-    is_unique: bool
-    feedback: str
-    matches: int
-    paragraphs: int
-    outcome: str = "checked"
-    """checked | regenerated | accepted | accepted (relaxed)"""
-
-
-class EventRow(NamedTuple):
-    seq: int
-    entry_id: str | None
-    type: str
-    ts: datetime
-    cycle: int
-    task_key: str | None
-    """The task this event belongs to: a request and its answer share it."""
-    payload: bytes
-
-
-class Snapshot(NamedTuple):
-    seq: int
-    cycle: int
-    state: bytes
-    """zlib-compressed JSON of the fold's state after this event."""
-
-
-@dataclass
-class RunSummary:
-    run_id: str
-    status: str = "new"
-    phase: str = "new"
-    model: str = ""
-    resolved_model: str = ""
-    backend: str = ""
-    experiment: str = ""
-    cycle: int = 0
-    cycle_count: int = 0
-    step: int = 0
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    events: int = 0
-    memory_keys: int = 0
-    failure_reason: str = ""
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
-
-
-@dataclass
-class Delta:
-    """What one batch of events changed, for the store to write in one transaction."""
-
-    run_id: str
-    summary: RunSummary
-    last_entry_id: str | None
-    cycles: dict[int, CycleRow] = field(default_factory=dict)
-    similarities: list[tuple[int, int, float]] = field(default_factory=list)
-    memory: list[MemoryChange] = field(default_factory=list)
-    operator: dict[str, OperatorRow] = field(default_factory=dict)
-    attempts: dict[tuple[int, int], AttemptRow] = field(default_factory=dict)
-    events: list[EventRow] = field(default_factory=list)
-    snapshots: list[Snapshot] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        return not self.events
 
 
 class RunProjector:
@@ -486,62 +333,3 @@ def task_key(event: Event) -> str | None:
     if event.type in ("LLMResponded", "LLMFailed", "ModelChecked"):
         return event.causation_id
     return None
-
-
-def describe(event: Event) -> str:
-    """One line for the event log (agent text included: the page escapes it). Made
-    when a page shows the event, not stored."""
-    match event:
-        case RunRequested() | RunStarted():
-            text = f"{event.config.model_name}, {event.config.cycle_count} cycles"
-        case ModelChecked():
-            text = f"{'ok' if event.ok else 'FAILED'} {event.backend or ''} {event.detail}"
-        case CycleStarted():
-            text = f"cycle {event.cycle}" + (" with an advisory" if event.advisory else "")
-        case LLMRequested():
-            text = f"cycle {event.cycle} step {event.step} (call {event.call_index + 1})"
-        case LLMResponded():
-            calls = ", ".join(c.name for c in event.message.tool_calls)
-            text = (f"calls {calls}" if calls else "answer") + (
-                f": {event.message.content}" if event.message.content else ""
-            )
-        case LLMFailed():
-            text = event.error
-        case ToolCallRequested():
-            args = ", ".join(f"{k}={v!r}" for k, v in event.arguments.items())
-            text = f"{event.tool_name}({args})"
-        case ToolCallCompleted():
-            text = f"{event.tool_name} {'ok' if event.ok else 'error'}: {event.output}"
-        case OperatorMessageSent():
-            text = event.message
-        case OperatorReplied():
-            text = f"{event.by}: {event.text}"
-        case ReflectionRecorded():
-            text = event.text
-        case CycleEnded():
-            text = f"cycle {event.cycle} ended by {event.ended_by}"
-        case SimilarityAssessed():
-            sim = "-" if event.max_similarity is None else f"{event.max_similarity:.3f}"
-            text = f"level {event.level}, max {sim} (cycle {event.most_similar_cycle or '-'})"
-        case RunCompleted():
-            text = f"{event.cycles} cycles"
-        case RunFailed() | RunCancelled():
-            text = event.reason
-        case ParagraphsChecked():
-            text = (
-                f"attempt {event.attempt}: {len(event.paragraphs)} paragraph(s), "
-                f"similarity {event.overall_similarity:.3f}, "
-                f"{'unique' if event.is_unique else 'repeats'}"
-            )
-        case RegenerationRequested():
-            text = f"attempt {event.attempt} asked for"
-        case ReflectionEmbedded():
-            text = f"cycle {event.cycle}, {len(event.vector)}-d ({event.model})"
-        case _:
-            data = event.model_dump(
-                mode="json",
-                exclude={"event_id", "run_id", "type", "schema_version", "ts", "correlation_id"},
-            )
-            text = orjson.dumps(data).decode()
-    text = " ".join(text.split())
-    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
