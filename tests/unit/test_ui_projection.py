@@ -27,7 +27,8 @@ from contreact_ui.read_models import (
 )
 from contreact_ui.store import TABLES, ProjectionStore, connect_readonly
 from contreact_ui.text import display
-from contreact_ui.views import memory_entries, replay_page
+from contreact_ui.views.memory import memory_entries
+from contreact_ui.views.replay import replay_page
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 LOGS = sorted(FIXTURES.glob("runlog-v*.jsonl"))
