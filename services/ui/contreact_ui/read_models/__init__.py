@@ -27,13 +27,10 @@ one-line summary of an event the log viewer shows.
 from contreact_ui.read_models.describe import describe
 from contreact_ui.read_models.rows import (
     PROJECTION_VERSION,
-    AttemptRow,
-    CycleRow,
     Delta,
     Entry,
     EventRow,
     MemoryChange,
-    OperatorRow,
     RunSummary,
     Snapshot,
 )
@@ -51,13 +48,10 @@ __all__ = [
     "PROJECTION_VERSION",
     "SNAPSHOT_EVERY",
     "UNKNOWN_TOOL",
-    "AttemptRow",
-    "CycleRow",
     "Delta",
     "Entry",
     "EventRow",
     "MemoryChange",
-    "OperatorRow",
     "RunProjector",
     "RunSummary",
     "Snapshot",

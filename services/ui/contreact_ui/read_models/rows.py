@@ -1,5 +1,11 @@
 """The rows of the read models, and the ``Delta`` of one batch of events: what the
-projector changed, for the store to write in one transaction."""
+projector changed, for the store to write in one transaction.
+
+A row that a page shows as it is has its shape declared once, in ``models.py`` (the
+JSON contract): a cycle is a ``CycleView``, an operator exchange an
+``OperatorExchange``, a regeneration attempt a ``RegenerationAttempt``, and the run
+summary the listing's ``RunFields`` plus the fold's phase. The projector starts them
+with the values below and updates them in place while it folds a batch."""
 
 from __future__ import annotations
 
@@ -9,10 +15,10 @@ from typing import Literal, NamedTuple
 
 from contreact_events.catalog import Event
 from contreact_events.catalog.cycle import CycleMetrics
+from contreact_ui.models import CycleView, OperatorExchange, RegenerationAttempt, RunFields
 
 PROJECTION_VERSION = 1
 """Raise this whenever a table's shape or meaning changes: the store then rebuilds."""
-
 
 ChangeKind = Literal["added", "changed", "deleted"]
 
@@ -27,26 +33,93 @@ class Entry(NamedTuple):
 
 
 @dataclass
-class CycleRow:
-    cycle: int
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    ended_by: str | None = None
-    advisory: str | None = None
-    """The advisory in force during this cycle (given by the previous assessment)."""
-    advisory_level: str | None = None
-    metrics: CycleMetrics = field(default_factory=CycleMetrics)
-    tools: dict[str, int] = field(default_factory=dict)
-    reflection: str | None = None
-    reflection_complete: bool = True
-    level: str | None = None
-    """This cycle's own similarity assessment: high, moderate or none."""
-    max_similarity: float | None = None
-    most_similar_cycle: int | None = None
-    advisory_given: str | None = None
-    """The advisory this cycle's assessment gave the next cycle."""
-    note: str = ""
-    topic_exhausted: bool = False
+class RunSummary(RunFields):
+    """A run's row of the ``runs`` table as the projector keeps it."""
+
+    phase: str
+
+    @classmethod
+    def new(cls, run_id: str) -> RunSummary:
+        """A run before its first event."""
+        return cls(
+            run_id=run_id,
+            status="new",
+            phase="new",
+            model="",
+            resolved_model="",
+            backend="",
+            experiment="",
+            cycle=0,
+            cycle_count=0,
+            step=0,
+            llm_calls=0,
+            prompt_tokens=0,
+            completion_tokens=0,
+            events=0,
+            memory_keys=0,
+            failure_reason="",
+            created_at=None,
+            updated_at=None,
+        )
+
+
+def new_cycle(number: int) -> CycleView:
+    """A cycle's row before anything happened in it."""
+    return CycleView(
+        cycle=number,
+        started_at=None,
+        ended_at=None,
+        ended_by=None,
+        advisory=None,
+        advisory_level=None,
+        metrics=CycleMetrics(),
+        tools={},
+        reflection=None,
+        reflection_complete=True,
+        level=None,
+        max_similarity=None,
+        most_similar_cycle=None,
+        advisory_given=None,
+        note="",
+        topic_exhausted=False,
+    )
+
+
+def new_exchange(task_id: str, cycle: int, message: str, sent_at: datetime) -> OperatorExchange:
+    """A message to the operator, not answered yet."""
+    return OperatorExchange(
+        task_id=task_id,
+        cycle=cycle,
+        message=message,
+        sent_at=sent_at,
+        reply=None,
+        replied_by=None,
+        replied_at=None,
+    )
+
+
+def new_attempt(
+    cycle: int,
+    attempt: int,
+    text: str,
+    similarity: float,
+    is_unique: bool,
+    feedback: str,
+    matches: int,
+    paragraphs: int,
+) -> RegenerationAttempt:
+    """A reflection's paragraphs as checked (later events decide the outcome)."""
+    return RegenerationAttempt(
+        cycle=cycle,
+        attempt=attempt,
+        text=text,
+        similarity=similarity,
+        is_unique=is_unique,
+        feedback=feedback,
+        matches=matches,
+        paragraphs=paragraphs,
+        outcome="checked",
+    )
 
 
 class MemoryChange(NamedTuple):
@@ -55,31 +128,6 @@ class MemoryChange(NamedTuple):
     key: str
     change: ChangeKind
     value: str | None
-
-
-@dataclass
-class OperatorRow:
-    task_id: str
-    cycle: int
-    message: str
-    sent_at: datetime
-    reply: str | None = None
-    replied_by: str | None = None
-    replied_at: datetime | None = None
-
-
-@dataclass
-class AttemptRow:
-    cycle: int
-    attempt: int
-    text: str
-    similarity: float
-    is_unique: bool
-    feedback: str
-    matches: int
-    paragraphs: int
-    outcome: str = "checked"
-    """checked | regenerated | accepted | accepted (relaxed)"""
 
 
 class EventRow(NamedTuple):
@@ -101,39 +149,17 @@ class Snapshot(NamedTuple):
 
 
 @dataclass
-class RunSummary:
-    run_id: str
-    status: str = "new"
-    phase: str = "new"
-    model: str = ""
-    resolved_model: str = ""
-    backend: str = ""
-    experiment: str = ""
-    cycle: int = 0
-    cycle_count: int = 0
-    step: int = 0
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    events: int = 0
-    memory_keys: int = 0
-    failure_reason: str = ""
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
-
-
-@dataclass
 class Delta:
     """What one batch of events changed, for the store to write in one transaction."""
 
     run_id: str
     summary: RunSummary
     last_entry_id: str | None
-    cycles: dict[int, CycleRow] = field(default_factory=dict)
+    cycles: dict[int, CycleView] = field(default_factory=dict)
     similarities: list[tuple[int, int, float]] = field(default_factory=list)
     memory: list[MemoryChange] = field(default_factory=list)
-    operator: dict[str, OperatorRow] = field(default_factory=dict)
-    attempts: dict[tuple[int, int], AttemptRow] = field(default_factory=dict)
+    operator: dict[str, OperatorExchange] = field(default_factory=dict)
+    attempts: dict[tuple[int, int], RegenerationAttempt] = field(default_factory=dict)
     events: list[EventRow] = field(default_factory=list)
     snapshots: list[Snapshot] = field(default_factory=list)
 

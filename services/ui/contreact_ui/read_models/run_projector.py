@@ -37,17 +37,18 @@ from contreact_events.core.tools import ALL_TOOLS, SEARCH_TOOL
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.wire.codec import bulk, event_to_json
 from contreact_ui.exceptions import ProjectionError
+from contreact_ui.models import CycleView, OperatorExchange, RegenerationAttempt
 from contreact_ui.read_models.rows import (
-    AttemptRow,
     ChangeKind,
-    CycleRow,
     Delta,
     Entry,
     EventRow,
     MemoryChange,
-    OperatorRow,
     RunSummary,
     Snapshot,
+    new_attempt,
+    new_cycle,
+    new_exchange,
 )
 
 KNOWN_TOOLS = (*ALL_TOOLS, SEARCH_TOOL)
@@ -87,12 +88,12 @@ class RunProjector:
 
     def __init__(self, run_id: str) -> None:
         self.state = AgentState(run_id=run_id)
-        self.summary = RunSummary(run_id=run_id)
+        self.summary = RunSummary.new(run_id)
         self.memory: dict[str, str] = {}
         self.last_entry_id: str | None = None
-        self._cycles: dict[int, CycleRow] = {}
-        self._operator: dict[str, OperatorRow] = {}
-        self._attempts: dict[tuple[int, int], AttemptRow] = {}
+        self._cycles: dict[int, CycleView] = {}
+        self._operator: dict[str, OperatorExchange] = {}
+        self._attempts: dict[tuple[int, int], RegenerationAttempt] = {}
         self._requests: dict[str, tuple[str, dict[str, Any]]] = {}
         self._delta: Delta | None = None
         self._first_ts: datetime | None = None
@@ -158,11 +159,11 @@ class RunProjector:
             )
         )
 
-    def _cycle(self, number: int) -> CycleRow:
+    def _cycle(self, number: int) -> CycleView:
         assert self._delta is not None
         row = self._cycles.get(number)
         if row is None:
-            row = self._cycles[number] = CycleRow(cycle=number)
+            row = self._cycles[number] = new_cycle(number)
         self._delta.cycles[number] = row
         return row
 
@@ -190,7 +191,7 @@ class RunProjector:
                 if request is not None and event.ok:
                     self._memory_effect(state.seq, cycle, *request)
             case OperatorMessageSent():
-                self._operator[event.task_id] = op = OperatorRow(
+                self._operator[event.task_id] = op = new_exchange(
                     event.task_id, event.cycle, event.message, event.ts
                 )
                 delta.operator[event.task_id] = op
@@ -221,7 +222,7 @@ class RunProjector:
             case ParagraphsChecked():
                 text = state.attempts[-1].text if state.attempts else ""
                 key = (event.cycle, event.attempt)
-                self._attempts[key] = delta.attempts[key] = AttemptRow(
+                self._attempts[key] = delta.attempts[key] = new_attempt(
                     cycle=event.cycle,
                     attempt=event.attempt,
                     text=text,

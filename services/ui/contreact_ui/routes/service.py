@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, StreamingResponse
+from pydantic import TypeAdapter
 
 from contreact_ui.deps import Conn, RunIdItem, open_readonly
 from contreact_ui.follower import Notifier
@@ -20,6 +21,7 @@ from contreact_ui.store import STORE_VERSION
 from contreact_ui.views.runs import run_rows
 
 router = APIRouter()
+RUN_ROWS = TypeAdapter(list[RunRow])
 
 
 @router.get("/health.json")
@@ -80,7 +82,7 @@ async def changes(
             {
                 "generation": now,
                 "everything": changed is None,
-                "runs": [r.model_dump(mode="json") for r in rows],
+                "runs": RUN_ROWS.dump_python(rows, mode="json"),
             }
         ).decode()
         yield f"event: change\ndata: {body}\n\n"

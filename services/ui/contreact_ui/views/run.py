@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 import orjson
+from pydantic import TypeAdapter
 
 from contreact_events.catalog.cycle import CycleMetrics
 from contreact_events.wire.codec import event_from_json
@@ -22,6 +23,10 @@ from contreact_ui.models import (
 from contreact_ui.store import METRIC_FIELDS
 from contreact_ui.views.runs import run_row
 
+CYCLE_VIEW = TypeAdapter(CycleView)
+OPERATOR_EXCHANGE = TypeAdapter(OperatorExchange)
+REGENERATION_ATTEMPT = TypeAdapter(RegenerationAttempt)
+
 
 def run_page(conn: sqlite3.Connection, run_id: str) -> RunPage:
     run = run_row(conn, run_id)
@@ -35,7 +40,7 @@ def run_page(conn: sqlite3.Connection, run_id: str) -> RunPage:
         float(diversity.get("moderate_threshold", 0.7)),
     )
     operator = [
-        OperatorExchange.model_validate(dict(r))
+        OPERATOR_EXCHANGE.validate_python(dict(r))
         for r in conn.execute(
             "SELECT task_id, cycle, message, sent_at, reply, replied_by, replied_at "
             "FROM operator WHERE run_id = ? ORDER BY sent_at, task_id",
@@ -43,7 +48,7 @@ def run_page(conn: sqlite3.Connection, run_id: str) -> RunPage:
         )
     ]
     regenerations = [
-        RegenerationAttempt.model_validate({**dict(r), "is_unique": bool(r["is_unique"])})
+        REGENERATION_ATTEMPT.validate_python({**dict(r), "is_unique": bool(r["is_unique"])})
         for r in conn.execute(
             "SELECT cycle, attempt, text, similarity, is_unique, feedback, matches, paragraphs, "
             "outcome FROM attempts WHERE run_id = ? ORDER BY cycle, attempt",
@@ -77,7 +82,7 @@ def cycle_views(conn: sqlite3.Connection, run_id: str) -> list[CycleView]:
         row["tools"] = orjson.loads(row["tools"])
         row["reflection_complete"] = bool(row["reflection_complete"])
         row["topic_exhausted"] = bool(row["topic_exhausted"])
-        out.append(CycleView.model_validate({**row, "metrics": metrics}))
+        out.append(CYCLE_VIEW.validate_python({**row, "metrics": metrics}))
     return out
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from pydantic import TypeAdapter
+
 from contreact_ui.exceptions import RunNotProjected
 from contreact_ui.models import FilterOptions, RunFilters, RunRow, RunsPage
 
@@ -14,6 +16,7 @@ RUN_COLUMNS = (
     "created_at, updated_at, source, projection_error"
 )
 FILTER_FIELDS = ("status", "model", "backend", "experiment")
+RUN_ROW = TypeAdapter(RunRow)
 
 
 def runs_page(conn: sqlite3.Connection, filters: RunFilters) -> RunsPage:
@@ -56,7 +59,7 @@ def run_row(conn: sqlite3.Connection, run_id: str) -> RunRow:
 
 
 def _run_row(row: sqlite3.Row) -> RunRow:
-    return RunRow.model_validate(dict(row))
+    return RUN_ROW.validate_python(dict(row))
 
 
 def distinct(conn: sqlite3.Connection, column: str) -> list[str]:
