@@ -44,7 +44,7 @@ QUARANTINED = "quarantined"
 
 @dataclass
 class Notifier:
-    """In-process signal from the projector to the event streams: which runs changed."""
+    """In-process signal from the follower to the event streams: which runs changed."""
 
     generation: int = 0
     changed: dict[str, int] = field(default_factory=dict)
@@ -156,7 +156,7 @@ class Projector:
                     next_discovery = loop.time() + discover_s
                 await self.poll()
             except (OSError, aioredis.RedisError) as exc:
-                log.warning("projector round failed (retrying): %s", exc)
+                log.warning("follower round failed (retrying): %s", exc)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=poll_s)
 
