@@ -14,7 +14,6 @@ from contreact_events.catalog import EVENT_CLASSES, Event
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleStarted,
-    LLMResponded,
     ReflectionRecorded,
 )
 from contreact_events.catalog.diversity import (
@@ -32,6 +31,7 @@ from contreact_events.catalog.tool import (
     ToolCallRequested,
 )
 from contreact_events.core.fold import fold
+from contreact_events.core.run_summary import run_summary
 from contreact_events.core.state import AgentState
 from contreact_events.core.tools import ALL_TOOLS, SEARCH_TOOL
 from contreact_events.exceptions import ContReActEventError
@@ -143,9 +143,6 @@ class RunProjector:
         cycle = cycle or state.cycle_number
         if event.type in PROJECTED_TYPES:
             self._project(event, state, cycle)
-        elif isinstance(event, LLMResponded):
-            self.summary.prompt_tokens += event.usage.prompt_tokens
-            self.summary.completion_tokens += event.usage.completion_tokens
         self._live_metrics(state)
         self._delta.events.append(
             EventRow(
@@ -276,23 +273,25 @@ class RunProjector:
             self._delta.memory.append(MemoryChange(seq, cycle, key, "deleted", None))
 
     def _summarize(self) -> None:
-        """The run's summary after a batch (tokens are added up as answers come)."""
-        state = self.state
+        """The run's summary after a batch: ``run_summary`` (the figures the CLI and the
+        Redis listing show), plus what only the dashboard keeps."""
+        core = run_summary(self.state)
         s = self.summary
-        config = state.config
-        s.status = state.status
-        s.phase = state.phase
-        s.model = config.model_name if config else ""
-        s.resolved_model = state.resolved_model
-        s.backend = state.backend or (config.backend if config else "")
-        s.experiment = (config.experiment or "") if config else ""
-        s.cycle = state.cycle_number
-        s.cycle_count = config.cycle_count if config else 0
-        s.step = state.step
-        s.llm_calls = state.llm_calls
-        s.events = state.seq
+        s.status = core.status
+        s.phase = core.phase
+        s.model = core.model
+        s.resolved_model = core.resolved_model
+        s.backend = core.backend
+        s.experiment = core.experiment
+        s.cycle = core.cycle
+        s.cycle_count = core.cycle_count
+        s.step = core.step
+        s.llm_calls = core.llm_calls
+        s.events = core.events
+        s.prompt_tokens = core.prompt_tokens
+        s.completion_tokens = core.completion_tokens
+        s.failure_reason = core.failure_reason
         s.memory_keys = len(self.memory)
-        s.failure_reason = state.failure_reason or ""
         if self._first_ts is not None:
             s.created_at = s.created_at or self._first_ts
             s.updated_at = self._last_ts
