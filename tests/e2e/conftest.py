@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
+import socket
 import subprocess
 import sys
 import time
@@ -19,7 +19,7 @@ from urllib.parse import urlparse, urlunparse
 import pytest
 import redis
 
-from contreact_bus.local_redis import free_port
+from tests.support.stack_env import DEFAULT_PORTS, stack_environment
 
 
 @dataclass
@@ -93,22 +93,35 @@ def running_stack(
     """`contreact up` (with ``up_args``) in ``tmp_path/data``; `down` at the end. With
     ``redis_url`` None, `up` starts (and supervises) its own Redis on a free port."""
     data_dir = tmp_path / "data"
-    full_env = {
-        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CONTREACT_REDIS_URL")
-    }
-    full_env.update(
-        CONTREACT_DATA_DIR=str(data_dir), CONTREACT_UI_PORT=str(free_port()), **(env or {})
-    )
-    if redis_url is None:
-        full_env["CONTREACT_LOCAL_REDIS_PORT"] = str(free_port())
-    else:
-        full_env["REDIS_URL"] = redis_url
+    full_env = stack_environment(data_dir, redis_url=redis_url, **(env or {}))
     stack = Stack(env=full_env, data_dir=data_dir, workdir=tmp_path)
     stack.cli("up", *up_args, check=True)
     try:
         yield stack
     finally:
         stack.cli("down")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def default_ports_taken() -> Iterator[tuple[int, ...]]:
+    """Every e2e test runs with the default ports (dashboard 8765, local Redis 6390)
+    taken, as they are after `make demo`: a stack that would take one fails its test
+    here, not only on the machine of a user whose demo still runs."""
+    held = []
+    for port in DEFAULT_PORTS:
+        sock = socket.socket()
+        try:
+            sock.bind(("127.0.0.1", port))
+            sock.listen()
+        except OSError:  # taken already (the user's demo, say): taken either way
+            sock.close()
+            continue
+        held.append(sock)
+    try:
+        yield DEFAULT_PORTS
+    finally:
+        for sock in held:
+            sock.close()
 
 
 _DATABASES = itertools.count(1)
