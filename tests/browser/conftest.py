@@ -14,6 +14,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from contreact_bus.local_redis import free_port
 from tests.support.stack import own_database
+from tests.support.stack_env import stack_environment
 from tests.support.ui_stack import UIStack
 
 CHROMIUM = os.environ.get("CONTREACT_CHROMIUM", "/usr/bin/chromium")
@@ -66,13 +67,9 @@ def ui_stack(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     url = own_database(redis_server)
     workdir = tmp_path_factory.mktemp("browser-stack")
     port = free_port()
-    env = {
-        **os.environ,
-        "REDIS_URL": url,
-        "CONTREACT_DATA_DIR": str(workdir / "data"),
-        "CONTREACT_UI_PORT": str(port),
-        "CONTREACT_UI_POLL_S": "0.1",
-    }
+    env = stack_environment(
+        workdir / "data", redis_url=url, CONTREACT_UI_PORT=str(port), CONTREACT_UI_POLL_S="0.1"
+    )
     stack = UIStack(env=env, data_dir=workdir / "data", workdir=workdir, port=port)
     stack.cli("up", check=True)
     try:

@@ -4,11 +4,13 @@ process against the session's Redis; commands run as subprocesses of the real CL
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 import pytest
 
 from tests.support.stack import Stack, own_database, running_stack
+from tests.support.stack_env import DEFAULT_PORTS
 
 
 @pytest.fixture(scope="module")
@@ -26,3 +28,25 @@ def stack(
     workdir = tmp_path_factory.mktemp("stack")
     with running_stack(workdir, own_database(redis_server), env=stack_env) as running:
         yield running
+
+
+@pytest.fixture(scope="session", autouse=True)
+def default_ports_taken() -> Iterator[tuple[int, ...]]:
+    """Every e2e test runs with the default ports (dashboard 8765, local Redis 6390)
+    taken, as they are after `make demo`: a stack that would take one fails its test
+    here, not only on the machine of a user whose demo still runs."""
+    held = []
+    for port in DEFAULT_PORTS:
+        sock = socket.socket()
+        try:
+            sock.bind(("127.0.0.1", port))
+            sock.listen()
+        except OSError:  # taken already (the user's demo, say): taken either way
+            sock.close()
+            continue
+        held.append(sock)
+    try:
+        yield DEFAULT_PORTS
+    finally:
+        for sock in held:
+            sock.close()

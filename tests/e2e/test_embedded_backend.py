@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+import yaml
 
-from contreact_events.catalog.chat import ChatMessage
+from contreact_events.catalog.chat import ChatMessage, ToolCall
 from contreact_events.catalog.cycle import LLMResponded
-from contreact_events.core.tools import ALL_TOOLS, tool_schemas
+from contreact_events.config import parse_run_config
+from contreact_events.core.fold import final_call_note
+from contreact_events.core.tools import ALL_TOOLS, system_prompt_with_tools, tool_schemas
+from contreact_events.protocol import paper_system_prompt
 from contreact_events.wire.tasks import LLMTask, llm_responded
 from contreact_llm.backends import ChatReply
 from contreact_llm.backends.embedded import EmbeddedBackend
@@ -19,6 +24,8 @@ from contreact_llm.retry import RetryPolicy
 from tests.support.fake_ollama import closed_port_host
 
 pytestmark = pytest.mark.slow
+
+SAMPLE = Path(__file__).resolve().parents[2] / "configs" / "sample.yaml"
 
 
 def task(**changes: object) -> LLMTask:
@@ -108,3 +115,40 @@ async def test_the_final_call_without_tools_gives_a_written_reflection() -> None
     assert isinstance(outcome, ChatReply)
     assert outcome.message.tool_calls == ()
     assert outcome.message.content.strip()
+
+
+def demo_final_call() -> LLMTask:
+    """Cycle 1's last call of `make demo` as it ran (configs/sample.yaml's options, the
+    paper's prompt, the tool calls the 270M model made, in the order of the tool list):
+    the history it sends has tool calls and no text answer."""
+    config = parse_run_config({**yaml.safe_load(SAMPLE.read_text()), "run_id": "demo"})
+    calls = [
+        ("write", {"key": "value", "value": "test123"}, "Saved under key 'value'."),
+        ("read", {"key": "value"}, "test123"),
+        ("list", {}, "value"),
+        ("delete", {"key": "value"}, "Deleted key 'value'."),
+        ("pattern_search", {"pattern": "test123"}, "No keys contain 'test123'."),
+        ("send_message_to_operator", {"message": "test123"}, final_call_note(6)),
+    ]
+    history: list[ChatMessage] = [
+        ChatMessage(role="system", content=system_prompt_with_tools(paper_system_prompt())),
+        ChatMessage(role="user", content="Cycle 1 begins."),
+    ]
+    for name, arguments, result in calls:
+        call = ToolCall(name=name, arguments=arguments)
+        history += [
+            ChatMessage(role="assistant", content="", tool_calls=(call,)),
+            ChatMessage(role="tool", content=result, tool_name=name),
+        ]
+    return task(tools=(), messages=tuple(history), options=config.model_options.as_options())
+
+
+async def test_the_demos_final_call_after_tool_calls_gives_a_written_reflection() -> None:
+    """The demo's reflections were empty: without tools the history's tool-call turns
+    were shown as empty assistant turns, and the model answered empty in turn."""
+    outcome = await EmbeddedBackend().chat(demo_final_call())
+    assert isinstance(outcome, ChatReply)
+    print(f"\nthe demo's final call answered {outcome.message.content!r}")
+    assert outcome.message.tool_calls == ()
+    assert outcome.message.content.strip()
+    assert outcome.usage.completion_tokens > 0

@@ -30,6 +30,7 @@ from contreact_events.names import ORCHESTRATOR_REPLICAS, run_meta_key
 from contreact_events.wire.tasks import InboxMessage
 from tests.support.fake_ollama import running_fake_ollama
 from tests.support.stack import Stack, running_stack
+from tests.support.stack_env import stack_environment
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -259,12 +260,9 @@ def test_a_poison_result_fails_its_task_and_the_run_still_completes(stack: Stack
 
 def test_a_service_that_cannot_start_is_named_by_up(redis_url: str, tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    env = {
-        **os.environ,
-        "REDIS_URL": redis_url,
-        "CONTREACT_DATA_DIR": str(data_dir),
-        "CONTREACT_EMBED_MODEL_PATH": str(tmp_path / "no-such-model"),
-    }
+    env = stack_environment(
+        data_dir, redis_url=redis_url, CONTREACT_EMBED_MODEL_PATH=str(tmp_path / "no-such-model")
+    )
     stack = Stack(env=env, data_dir=data_dir, workdir=tmp_path)
     try:
         up = stack.cli("up", "--wait", "60")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,16 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from contreact_bus.local_redis import free_port
+from tests.support.stack_env import stack_environment
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_runs_survive_a_redis_restart(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CONTREACT_REDIS_URL")}
-    env.update(
-        CONTREACT_DATA_DIR=str(tmp_path / "data"), CONTREACT_LOCAL_REDIS_PORT=str(free_port())
-    )
+    env = stack_environment(tmp_path / "data")
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

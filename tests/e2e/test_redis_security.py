@@ -4,7 +4,6 @@ and the password appears nowhere: not in output, service logs, events or exports
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import yaml
 
 from contreact_bus.local_redis import free_port
 from tests.support.stack import Stack
+from tests.support.stack_env import stack_environment
 
 pytestmark = [pytest.mark.e2e]
 
@@ -76,11 +76,7 @@ def test_a_run_through_tls_and_an_acl_user_leaks_no_password(
     secure_redis: str, tmp_path: Path
 ) -> None:
     data_dir = tmp_path / "data"
-    env = {
-        **os.environ,
-        "REDIS_URL": secure_redis,
-        "CONTREACT_DATA_DIR": str(data_dir),
-    }
+    env = stack_environment(data_dir, redis_url=secure_redis)
     stack = Stack(env=env, data_dir=data_dir, workdir=tmp_path)
     config = tmp_path / "tls.yaml"
     config.write_text(

@@ -6,6 +6,7 @@ as text."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shutil
 from collections.abc import Iterator
@@ -15,16 +16,20 @@ from typing import Any
 import pytest
 import schemathesis
 from fastapi import FastAPI
-from fastapi.routing import APIRoute
+from fastapi.routing import iter_route_contexts
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
+from starlette.requests import Request
 from starlette.routing import Mount
+from starlette.types import Message
 
 from contreact_bus.archive import write_archive
 from contreact_events.catalog.chat import AssistantMessage, ToolCall
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.app import create_app
+from contreact_ui.follower import Notifier
 from contreact_ui.rebuild import rebuild
+from contreact_ui.routes.service import changes
 from contreact_ui.settings import UISettings
 from tests.support import hostile
 from tests.support.sim import Sim, make_config
@@ -137,8 +142,9 @@ def test_real_runs_validate_against_the_schema(api_schema: Any, run_id: str) -> 
 
 def concrete_paths(app: FastAPI) -> list[str]:
     paths = []
-    for route in app.routes:
-        path = route.path if isinstance(route, APIRoute | Mount) else getattr(route, "path", "")
+    for context in iter_route_contexts(app.routes):  # the routers' routes, as served
+        route = context.original_route
+        path = context.path or ""
         if isinstance(route, Mount):
             path += "/app.js"
         if not path or path.startswith("/openapi"):
@@ -158,9 +164,9 @@ def test_the_committed_openapi_document_is_current() -> None:
 def test_nothing_but_get_is_routed(app: FastAPI, client: TestClient) -> None:
     paths = concrete_paths(app)
     assert len(paths) >= 20
-    for route in app.routes:
-        methods = getattr(route, "methods", None) or set()
-        assert methods <= {"GET", "HEAD"}, (route, methods)
+    for context in iter_route_contexts(app.routes):
+        methods = context.methods or set()
+        assert methods <= {"GET", "HEAD"}, (context.original_route, methods)
     for path in paths:
         if path != "/stream":  # an endless event stream: its GET is tested in the browser
             assert client.get(path).status_code == 200, path
@@ -279,3 +285,32 @@ def test_agent_text_is_escaped_and_neutralized(client: TestClient) -> None:
 def test_the_json_keeps_agent_text_exact(client: TestClient) -> None:
     memory = client.get(f"/runs/{HOSTILE_RUN}/memory.json?cycle=1").json()
     assert [(e["key"], e["value"]) for e in memory["entries"]] == [(hostile.HANDLER, hostile.VALUE)]
+
+
+def test_the_stream_sends_the_rows_of_the_runs_that_changed(
+    data_dir: Path, client: TestClient
+) -> None:
+    """``/stream``'s ``change`` event carries the changed runs' rows as the listing's
+    JSON has them (only the runs asked for). Driven through the generator the route
+    streams: Starlette's TestClient cannot read an endless response."""
+    settings = UISettings(data_dir=data_dir, redis_url="redis://127.0.0.1:1/0")
+    scope = {"type": "http", "method": "GET", "path": "/stream", "headers": []}
+
+    async def connected() -> Message:
+        await asyncio.sleep(3600)  # the client never leaves while we read
+        return {"type": "http.disconnect"}
+
+    async def read() -> tuple[str, str]:
+        notifier = Notifier()
+        events = changes(Request(scope, connected), notifier, {"fixture-completed"}, settings)
+        hello = await anext(events)
+        await notifier.publish(["fixture-completed", "fixture-diversity"])
+        return hello, await anext(events)
+
+    hello, change = asyncio.run(read())
+    assert hello.startswith("retry: 2000\nevent: hello\n")
+    name, data = change.strip().split("\n")
+    assert name == "event: change"
+    body = json.loads(data.removeprefix("data: "))
+    listed = client.get("/runs.json", params={"q": "fixture-completed"}).json()["runs"]
+    assert body == {"generation": 1, "everything": False, "runs": listed}

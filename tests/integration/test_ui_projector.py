@@ -18,7 +18,7 @@ from contreact_bus.run_log import RunLog
 from contreact_bus.runs import register_run
 from contreact_events.catalog import Event
 from contreact_events.names import run_log_key, run_meta_key
-from contreact_ui.projector import Notifier, Projector
+from contreact_ui.follower import Notifier, Projector
 from contreact_ui.rebuild import rebuild
 from contreact_ui.store import TABLES, ProjectionStore
 from tests.support.sim import Sim, make_config, say

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from urllib.parse import urlparse, urlunparse
 
 import redis
 
-from contreact_bus.local_redis import free_port
+from tests.support.stack_env import stack_environment
 
 
 @dataclass
@@ -93,16 +92,7 @@ def running_stack(
     """`contreact up` (with ``up_args``) in ``tmp_path/data``; `down` at the end. With
     ``redis_url`` None, `up` starts (and supervises) its own Redis on a free port."""
     data_dir = tmp_path / "data"
-    full_env = {
-        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CONTREACT_REDIS_URL")
-    }
-    full_env.update(
-        CONTREACT_DATA_DIR=str(data_dir), CONTREACT_UI_PORT=str(free_port()), **(env or {})
-    )
-    if redis_url is None:
-        full_env["CONTREACT_LOCAL_REDIS_PORT"] = str(free_port())
-    else:
-        full_env["REDIS_URL"] = redis_url
+    full_env = stack_environment(data_dir, redis_url=redis_url, **(env or {}))
     stack = Stack(env=full_env, data_dir=data_dir, workdir=tmp_path)
     stack.cli("up", *up_args, check=True)
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from contreact_cli.config_file import load_config, load_experiment
-from contreact_ui.compose import COMPOSERS, SUBMITTED, compose
+from contreact_ui.config_composer import COMPOSERS, SUBMITTED, compose
 
 
 def test_defaults_make_a_valid_run_config(tmp_path: Path) -> None:
@@ -138,6 +138,7 @@ def test_bad_experiment_input_is_one_line_naming_the_problem() -> None:
         "no models": ({"models": ""}, "models"),
         "a label twice": ({"models": twice}, "label 'X'"),
         "bad YAML": ({"models": "- [unclosed"}, "models is not valid YAML"),
+        "a key twice": ({"models": "- model_name: a\n  model_name: b"}, "'model_name'"),
         "bad name": ({"experiment": "a b/../"}, "experiment must be"),
         "a scripted run without a script": ({"models": "m", "backend": "scripted"}, "script"),
         "replicas zero": ({"models": "m", "replicas": "0"}, "replicas"),

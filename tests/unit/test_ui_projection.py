@@ -14,11 +14,12 @@ import pytest
 from contreact_bus.archive import read_archive
 from contreact_events.catalog import Event
 from contreact_events.core.fold import fold_all
+from contreact_events.core.run_summary import run_summary
 from contreact_events.diversity.memory_projection import MemoryProjection
 from contreact_events.diversity.similarity import cosine
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.exceptions import ProjectionError, ProjectionVersionMismatch
-from contreact_ui.projection import (
+from contreact_ui.read_models import (
     SNAPSHOT_EVERY,
     UNKNOWN_TOOL,
     RunProjector,
@@ -27,7 +28,8 @@ from contreact_ui.projection import (
 )
 from contreact_ui.store import TABLES, ProjectionStore, connect_readonly
 from contreact_ui.text import display
-from contreact_ui.views import memory_entries, replay_page
+from contreact_ui.views.memory import memory_entries
+from contreact_ui.views.replay import replay_page
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 LOGS = sorted(FIXTURES.glob("runlog-v*.jsonl"))
@@ -229,3 +231,33 @@ def test_archive_files_project_like_the_saved_logs(tmp_path: Path) -> None:
 )
 def test_display_neutralizes_terminal_control(raw: str, shown: str) -> None:
     assert display(raw) == shown
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.stem)
+def test_the_dashboards_summary_is_the_cli_and_listings_run_summary(path: Path) -> None:
+    """One ``run_summary`` serves ``--json``, the Redis listing and the dashboard: the
+    projector's summary carries its figures unchanged, batch after batch."""
+    events = load(path)
+    projector = RunProjector(events[0].run_id)
+    for start in range(0, len(events), 7):
+        batch = events[start : start + 7]
+        projector.feed([(f"{start + i + 1}-0", e) for i, e in enumerate(batch)])
+        core = run_summary(fold_all(events[: start + len(batch)]))
+        shown = projector.summary
+        for name in (
+            "status",
+            "phase",
+            "model",
+            "resolved_model",
+            "backend",
+            "experiment",
+            "cycle",
+            "cycle_count",
+            "step",
+            "llm_calls",
+            "events",
+            "prompt_tokens",
+            "completion_tokens",
+            "failure_reason",
+        ):
+            assert getattr(shown, name) == getattr(core, name), (name, start)

@@ -15,6 +15,9 @@ from contreact_ui.exceptions import StoreUnavailable
 from contreact_ui.settings import UISettings
 from contreact_ui.store import connect_readonly
 
+MAX_POSITION = 1_000_000_000
+"""Upper bound of positions and offsets in queries (SQLite integers are 64-bit)."""
+
 
 @contextmanager
 def open_readonly(settings: UISettings) -> Iterator[sqlite3.Connection]:

@@ -14,7 +14,7 @@ class ProjectionError(UIError):
     reason and no longer followed."""
 
     partial: Any = None
-    """The delta of the events before the one that failed (a ``projection.Delta``)."""
+    """The delta of the events before the one that failed (a ``read_models.Delta``)."""
 
 
 class ProjectionVersionMismatch(UIError):

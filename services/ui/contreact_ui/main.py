@@ -19,7 +19,7 @@ from contreact_bus.exceptions import BusError
 from contreact_bus.service import heartbeat, setup_logging, stop_on_signals
 from contreact_ui.app import create_app
 from contreact_ui.exceptions import UIError
-from contreact_ui.projector import Notifier, Projector
+from contreact_ui.follower import Notifier, Projector
 from contreact_ui.rebuild import open_or_rebuild, rebuild
 from contreact_ui.settings import UISettings
 

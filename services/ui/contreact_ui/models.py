@@ -1,8 +1,19 @@
 """The JSON contracts of the dashboard: every page is one of these, as JSON at its
-``.json`` path and as HTML at its plain path (rendered from the same object)."""
+``.json`` path and as HTML at its plain path (rendered from the same object).
+
+The rows that pages show as the read models hold them (a run, a cycle, an operator
+exchange, a regeneration attempt) are declared once, here, as dataclasses: the
+projector (``read_models``) builds them and updates them in place as it folds a run's
+events, the store writes them, and the pages carry them. Dataclasses, not models,
+because the fold writes their attributes once per event or so, which is the rebuild's
+hot path, and a dataclass's attribute write is several times cheaper than a model's;
+pydantic validates, serializes and documents them as it does models
+(``__pydantic_config__``), with the same JSON schema. Build them from untrusted or
+stored values through a ``TypeAdapter`` (which validates), not their constructor."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -15,8 +26,16 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class RunRow(_Model):
-    """One run as the listing shows it."""
+ROW_CONFIG = ConfigDict(extra="forbid")
+"""The config of the row dataclasses (as ``_Model``'s, but mutable)."""
+
+
+@dataclass
+class RunFields:
+    # What the listing shows of a run, and what the projector's run summary holds
+    # (``read_models.RunSummary`` adds the fold's phase; ``RunRow`` adds where the log
+    # was read). Not in the schema itself: its fields are, in RunRow.
+    __pydantic_config__ = ROW_CONFIG
 
     run_id: str
     status: str
@@ -40,6 +59,12 @@ class RunRow(_Model):
     failure_reason: str
     created_at: datetime | None
     updated_at: datetime | None
+
+
+@dataclass
+class RunRow(RunFields):
+    """One run as the listing shows it."""
+
     source: str
     """Where the projection read the log: redis or archive."""
     projection_error: str | None
@@ -71,7 +96,10 @@ class RunsPage(_Model):
     options: FilterOptions
 
 
-class CycleView(_Model):
+@dataclass
+class CycleView:
+    __pydantic_config__ = ROW_CONFIG
+
     cycle: int
     started_at: datetime | None
     ended_at: datetime | None
@@ -89,6 +117,7 @@ class CycleView(_Model):
     max_similarity: float | None
     most_similar_cycle: int | None
     advisory_given: str | None
+    """The advisory this cycle's assessment gave the next cycle."""
     note: str
     topic_exhausted: bool
 
@@ -102,7 +131,10 @@ class SimilarityMatrix(_Model):
     moderate_threshold: float
 
 
-class OperatorExchange(_Model):
+@dataclass
+class OperatorExchange:
+    __pydantic_config__ = ROW_CONFIG
+
     task_id: str
     cycle: int
     message: str
@@ -112,7 +144,10 @@ class OperatorExchange(_Model):
     replied_at: datetime | None
 
 
-class RegenerationAttempt(_Model):
+@dataclass
+class RegenerationAttempt:
+    __pydantic_config__ = ROW_CONFIG
+
     cycle: int
     attempt: int
     text: str
@@ -122,6 +157,7 @@ class RegenerationAttempt(_Model):
     matches: int
     paragraphs: int
     outcome: str
+    """checked, regenerated, accepted or accepted (relaxed)."""
 
 
 class Link(_Model):

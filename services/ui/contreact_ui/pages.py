@@ -1,17 +1,23 @@
 """One view function, two routes: ``PATH.json`` (the page's model, in the OpenAPI
-document) and ``PATH`` (the same model rendered as HTML), as datasette does."""
+document) and ``PATH`` (the same model rendered as HTML), as datasette does; and the
+error answers, in the form the path asks for (JSON, plain text or an HTML page).
+
+The HTML is rendered by the app's ``Renderer`` (``app.state.renderer``), so a router's
+pages are declared once, at import, and any app that includes the router serves them."""
 
 from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel
 
+from contreact_ui.exceptions import BadQuery, RunNotProjected, StoreUnavailable
 from contreact_ui.render import Renderer
 
 V = TypeVar("V", bound=Callable[..., BaseModel])
@@ -51,10 +57,16 @@ def download(body: bytes | str, media_type: str, filename: str) -> Response:
     )
 
 
+def renderer(request: Request) -> Renderer:
+    found: Renderer = request.app.state.renderer
+    return found
+
+
 class Pages:
-    def __init__(self, app: FastAPI, renderer: Renderer) -> None:
-        self.app = app
-        self.renderer = renderer
+    """Registers a router's pages (``@pages.page(path, template)`` on a view)."""
+
+    def __init__(self, router: APIRouter) -> None:
+        self.router = router
 
     def page(
         self,
@@ -75,7 +87,7 @@ class Pages:
             params = [p.replace(annotation=hints[p.name]) for p in signature.parameters.values()]
             typed = signature.replace(parameters=params, return_annotation=model)
             view.__signature__ = typed  # type: ignore[attr-defined]
-            self.app.add_api_route(
+            self.router.add_api_route(
                 f"{path}.json",
                 view,
                 methods=["GET"],
@@ -92,7 +104,7 @@ class Pages:
                 kwargs.update(dict.fromkeys(wants_request, request))
                 page = view(**{k: v for k, v in kwargs.items() if k in names})
                 query = request.url.query
-                body = self.renderer.page(
+                body = renderer(request).page(
                     template,
                     page,
                     data=embed(page) if embed else None,
@@ -116,7 +128,7 @@ class Pages:
                 + [extra],
                 return_annotation=HTMLResponse,
             )
-            self.app.add_api_route(
+            self.router.add_api_route(
                 path,
                 html,
                 methods=["GET"],
@@ -128,10 +140,57 @@ class Pages:
 
         return register
 
-    def error(self, request: Request, status: int, message: str) -> Response:
-        path = request.url.path
-        if path.endswith(".json"):
-            return JSONResponse({"detail": message}, status_code=status)
-        if path.endswith((".jsonl", ".csv", ".yaml")):
-            return PlainTextResponse(f"{message}\n", status_code=status)
-        return HTMLResponse(self.renderer.error(status, message), status_code=status)
+
+def error_response(request: Request, status: int, message: str) -> Response:
+    """The one-line error, as JSON, plain text (downloads) or an HTML page."""
+    path = request.url.path
+    if path.endswith(".json"):
+        return JSONResponse({"detail": message}, status_code=status)
+    if path.endswith((".jsonl", ".csv", ".yaml")):
+        return PlainTextResponse(f"{message}\n", status_code=status)
+    return HTMLResponse(renderer(request).error(status, message), status_code=status)
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Named errors become 404 (no such run), 503 (no store yet), 400 (a parameter
+    names nothing that exists); invalid parameters 422."""
+    for error, status in ((RunNotProjected, 404), (StoreUnavailable, 503), (BadQuery, 400)):
+        app.add_exception_handler(error, _handler(status))
+    app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
+
+
+def _handler(status: int) -> Callable[[Request, Exception], Awaitable[Response]]:
+    async def handle(request: Request, exc: Exception) -> Response:
+        return error_response(request, status, str(exc))
+
+    return handle
+
+
+async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+    if request.url.path.endswith(".json"):
+        return JSONResponse({"detail": jsonable_errors(exc)}, status_code=422)
+    return error_response(request, 422, describe_invalid(exc))
+
+
+def jsonable_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    out = []
+    for error in exc.errors():
+        out.append(
+            {
+                "loc": list(error.get("loc", ())),
+                "msg": str(error.get("msg", "")),
+                "type": str(error.get("type", "")),
+            }
+        )
+    return out
+
+
+def describe_invalid(exc: RequestValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error.get("loc", ())[1:]) or "request"
+        if where == "run_id":
+            parts.append("that is not a run id (letters, digits, '.', '_' or '-', up to 128)")
+        else:
+            parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts)

@@ -10,9 +10,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from contreact_events.catalog import EVENT_CLASSES
+from contreact_events.config.strict_yaml import load_yaml
 from contreact_events.protocol import CITATION
 
 __all__ = ["CITATION", "Table1", "Table2", "assessments_available", "table1", "table2"]
@@ -35,7 +34,7 @@ class Table2:
 @cache
 def _results() -> dict[str, Any]:
     path = resources.files("contreact_events").joinpath("protocol", "paper_results.yaml")
-    data: dict[str, Any] = yaml.safe_load(path.read_text("utf-8"))
+    data: dict[str, Any] = load_yaml(path.read_text("utf-8"))
     return data
 
 

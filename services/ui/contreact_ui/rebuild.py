@@ -2,9 +2,9 @@
 
 The new store is built in a separate file, then copied over the live one with
 SQLite's online backup, so the pages never see half a rebuild; it carries a new
-generation, which tells a running projector to reload from it. Runs come from Redis
+generation, which tells a running follower to reload from it. Runs come from Redis
 (``runs:index`` and each run's log) and from the archive folder; a run Redis still
-holds is read there (its stream ids let the projector follow it on).
+holds is read there (its stream ids let the follower follow it on).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import RUNS_INDEX
 from contreact_events.wire.codec import bulk, event_from_json
 from contreact_ui.exceptions import ProjectionError, ProjectionVersionMismatch
-from contreact_ui.projection import Delta, Entry, RunProjector
+from contreact_ui.read_models import Delta, Entry, RunProjector
 from contreact_ui.store import ProjectionStore, connect
 
 
@@ -61,7 +61,7 @@ async def rebuild(path: Path, redis: aioredis.Redis | None, archive_dir: Path) -
                 store.set_problem(run_id, status=None, error=str(exc))
                 continue
             if not pairs:
-                continue  # registered, nothing appended yet: the projector follows it
+                continue  # registered, nothing appended yet: the follower follows it
             batch.append((run_id, pairs, source))
             pending += len(pairs)
             if pending >= BATCH_EVENTS:

@@ -31,7 +31,7 @@ class UISettings(BaseSettings):
     (the compose file does, inside its own network)."""
     port: int = Field(default=8765, ge=0, le=65535)
     poll_s: float = Field(default=0.25, gt=0)
-    """How often the projector reads what the active runs appended."""
+    """How often the follower reads what the active runs appended."""
     discover_s: float = Field(default=1.0, gt=0)
     """How often it looks for new runs in ``runs:index`` and the archive folder."""
     heartbeat_s: float = Field(default=2.0, gt=0)
@@ -39,7 +39,7 @@ class UISettings(BaseSettings):
     keepalive_s: float = Field(default=15.0, gt=0)
     """Server-sent event streams send a comment this often when nothing changes."""
     project: bool = True
-    """Run the projector in this process (off: serve what the store holds)."""
+    """Run the follower in this process (off: serve what the store holds)."""
 
     @property
     def database(self) -> Path:

@@ -1,10 +1,10 @@
 """The projection store: the dashboard's read models in one SQLite file (WAL mode).
 
-One writer (the projector of the ui service, or ``contreact-ui --rebuild``), any number
+One writer (the follower of the ui service, or ``contreact-ui --rebuild``), any number
 of readers (the pages, each request on its own read-only connection). A delta and the
 log position it reaches are written in one transaction. ``meta`` holds the projection
 version the tables were built for and a generation that changes on every rebuild, so
-a running projector notices a rebuild made by another process and reloads.
+a running follower notices a rebuild made by another process and reloads.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import orjson
 
 from contreact_events.catalog.cycle import CycleMetrics
 from contreact_ui.exceptions import ProjectionVersionMismatch
-from contreact_ui.projection import PROJECTION_VERSION, Delta, RunSummary
+from contreact_ui.read_models import PROJECTION_VERSION, Delta, RunSummary
 
 METRIC_FIELDS = tuple(CycleMetrics.model_fields)
 """One column per cycle metric (the store rebuilds when this list changes)."""

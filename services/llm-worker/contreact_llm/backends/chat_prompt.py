@@ -35,11 +35,18 @@ def _tools_block(tools: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _turn(message: ChatMessage, with_tools: bool) -> str:
+def uses_call_layout(messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]]) -> bool:
+    """Assistant turns as ``message:`` / ``functions.NAME:``: with tools offered, and
+    without (the final call at the step cap) when the history has tool calls, which
+    the plain layout would show as empty turns (the model then answers empty too)."""
+    return bool(tools) or any(m.role == "assistant" and m.tool_calls for m in messages)
+
+
+def _turn(message: ChatMessage, call_layout: bool) -> str:
     if message.role == "tool":
         tool = message.tool_name or "tool"
         return f"<|im_start|>user\n[result of {tool}]\n{message.content}{END}\n"
-    if message.role != "assistant" or not with_tools:
+    if message.role != "assistant" or not call_layout:
         return f"<|im_start|>{message.role}\n{message.content}{END}\n"
     parts = [f"message:\n{message.content}"] if message.content else []
     parts += [f"functions.{c.name}:\n{json.dumps(c.arguments)}" for c in message.tool_calls]
@@ -49,6 +56,7 @@ def _turn(message: ChatMessage, with_tools: bool) -> str:
 def render(messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]]) -> str:
     """The whole prompt, ending with the opened assistant turn."""
     out = []
+    call_layout = uses_call_layout(messages, tools)
     has_system = bool(messages) and messages[0].role == "system"
     if tools and not has_system:
         out.append(f"<|im_start|>system\n{_tools_block(tools).lstrip()}{END}\n")
@@ -56,7 +64,7 @@ def render(messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]]) -> 
         if index == 0 and has_system and tools:
             out.append(f"<|im_start|>system\n{message.content}{_tools_block(tools)}{END}\n")
         else:
-            out.append(_turn(message, bool(tools)))
+            out.append(_turn(message, call_layout))
     out.append("<|im_start|>assistant\n")
     return "".join(out)
 

@@ -1,7 +1,10 @@
 """A real model with no server: llama-cpp-python on the Gemma 3 270M GGUF.
 
 The model is loaded once per process (lazily, per file and context size) and
-generates one answer at a time, in a thread so the event loop stays free.
+generates one answer at a time, in a thread so the event loop stays free. The prompt
+keeps the system message and the newest turns within the context window (the usage's
+``done_reason`` says how many older messages were dropped); text answers are held to
+start with a visible character (``TEXT_GRAMMAR``), so a turn never ends empty.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install contreact-llm-worker[embedded]"
 DEFAULT_MAX_TOKENS = 256
+TEXT_GRAMMAR = r"root ::= [^<\x00-\x20] [^\x00]*"
+"""A text answer starts with a visible character that does not open the end-of-turn
+marker: the 270M base model, after a history of tool calls, otherwise ends its turn
+at once (an empty reflection). Every character is still the model's own."""
 
 
 @dataclass
@@ -187,13 +194,18 @@ def _generate(llama: Any, task: LLMTask, n_ctx: int, max_tokens: int) -> ChatRep
         choice = out["choices"][0]
         return str(choice["text"]), str(choice.get("finish_reason") or "stop")
 
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    text_grammar = LlamaGrammar.from_string(TEXT_GRAMMAR, verbose=False)
     message = AssistantMessage()
     if not tools:
-        text, finish = complete(prompt, max_tokens)
+        # After tool calls (the final call at the step cap) the history is in the call
+        # layout, whose text answers start with "message:": the answer is opened so.
+        if chat_prompt.uses_call_layout(messages, tools):
+            prompt = f"{prompt}{chat_prompt.MESSAGE_PREFIX}\n"
+        text, finish = complete(prompt, max_tokens, text_grammar)
         message = AssistantMessage(content=text.removeprefix(chat_prompt.MESSAGE_PREFIX).strip())
     else:
-        from llama_cpp.llama_grammar import LlamaGrammar
-
         names = {t["function"]["name"]: t["function"].get("parameters", {}) for t in tools}
         choices = " | ".join(json.dumps(f"functions.{n}:") for n in names)
         start = LlamaGrammar.from_string(f'root ::= "message:" | {choices}', verbose=False)
@@ -206,7 +218,7 @@ def _generate(llama: Any, task: LLMTask, n_ctx: int, max_tokens: int) -> ChatRep
             body, finish = complete(f"{prompt}functions.{name}:\n", left, grammar)
             message = AssistantMessage(tool_calls=(chat_prompt.parse_arguments(name, body),))
         else:
-            text, finish = complete(f"{prompt}message:\n", left)
+            text, finish = complete(f"{prompt}message:\n", left, text_grammar)
             message = AssistantMessage(content=text.strip())
     done_reason = finish
     if dropped:

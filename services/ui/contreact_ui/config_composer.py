@@ -20,6 +20,7 @@ import yaml
 
 from contreact_events.config import RunConfig, parse_run_config
 from contreact_events.config.experiment import expand, parse_experiment
+from contreact_events.config.strict_yaml import load_yaml
 from contreact_events.exceptions import ConfigError
 
 FieldKind = Literal["text", "int", "float", "select", "checkbox", "textarea"]
@@ -282,7 +283,7 @@ class ExperimentComposer:
 
 def _yaml_field(field: FormField, raw: str) -> Any:
     try:
-        loaded = yaml.safe_load(raw)
+        loaded = load_yaml(raw)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark else ""

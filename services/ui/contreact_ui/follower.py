@@ -1,4 +1,5 @@
-"""The projector: keeps the read models up to date as run logs grow.
+"""The follower: the process (``Projector``) that follows the run logs and keeps the
+read models up to date as they grow.
 
 It finds runs in the listing projection (``runs:index``) and in the archive folder,
 follows the log of every run that has not ended (one pipelined ``XRANGE`` per poll for
@@ -29,7 +30,7 @@ from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import RUNS_INDEX, run_log_key, run_meta_key
 from contreact_events.wire.codec import EVENT_FIELD, bulk, event_from_fields, event_from_json
 from contreact_ui.exceptions import ProjectionError
-from contreact_ui.projection import Delta, Entry, RunProjector
+from contreact_ui.read_models import Delta, Entry, RunProjector
 from contreact_ui.rebuild import archive_entries
 from contreact_ui.store import ProjectionStore
 
@@ -43,7 +44,7 @@ QUARANTINED = "quarantined"
 
 @dataclass
 class Notifier:
-    """In-process signal from the projector to the event streams: which runs changed."""
+    """In-process signal from the follower to the event streams: which runs changed."""
 
     generation: int = 0
     changed: dict[str, int] = field(default_factory=dict)
@@ -84,7 +85,9 @@ class Notifier:
 
 
 @dataclass
-class Follower:
+class FollowedRun:
+    """A run whose log is being followed: its fold so far and where it stands."""
+
     projector: RunProjector
     after: str | None
     """Stream id of the last entry projected (None: from the start)."""
@@ -104,7 +107,7 @@ class Projector:
         self.redis = redis
         self.archive_dir = archive_dir
         self.notifier = notifier
-        self.followers: dict[str, Follower] = {}
+        self.followers: dict[str, FollowedRun] = {}
         self.finished: set[str] = set()
         self._index_score = -math.inf
         self._generation = ""
@@ -128,13 +131,13 @@ class Projector:
                 continue
             self.followers[run_id] = follower
 
-    def _resume(self, run_id: str, after: str | None) -> Follower:
+    def _resume(self, run_id: str, after: str | None) -> FollowedRun:
         projector = RunProjector(run_id)
         stored = self.store.event_payloads(run_id)
         with bulk():
             pairs = [Entry(entry_id, _decode(run_id, raw), raw) for entry_id, raw in stored]
         projector.feed(pairs)
-        return Follower(projector, after)
+        return FollowedRun(projector, after)
 
     async def run(self, stop: asyncio.Event, *, poll_s: float, discover_s: float) -> None:
         """Discover and poll until ``stop`` is set. A failed round is logged and
@@ -153,7 +156,7 @@ class Projector:
                     next_discovery = loop.time() + discover_s
                 await self.poll()
             except (OSError, aioredis.RedisError) as exc:
-                log.warning("projector round failed (retrying): %s", exc)
+                log.warning("follower round failed (retrying): %s", exc)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=poll_s)
 
@@ -171,7 +174,7 @@ class Projector:
                 self._index_score = max(self._index_score, float(score))
                 if self._known(run_id) or not RUN_ID_PATTERN.match(run_id):
                     continue
-                self.followers[run_id] = Follower(RunProjector(run_id), None)
+                self.followers[run_id] = FollowedRun(RunProjector(run_id), None)
             await self._check_quarantine()
         archived = await asyncio.to_thread(archived_run_ids, self.archive_dir)
         for run_id in archived:
@@ -229,7 +232,7 @@ class Projector:
             await self.notifier.publish(changed)
 
     def _project_entries(
-        self, follower: Follower, page: list[tuple[bytes, dict[bytes, bytes]]]
+        self, follower: FollowedRun, page: list[tuple[bytes, dict[bytes, bytes]]]
     ) -> bool:
         """Project a page of entries; an entry that cannot be decoded stops the run
         there (what came before it is kept) with a ProjectionError naming it."""
@@ -258,7 +261,7 @@ class Projector:
             raise problem
         return follower.projector.terminal
 
-    async def _project_archive(self, run_id: str, follower: Follower | None) -> None:
+    async def _project_archive(self, run_id: str, follower: FollowedRun | None) -> None:
         """A run Redis no longer holds (or never did, here): the rest of its log from
         the archive. ``follower`` has projected the first part, if any."""
         projector = follower.projector if follower else RunProjector(run_id)

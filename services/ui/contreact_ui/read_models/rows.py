@@ -1,0 +1,168 @@
+"""The rows of the read models, and the ``Delta`` of one batch of events: what the
+projector changed, for the store to write in one transaction.
+
+A row that a page shows as it is has its shape declared once, in ``models.py`` (the
+JSON contract): a cycle is a ``CycleView``, an operator exchange an
+``OperatorExchange``, a regeneration attempt a ``RegenerationAttempt``, and the run
+summary the listing's ``RunFields`` plus the fold's phase. The projector starts them
+with the values below and updates them in place while it folds a batch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, NamedTuple
+
+from contreact_events.catalog import Event
+from contreact_events.catalog.cycle import CycleMetrics
+from contreact_ui.models import CycleView, OperatorExchange, RegenerationAttempt, RunFields
+
+PROJECTION_VERSION = 1
+"""Raise this whenever a table's shape or meaning changes: the store then rebuilds."""
+
+ChangeKind = Literal["added", "changed", "deleted"]
+
+
+class Entry(NamedTuple):
+    """One log entry to project: its stream id (None from an archive), the event, and
+    the JSON it was stored as (kept as the payload instead of encoding it again)."""
+
+    entry_id: str | None
+    event: Event
+    raw: bytes | None
+
+
+@dataclass
+class RunSummary(RunFields):
+    """A run's row of the ``runs`` table as the projector keeps it."""
+
+    phase: str
+
+    @classmethod
+    def new(cls, run_id: str) -> RunSummary:
+        """A run before its first event."""
+        return cls(
+            run_id=run_id,
+            status="new",
+            phase="new",
+            model="",
+            resolved_model="",
+            backend="",
+            experiment="",
+            cycle=0,
+            cycle_count=0,
+            step=0,
+            llm_calls=0,
+            prompt_tokens=0,
+            completion_tokens=0,
+            events=0,
+            memory_keys=0,
+            failure_reason="",
+            created_at=None,
+            updated_at=None,
+        )
+
+
+def new_cycle(number: int) -> CycleView:
+    """A cycle's row before anything happened in it."""
+    return CycleView(
+        cycle=number,
+        started_at=None,
+        ended_at=None,
+        ended_by=None,
+        advisory=None,
+        advisory_level=None,
+        metrics=CycleMetrics(),
+        tools={},
+        reflection=None,
+        reflection_complete=True,
+        level=None,
+        max_similarity=None,
+        most_similar_cycle=None,
+        advisory_given=None,
+        note="",
+        topic_exhausted=False,
+    )
+
+
+def new_exchange(task_id: str, cycle: int, message: str, sent_at: datetime) -> OperatorExchange:
+    """A message to the operator, not answered yet."""
+    return OperatorExchange(
+        task_id=task_id,
+        cycle=cycle,
+        message=message,
+        sent_at=sent_at,
+        reply=None,
+        replied_by=None,
+        replied_at=None,
+    )
+
+
+def new_attempt(
+    cycle: int,
+    attempt: int,
+    text: str,
+    similarity: float,
+    is_unique: bool,
+    feedback: str,
+    matches: int,
+    paragraphs: int,
+) -> RegenerationAttempt:
+    """A reflection's paragraphs as checked (later events decide the outcome)."""
+    return RegenerationAttempt(
+        cycle=cycle,
+        attempt=attempt,
+        text=text,
+        similarity=similarity,
+        is_unique=is_unique,
+        feedback=feedback,
+        matches=matches,
+        paragraphs=paragraphs,
+        outcome="checked",
+    )
+
+
+class MemoryChange(NamedTuple):
+    seq: int
+    cycle: int
+    key: str
+    change: ChangeKind
+    value: str | None
+
+
+class EventRow(NamedTuple):
+    seq: int
+    entry_id: str | None
+    type: str
+    ts: datetime
+    cycle: int
+    task_key: str | None
+    """The task this event belongs to: a request and its answer share it."""
+    payload: bytes
+
+
+class Snapshot(NamedTuple):
+    seq: int
+    cycle: int
+    state: bytes
+    """zlib-compressed JSON of the fold's state after this event."""
+
+
+@dataclass
+class Delta:
+    """What one batch of events changed, for the store to write in one transaction."""
+
+    run_id: str
+    summary: RunSummary
+    last_entry_id: str | None
+    cycles: dict[int, CycleView] = field(default_factory=dict)
+    similarities: list[tuple[int, int, float]] = field(default_factory=list)
+    memory: list[MemoryChange] = field(default_factory=list)
+    operator: dict[str, OperatorExchange] = field(default_factory=dict)
+    attempts: dict[tuple[int, int], RegenerationAttempt] = field(default_factory=dict)
+    events: list[EventRow] = field(default_factory=list)
+    snapshots: list[Snapshot] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.events

@@ -1,0 +1,50 @@
+"""The config composer (a run config or an experiment file, from a form) and the
+composed YAML as a download. Nothing is stored: the form's values are the query."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import PlainTextResponse, Response
+
+from contreact_ui.config_composer import COMPOSERS, compose, form_groups
+from contreact_ui.models import ComposePage
+from contreact_ui.pages import Pages, download, download_responses
+from contreact_ui.views.composer import compose_page
+
+router = APIRouter()
+pages = Pages(router)
+
+Mode = Annotated[str, Query(pattern=f"^({'|'.join(COMPOSERS)})$")]
+
+
+def form_values(request: Request) -> dict[str, str]:
+    """The form's fields: the query without ``mode``."""
+    values = dict(request.query_params)
+    values.pop("mode", None)
+    return values
+
+
+@pages.page(
+    "/compose",
+    "compose.html",
+    store=False,
+    extras=lambda page: {"form_groups": form_groups(COMPOSERS[page.mode])},
+)
+def composer(request: Request, mode: Mode = "run") -> ComposePage:
+    """A form that composes a run config or an experiment file; nothing is stored."""
+    return compose_page(mode, form_values(request), request.url.query)
+
+
+@router.get(
+    "/compose.yaml",
+    response_class=Response,
+    responses=download_responses("application/yaml", "the composed config"),
+)
+def composed_yaml(request: Request, mode: Mode = "run") -> Response:
+    """The composed config as a file to download (400 with the reason if invalid)."""
+    composed = compose(mode, form_values(request))
+    if composed.yaml is None:
+        return PlainTextResponse(f"{composed.error}\n", status_code=400)
+    return download(composed.yaml, "application/yaml", composed.filename)

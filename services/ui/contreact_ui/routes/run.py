@@ -1,0 +1,73 @@
+"""A run's page and its sub-pages: memory at a cycle, the event log, one event, and
+the replay of the agent's state after any event."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from contreact_ui.deps import MAX_POSITION, Conn, RunId, Seq
+from contreact_ui.models import (
+    EventDetail,
+    EventFilters,
+    EventsPage,
+    MemoryPage,
+    ReplayPage,
+    RunPage,
+)
+from contreact_ui.pages import Pages
+from contreact_ui.views.events import event_detail, events_page
+from contreact_ui.views.memory import memory_page
+from contreact_ui.views.replay import replay_page
+from contreact_ui.views.run import run_page
+
+router = APIRouter()
+pages = Pages(router)
+
+
+@pages.page("/runs/{run_id}", "run.html")
+def run(conn: Conn, run_id: RunId) -> RunPage:
+    """One run: per-cycle metrics, similarity, reflections, operator, regenerations."""
+    return run_page(conn, run_id)
+
+
+@pages.page("/runs/{run_id}/memory", "memory.html")
+def memory(
+    conn: Conn,
+    run_id: RunId,
+    cycle: Annotated[int | None, Query(ge=0, le=1_000_000)] = None,
+) -> MemoryPage:
+    """Memory as it stood at the end of a cycle (default: the last one)."""
+    return memory_page(conn, run_id, cycle)
+
+
+@pages.page("/runs/{run_id}/events", "events.html")
+def events(
+    conn: Conn,
+    run_id: RunId,
+    type: Annotated[list[str] | None, Query(description="event types to show")] = None,
+    cycle: Annotated[int | None, Query(ge=0, le=1_000_000)] = None,
+    after: Annotated[int, Query(ge=0, le=MAX_POSITION)] = 0,
+    limit: Annotated[int, Query(ge=1, le=5000)] = 200,
+) -> EventsPage:
+    """The run log, filtered by type and cycle, a page at a time."""
+    filters = EventFilters(type=type or [], cycle=cycle, after=after, limit=limit)
+    return events_page(conn, run_id, filters)
+
+
+@pages.page("/runs/{run_id}/events/{seq}", "event.html")
+def event(conn: Conn, run_id: RunId, seq: Seq) -> EventDetail:
+    """One event with its payload and the events of the same task."""
+    return event_detail(conn, run_id, seq)
+
+
+@pages.page("/runs/{run_id}/replay", "replay.html")
+def replay(
+    conn: Conn,
+    run_id: RunId,
+    seq: Annotated[int | None, Query(ge=0, le=MAX_POSITION)] = None,
+    cycle: Annotated[int | None, Query(ge=1, le=1_000_000)] = None,
+) -> ReplayPage:
+    """The agent's state as the fold has it after ``seq`` events (or at a cycle's start)."""
+    return replay_page(conn, run_id, seq, cycle)

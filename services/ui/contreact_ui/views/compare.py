@@ -1,0 +1,182 @@
+"""Runs, models or experiments side by side, with the paper's tables beside."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from contreact_ui import paper
+from contreact_ui.exceptions import BadQuery, RunNotProjected
+from contreact_ui.models import (
+    CompareGroup,
+    ComparePage,
+    CycleSeries,
+    PaperTable2,
+    RunRow,
+    Table1Row,
+)
+from contreact_ui.views.runs import distinct, run_rows
+
+MAX_COMPARE_RUNS = 500
+
+TABLE1 = (
+    ("memory_tools", "Memory operations", "memory_ops_total", 1.0),
+    ("messages", "Messages to the operator", "messages_to_operator", 1.0),
+    ("memory_keys", "Final unique memory keys", None, 1.0),
+    ("reflection_kchars", "Reflection characters (k)", "reflection_chars", 1000.0),
+    ("response_kchars", "Response characters (k)", "response_chars", 1000.0),
+    ("memory_write_kchars", "Memory-write characters (k)", "memory_write_chars", 1000.0),
+)
+SERIES = {
+    "memory_ops_total": "Memory operations",
+    "messages_to_operator": "Messages to the operator",
+    "tool_calls": "Tool calls",
+    "response_chars": "Response characters",
+    "reflection_chars": "Reflection characters",
+    "tokens": "Tokens (prompt + completion)",
+    "llm_seconds": "LLM time (s)",
+    "max_similarity": "Max similarity to an earlier reflection",
+}
+
+
+def compare_page(
+    conn: sqlite3.Connection,
+    *,
+    runs: Sequence[str],
+    models: Sequence[str],
+    experiment: str | None,
+    by: str | None,
+) -> ComparePage:
+    selected = _select_runs(conn, runs, models, experiment)
+    rows = run_rows(conn, selected)
+    order = {run_id: i for i, run_id in enumerate(selected)}
+    rows.sort(key=lambda r: order[r.run_id])
+    grouping = by or ("run" if runs else "model")
+    if grouping not in ("model", "run", "experiment"):
+        raise BadQuery(f"by={grouping!r}: group by model, run or experiment")
+    groups: dict[str, list[RunRow]] = {}
+    for row in rows:
+        label = {"model": row.model, "run": row.run_id, "experiment": row.experiment}[grouping]
+        groups.setdefault(label or "(none)", []).append(row)
+    totals = _run_totals(conn, selected)
+    per_cycle = _per_cycle(conn, selected)
+    table1 = []
+    reference = paper.table1()
+    for metric, label, source, scale in TABLE1:
+        ours: list[float | None] = []
+        for members in groups.values():
+            figures = [
+                (row.memory_keys if source is None else totals.get(row.run_id, {}).get(source, 0))
+                / scale
+                for row in members
+            ]
+            ours.append(round(sum(figures) / len(figures), 3) if figures else None)
+        table1.append(
+            Table1Row(metric=metric, label=label, ours=ours, paper=reference.rows.get(metric, []))
+        )
+    series = []
+    for label, members in groups.items():
+        cycles = sorted({c for row in members for c in per_cycle.get(row.run_id, {})})
+        values: dict[str, list[float | None]] = {}
+        for metric in SERIES:
+            column: list[float | None] = []
+            for c in cycles:
+                samples = [
+                    v
+                    for row in members
+                    if (v := per_cycle.get(row.run_id, {}).get(c, {}).get(metric)) is not None
+                ]
+                column.append(round(sum(samples) / len(samples), 4) if samples else None)
+            values[metric] = column
+        series.append(CycleSeries(label=label, cycles=cycles, values=values))
+    t2 = paper.table2()
+    return ComparePage(
+        by=grouping,
+        selected_runs=list(runs),
+        selected_models=list(models),
+        experiment=experiment,
+        groups=[
+            CompareGroup(
+                label=label,
+                runs=[r.run_id for r in members],
+                models=sorted({r.model for r in members}),
+            )
+            for label, members in groups.items()
+        ],
+        table1=table1,
+        paper_columns=reference.columns,
+        series=series,
+        metrics=SERIES,
+        available_models=distinct(conn, "model"),
+        available_experiments=distinct(conn, "experiment"),
+        available_runs=[
+            r[0]
+            for r in conn.execute(
+                "SELECT run_id FROM runs ORDER BY created_at DESC LIMIT ?", (MAX_COMPARE_RUNS,)
+            )
+        ],
+        table2=PaperTable2(
+            evaluators=t2.evaluators,
+            histories=t2.histories,
+            inter_rater_correlation=t2.inter_rater_correlation,
+        ),
+        assessments_available=paper.assessments_available(),
+        citation=paper.CITATION,
+    )
+
+
+def _select_runs(
+    conn: sqlite3.Connection, runs: Sequence[str], models: Sequence[str], experiment: str | None
+) -> list[str]:
+    if runs:
+        found = {r.run_id for r in run_rows(conn, runs)}
+        missing = [r for r in runs if r not in found]
+        if missing:
+            raise RunNotProjected(f"no run {', '.join(map(repr, missing))} here (see /runs)")
+        return list(dict.fromkeys(runs))
+    where, args = [], []
+    if models:
+        where.append(f"model IN ({', '.join('?' * len(models))})")
+        args += list(models)
+    if experiment:
+        where.append("experiment = ?")
+        args.append(experiment)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    return [
+        r[0]
+        for r in conn.execute(
+            f"SELECT run_id FROM runs {clause} ORDER BY model, created_at LIMIT ?",
+            [*args, MAX_COMPARE_RUNS],
+        )
+    ]
+
+
+def _run_totals(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+    if not run_ids:
+        return {}
+    columns = [c for _, _, c, _ in TABLE1 if c]
+    marks = ", ".join("?" * len(run_ids))
+    rows = conn.execute(
+        f"SELECT run_id, {', '.join(f'sum({c})' for c in columns)} FROM cycles "
+        f"WHERE run_id IN ({marks}) GROUP BY run_id",
+        list(run_ids),
+    )
+    return {r[0]: dict(zip(columns, r[1:], strict=True)) for r in rows}
+
+
+def _per_cycle(
+    conn: sqlite3.Connection, run_ids: Sequence[str]
+) -> dict[str, dict[int, dict[str, float | None]]]:
+    if not run_ids:
+        return {}
+    marks = ", ".join("?" * len(run_ids))
+    out: dict[str, dict[int, dict[str, float | None]]] = {}
+    for r in conn.execute(
+        "SELECT run_id, cycle, memory_ops_total, messages_to_operator, tool_calls, "
+        "response_chars, reflection_chars, prompt_tokens + completion_tokens AS tokens, "
+        f"llm_seconds, max_similarity FROM cycles WHERE run_id IN ({marks})",
+        list(run_ids),
+    ):
+        row = dict(r)
+        out.setdefault(row.pop("run_id"), {})[row.pop("cycle")] = row
+    return out

@@ -1,0 +1,104 @@
+"""The event log viewer: the log a page at a time, one event with its task, and the
+log as stored (a download)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from contreact_events.wire.codec import bulk, event_from_json
+from contreact_ui.exceptions import BadQuery
+from contreact_ui.models import EventDetail, EventFilters, EventRowView, EventsPage
+from contreact_ui.read_models import describe
+from contreact_ui.views.runs import run_row
+
+EVENT_COLUMNS = "seq, type, ts, cycle, task_key, payload"
+
+
+def event_view(row: sqlite3.Row, *, payload: bool = False) -> EventRowView:
+    """An event row of the store as the log shows it (its one-line summary made here)."""
+    event = event_from_json(bytes(row["payload"]))
+    return EventRowView(
+        seq=row["seq"],
+        type=row["type"],
+        ts=row["ts"],
+        cycle=row["cycle"],
+        task_key=row["task_key"],
+        summary=describe(event),
+        payload=event.model_dump(mode="json") if payload else None,
+    )
+
+
+def events_page(conn: sqlite3.Connection, run_id: str, filters: EventFilters) -> EventsPage:
+    run_row(conn, run_id)
+    where: list[str] = ["run_id = ?"]
+    args: list[str | int] = [run_id]
+    if filters.type:
+        where.append(f"type IN ({', '.join('?' * len(filters.type))})")
+        args += filters.type
+    if filters.cycle is not None:
+        where.append("cycle = ?")
+        args.append(filters.cycle)
+    clause = " AND ".join(where)
+    total = conn.execute(f"SELECT count(*) FROM events WHERE {clause}", args).fetchone()[0]
+    rows = conn.execute(
+        f"SELECT {EVENT_COLUMNS} FROM events WHERE {clause} AND seq > ? ORDER BY seq LIMIT ?",
+        [*args, filters.after, filters.limit + 1],
+    ).fetchall()
+    more = len(rows) > filters.limit
+    rows = rows[: filters.limit]
+    types = [
+        {"type": r[0], "count": r[1]}
+        for r in conn.execute(
+            "SELECT type, count(*) FROM events WHERE run_id = ? GROUP BY type ORDER BY type",
+            (run_id,),
+        )
+    ]
+    with bulk():
+        events = [event_view(r, payload=True) for r in rows]
+    return EventsPage.model_validate(
+        {
+            "run_id": run_id,
+            "events": events,
+            "total": total,
+            "types": types,
+            "filters": filters,
+            "next_after": rows[-1]["seq"] if more and rows else None,
+        }
+    )
+
+
+def event_detail(conn: sqlite3.Connection, run_id: str, seq: int) -> EventDetail:
+    run = run_row(conn, run_id)
+    row = conn.execute(
+        f"SELECT {EVENT_COLUMNS}, entry_id FROM events WHERE run_id = ? AND seq = ?",
+        (run_id, seq),
+    ).fetchone()
+    if row is None:
+        raise BadQuery(f"run {run_id} has events 1 to {run.events}: there is no event {seq}")
+    related = []
+    if row["task_key"]:
+        related = [
+            event_view(r)
+            for r in conn.execute(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? AND task_key = ? "
+                "AND seq != ? ORDER BY seq",
+                (run_id, row["task_key"], seq),
+            )
+        ]
+    return EventDetail(
+        run_id=run_id,
+        event=event_view(row),
+        entry_id=row["entry_id"],
+        payload=event_from_json(bytes(row["payload"])).model_dump(mode="json"),
+        related=related,
+        previous=seq - 1 if seq > 1 else None,
+        next=seq + 1 if seq < run.events else None,
+    )
+
+
+def events_jsonl(conn: sqlite3.Connection, run_id: str) -> list[bytes]:
+    run_row(conn, run_id)
+    return [
+        bytes(r[0]) + b"\n"
+        for r in conn.execute("SELECT payload FROM events WHERE run_id = ? ORDER BY seq", (run_id,))
+    ]

@@ -1,0 +1,88 @@
+"""The agent's state after any event, folded from the nearest snapshot."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from contreact_events.core.fold import fold
+from contreact_events.core.prompt import prompt_messages
+from contreact_events.core.state import AgentState
+from contreact_events.wire.codec import bulk, event_from_json
+from contreact_ui.exceptions import BadQuery
+from contreact_ui.models import PromptMessage, ReplayPage
+from contreact_ui.read_models import state_from_snapshot
+from contreact_ui.views.events import EVENT_COLUMNS, event_view
+from contreact_ui.views.memory import memory_entries
+from contreact_ui.views.runs import run_row
+
+
+def replay_page(
+    conn: sqlite3.Connection, run_id: str, seq: int | None, cycle: int | None
+) -> ReplayPage:
+    """The fold's state after ``seq`` events: from the nearest snapshot before it,
+    folding at most ``SNAPSHOT_EVERY`` cycles of stored events."""
+    run = run_row(conn, run_id)
+    starts = [
+        [r[0], r[1]]
+        for r in conn.execute(
+            "SELECT cycle, seq FROM events WHERE run_id = ? AND type = 'CycleStarted' ORDER BY seq",
+            (run_id,),
+        )
+    ]
+    if cycle is not None:
+        match = [s for c, s in starts if c == cycle]
+        if not match:
+            raise BadQuery(f"run {run_id} has no cycle {cycle} (it has {len(starts)})")
+        seq = match[0]
+    at = run.events if seq is None else seq
+    if at < 0 or at > run.events:
+        raise BadQuery(f"run {run_id} has events 0 to {run.events}: seq={at} is outside")
+    snap = conn.execute(
+        "SELECT seq, state FROM snapshots WHERE run_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 1",
+        (run_id, at),
+    ).fetchone()
+    state = state_from_snapshot(bytes(snap[1])) if snap else AgentState(run_id=run_id)
+    tail = conn.execute(
+        "SELECT payload FROM events WHERE run_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+        (run_id, state.seq, at),
+    ).fetchall()
+    with bulk():
+        for (payload,) in tail:
+            state = fold(state, event_from_json(bytes(payload)))
+    event_row = conn.execute(
+        f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? AND seq = ?", (run_id, at)
+    ).fetchone()
+    changes = conn.execute(
+        "SELECT seq, cycle, key, change, value FROM memory_changes "
+        "WHERE run_id = ? AND seq <= ? ORDER BY seq",
+        (run_id, at),
+    ).fetchall()
+    prompt = [
+        PromptMessage(
+            role=m.role,
+            content=m.content,
+            tool_calls=[c.model_dump(mode="json") for c in m.tool_calls],
+            tool_name=m.tool_name,
+        )
+        for m in (prompt_messages(state) if state.config else ())
+    ]
+    pending = state.pending_task_id
+    return ReplayPage(
+        run_id=run_id,
+        seq=at,
+        total=run.events,
+        event=event_view(event_row) if event_row else None,
+        status=state.status,
+        phase=state.phase,
+        cycle=state.cycle_number,
+        step=state.step,
+        advisory=state.advisory,
+        next_advisory=state.next_advisory,
+        memory=memory_entries(changes, state.cycle_number, upto_seq=at),
+        prompt=prompt,
+        prompt_is_next=state.phase in ("calling", "awaiting_llm"),
+        metrics=state.metrics,
+        cycle_metrics=list(state.cycle_metrics),
+        pending_task=pending,
+        cycle_starts=starts,
+    )

@@ -1,0 +1,138 @@
+"""A run's page: per-cycle metrics, the similarity matrix, operator exchanges,
+regenerations, its configuration; and its metrics per cycle as CSV."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+from pydantic import TypeAdapter
+
+from contreact_events.catalog.cycle import CycleMetrics
+from contreact_events.wire.codec import event_from_json
+from contreact_ui.models import (
+    CycleView,
+    Link,
+    OperatorExchange,
+    RegenerationAttempt,
+    RunPage,
+    SimilarityMatrix,
+)
+from contreact_ui.store import METRIC_FIELDS
+from contreact_ui.views.runs import run_row
+
+CYCLE_VIEW = TypeAdapter(CycleView)
+OPERATOR_EXCHANGE = TypeAdapter(OperatorExchange)
+REGENERATION_ATTEMPT = TypeAdapter(RegenerationAttempt)
+
+
+def run_page(conn: sqlite3.Connection, run_id: str) -> RunPage:
+    run = run_row(conn, run_id)
+    cycles = cycle_views(conn, run_id)
+    config = _config(conn, run_id)
+    diversity = (config or {}).get("diversity") or {}
+    similarity = similarity_matrix(
+        conn,
+        run_id,
+        float(diversity.get("high_threshold", 0.8)),
+        float(diversity.get("moderate_threshold", 0.7)),
+    )
+    operator = [
+        OPERATOR_EXCHANGE.validate_python(dict(r))
+        for r in conn.execute(
+            "SELECT task_id, cycle, message, sent_at, reply, replied_by, replied_at "
+            "FROM operator WHERE run_id = ? ORDER BY sent_at, task_id",
+            (run_id,),
+        )
+    ]
+    regenerations = [
+        REGENERATION_ATTEMPT.validate_python({**dict(r), "is_unique": bool(r["is_unique"])})
+        for r in conn.execute(
+            "SELECT cycle, attempt, text, similarity, is_unique, feedback, matches, paragraphs, "
+            "outcome FROM attempts WHERE run_id = ? ORDER BY cycle, attempt",
+            (run_id,),
+        )
+    ]
+    base = f"/runs/{quote(run_id)}"
+    exports = [
+        Link(label="this page as JSON", href=f"{base}.json"),
+        Link(label="run log (events JSONL, as archived)", href=f"{base}/events.jsonl"),
+        Link(label="seed-003 LogRecords (JSONL)", href=f"{base}/export.jsonl"),
+        Link(label="per-cycle metrics (CSV)", href=f"{base}/cycles.csv"),
+    ]
+    return RunPage(
+        run=run,
+        cycles=cycles,
+        similarity=similarity,
+        operator=operator,
+        regenerations=regenerations,
+        config=config,
+        exports=exports,
+    )
+
+
+def cycle_views(conn: sqlite3.Connection, run_id: str) -> list[CycleView]:
+    out = []
+    for r in conn.execute("SELECT * FROM cycles WHERE run_id = ? ORDER BY cycle", (run_id,)):
+        row = dict(r)
+        metrics = CycleMetrics.model_validate({name: row.pop(name) for name in METRIC_FIELDS})
+        row.pop("run_id")
+        row["tools"] = orjson.loads(row["tools"])
+        row["reflection_complete"] = bool(row["reflection_complete"])
+        row["topic_exhausted"] = bool(row["topic_exhausted"])
+        out.append(CYCLE_VIEW.validate_python({**row, "metrics": metrics}))
+    return out
+
+
+def similarity_matrix(
+    conn: sqlite3.Connection, run_id: str, high: float, moderate: float
+) -> SimilarityMatrix:
+    pairs = conn.execute(
+        "SELECT cycle, other, value FROM similarities WHERE run_id = ?", (run_id,)
+    ).fetchall()
+    embedded = {
+        r[0]
+        for r in conn.execute(
+            "SELECT cycle FROM events WHERE run_id = ? AND type = 'ReflectionEmbedded'",
+            (run_id,),
+        )
+    }
+    cycles = sorted(embedded | {p[0] for p in pairs} | {p[1] for p in pairs})
+    index = {c: i for i, c in enumerate(cycles)}
+    values: list[list[float | None]] = [[None] * len(cycles) for _ in cycles]
+    for cycle, other, value in pairs:
+        values[index[cycle]][index[other]] = value
+        values[index[other]][index[cycle]] = value
+    for c, i in index.items():
+        if c in embedded:
+            values[i][i] = 1.0
+    return SimilarityMatrix(
+        cycles=cycles, values=values, high_threshold=high, moderate_threshold=moderate
+    )
+
+
+def _config(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
+    row = conn.execute(
+        "SELECT payload FROM events WHERE run_id = ? AND type IN ('RunStarted', 'RunRequested') "
+        "ORDER BY seq DESC LIMIT 1",
+        (run_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    event = event_from_json(bytes(row[0]))  # upcast: older runs read as current configs
+    config: dict[str, Any] = event.model_dump(mode="json").get("config") or {}
+    return config
+
+
+def cycles_csv(conn: sqlite3.Connection, run_id: str) -> str:
+    run_row(conn, run_id)
+    header = ["cycle", *METRIC_FIELDS, "level", "max_similarity", "most_similar_cycle"]
+    lines = [",".join(header)]
+    for view in cycle_views(conn, run_id):
+        metrics = view.metrics.model_dump()
+        values: list[Any] = [view.cycle, *(metrics[name] for name in METRIC_FIELDS)]
+        values += [view.level or "", view.max_similarity or "", view.most_similar_cycle or ""]
+        lines.append(",".join(str(v) for v in values))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,72 @@
+"""The runs list, and the run rows the other pages and the live stream show."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from pydantic import TypeAdapter
+
+from contreact_ui.exceptions import RunNotProjected
+from contreact_ui.models import FilterOptions, RunFilters, RunRow, RunsPage
+
+RUN_COLUMNS = (
+    "run_id, status, model, resolved_model, backend, experiment, cycle, cycle_count, step, "
+    "llm_calls, prompt_tokens, completion_tokens, events, memory_keys, failure_reason, "
+    "created_at, updated_at, source, projection_error"
+)
+FILTER_FIELDS = ("status", "model", "backend", "experiment")
+RUN_ROW = TypeAdapter(RunRow)
+
+
+def runs_page(conn: sqlite3.Connection, filters: RunFilters) -> RunsPage:
+    where, args = [], []
+    for name in FILTER_FIELDS:
+        value = getattr(filters, name)
+        if value:
+            where.append(f"{name} = ?")
+            args.append(value)
+    if filters.q:
+        where.append("instr(run_id, ?) > 0")
+        args.append(filters.q)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    total = conn.execute(f"SELECT count(*) FROM runs {clause}", args).fetchone()[0]
+    rows = conn.execute(
+        f"SELECT {RUN_COLUMNS} FROM runs {clause} "
+        "ORDER BY created_at IS NULL, created_at DESC, run_id LIMIT ? OFFSET ?",
+        [*args, filters.limit, filters.offset],
+    ).fetchall()
+    options = FilterOptions(**{name: distinct(conn, name) for name in FILTER_FIELDS})
+    return RunsPage(runs=[_run_row(r) for r in rows], total=total, filters=filters, options=options)
+
+
+def run_rows(conn: sqlite3.Connection, run_ids: Sequence[str]) -> list[RunRow]:
+    if not run_ids:
+        return []
+    marks = ", ".join("?" * len(run_ids))
+    rows = conn.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id IN ({marks})", run_ids)
+    return [_run_row(r) for r in rows]
+
+
+def run_row(conn: sqlite3.Connection, run_id: str) -> RunRow:
+    row = conn.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        raise RunNotProjected(
+            f"no run '{run_id}' here yet: the dashboard shows runs once their first event "
+            "is logged (see /runs)"
+        )
+    return _run_row(row)
+
+
+def _run_row(row: sqlite3.Row) -> RunRow:
+    return RUN_ROW.validate_python(dict(row))
+
+
+def distinct(conn: sqlite3.Connection, column: str) -> list[str]:
+    """The values of a column of the runs table (a filter's options)."""
+    return [
+        r[0]
+        for r in conn.execute(
+            f"SELECT DISTINCT {column} FROM runs WHERE {column} != '' ORDER BY {column}"
+        )
+    ]
