@@ -20,7 +20,7 @@ from contreact_bus.run_log import RunLog
 from contreact_bus.serving import serve
 from contreact_bus.task_gate import TaskGate
 from contreact_bus.task_stream import TaskStream
-from contreact_events.catalog.tool import ToolCallCompleted, ToolCallRequested
+from contreact_events.catalog.tool import ToolCallCompleted
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
     MEMORY_GROUP,
@@ -36,6 +36,8 @@ from contreact_memory.settings import MemorySettings
 from contreact_memory.store import MemoryStore
 from tests.support.inbox import INBOX, use_one_shard
 from tests.support.orchestration import ask_for
+from tests.support.sim import make_config, say
+from tests.support.store_sim import StoreSim
 
 pytestmark = pytest.mark.redis
 
@@ -234,22 +236,9 @@ async def test_the_entry_point_serves_in_burst_mode(
 async def test_rebuild_from_the_run_log_equals_the_live_store(
     aredis: aioredis.Redis, store: MemoryStore, tmp_path: Path
 ) -> None:
-    """The orchestrator's part is played here: log each request, send the task, log
-    the result that comes back."""
+    """A run decided by the core, its memory calls answered by the live store as the
+    service answers them; its log in Redis rebuilds that store exactly."""
     run_id = "run-r"
-    log = RunLog(aredis)
-    n = 0
-
-    def envelope() -> dict[str, Any]:
-        nonlocal n
-        n += 1
-        return {
-            "event_id": f"e{n}",
-            "run_id": run_id,
-            "ts": T0 + timedelta(seconds=n),
-            "correlation_id": run_id,
-        }
-
     calls = [
         ("write", {"key": "a", "value": "1"}),
         ("write", {"key": "a", "value": "2"}),
@@ -258,31 +247,10 @@ async def test_rebuild_from_the_run_log_equals_the_live_store(
         ("write", {"key": "c", "value": "3"}),
         ("read", {"key": "zz"}),
     ]
-    for i, (tool, arguments) in enumerate(calls):
-        requested = ToolCallRequested(
-            **envelope(),
-            task_id=f"tool-{i}",
-            cycle=1,
-            step=i,
-            index=0,
-            tool_name=tool,
-            arguments=arguments,
-        )
-        await append(log, run_id, requested)
-        await send(
-            aredis,
-            MemoryTask(
-                task_id=requested.task_id,
-                run_id=run_id,
-                tool=tool,
-                arguments=arguments,
-                ts=requested.ts,
-            ),
-        )
-        await drain(aredis, store)
-        (message,) = (await inbox(aredis))[i:]
-        result = completed(message)
-        await append(log, run_id, result.model_copy(update=envelope()))
+    sim = StoreSim(make_config(run_id=run_id, cycle_count=1), store)
+    sim.drive([say("", *calls), say("a reflection")])
+    assert sim.state.status == "completed"
+    await RunLog(aredis).append(run_id, sim.log)
 
     report = await rebuild_runs(
         aredis, tmp_path / "archive", [run_id], store.path, tmp_path / "rebuilt.db"
