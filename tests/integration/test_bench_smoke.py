@@ -18,6 +18,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,11 +84,31 @@ def test_every_benchmark_has_a_smoke_run() -> None:
     assert modules == set(BENCHES), "give the new benchmark a --smoke size and an entry here"
 
 
-@pytest.mark.parametrize("name", list(BENCHES))
-def test_benchmark_runs_at_its_smoke_size(name: str, tmp_path: Path) -> None:
+LANES = 2
+"""Benchmarks run this many at a time: each starts its own Redis, services and data
+folder on free ports, and much of a smoke run is waiting (processes starting, a model
+loading), so two lanes take about half the wall time of one on two cores."""
+
+
+@pytest.fixture(scope="module")
+def smoke_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[str]]]:
+    """Every benchmark's smoke run, started at once in ``LANES`` lanes; each test
+    waits for its own."""
+    folder = tmp_path_factory.mktemp("bench-smoke")
+    with ThreadPoolExecutor(max_workers=LANES, thread_name_prefix="bench") as pool:
+        yield {name: pool.submit(timed_smoke, name, folder / f"{name}.out") for name in BENCHES}
+
+
+def timed_smoke(name: str, log: Path) -> str:
     started = time.monotonic()
-    output = run_smoke(name, tmp_path / f"{name}.out")
-    print(f"bench.{name} --smoke: {time.monotonic() - started:.1f} s")
+    output = run_smoke(name, log)
+    return f"{output}\nbench.{name} --smoke: {time.monotonic() - started:.1f} s\n"
+
+
+@pytest.mark.parametrize("name", list(BENCHES))
+def test_benchmark_runs_at_its_smoke_size(name: str, smoke_runs: dict[str, Future[str]]) -> None:
+    output = smoke_runs[name].result()
+    print(output.splitlines()[-1])
     assert "smoke size" in output, output[-3000:]
     for label in BENCHES[name].figures:
         value = figure(output, label)
