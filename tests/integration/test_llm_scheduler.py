@@ -131,13 +131,14 @@ async def test_a_slow_model_does_not_hold_up_a_fast_one(
     ) as ollama:
         await send(aredis, *(chat(f"slow-{n}", "slow", ollama.host) for n in range(6)))
         await send(aredis, *(chat(f"fast-{n}", "fast", ollama.host) for n in range(6)))
-        t0 = time.monotonic()
         await run(worker(redis_url, "w1", ollama.host, concurrency=4), burst=True)
-        fast_done = max(c.end for c in ollama.calls if c.model == "fast") - t0
-        slow_done = max(c.end for c in ollama.calls if c.model == "slow") - t0
-    # two slow calls at a time take 3 s; the fast ones are not behind them
-    assert slow_done > 2.5
-    assert fast_done < slow_done / 3, (fast_done, slow_done)
+    slow = sorted(c.end for c in ollama.calls if c.model == "slow")
+    fast_done = max(c.end for c in ollama.calls if c.model == "fast")
+    # Told by the order of the calls, not by wall times (a busy machine stretches them):
+    # the fast model's six calls are all answered while the slow model's first calls are
+    # still running, not queued behind the six slow ones.
+    assert len(slow) == 6
+    assert sum(end < fast_done for end in slow) <= 2, (fast_done, slow)
 
 
 async def test_a_dead_workers_slot_and_task_are_taken_over(
