@@ -8,7 +8,6 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 import redis.asyncio as aioredis
@@ -47,13 +46,6 @@ def meta_fields(state: AgentState) -> dict[str, str]:
     """The listing projection of a state (strings, for a Redis hash): the slow-changing
     fields of its ``run_summary``, so the orchestrator writes it only on change."""
     return run_summary(state).listing_fields()
-
-
-def queue_meta(pipe: Any, state: AgentState, fields: dict[str, str]) -> None:
-    """Add a meta update to a pipeline (and, for an ended run, leave the active set)."""
-    pipe.hset(run_meta_key(state.run_id), mapping=fields)
-    if state.terminal:
-        pipe.srem(ACTIVE_RUNS, state.run_id)
 
 
 async def register_run(redis: aioredis.Redis, run_id: str, experiment: str | None) -> None:
