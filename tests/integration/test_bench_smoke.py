@@ -127,13 +127,20 @@ def figure(output: str, label: str) -> float | None:
     return float(found[-1].replace(",", "")) if found else None
 
 
-def run_smoke(name: str, log: Path) -> str:
-    """``python -m bench.NAME --smoke`` in its own process group; its output. A run
-    past ``TIMEOUT_S`` is interrupted (SIGINT: its cleanup runs), then killed."""
+def run_smoke(
+    name: str,
+    log: Path,
+    *,
+    timeout_s: float = TIMEOUT_S,
+    command: list[str] | None = None,
+) -> str:
+    """``python -m bench.NAME --smoke`` (or ``command``) in its own process group; its
+    output. A run past ``timeout_s`` is interrupted (SIGINT: its cleanup runs), then
+    killed."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", f"bench.{name}", "--smoke"],
+            command or [sys.executable, "-m", f"bench.{name}", "--smoke"],
             cwd=ROOT,
             env=env,
             stdout=out,
@@ -142,11 +149,11 @@ def run_smoke(name: str, log: Path) -> str:
             start_new_session=True,
         )
         try:
-            code = proc.wait(timeout=TIMEOUT_S)
+            code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             stop(proc)
             pytest.fail(
-                f"bench.{name} --smoke did not end within {TIMEOUT_S:.0f} s (a hang?):\n"
+                f"bench.{name} --smoke did not end within {timeout_s:.0f} s (a hang?):\n"
                 + log.read_text(errors="replace")[-3000:]
             )
     output = log.read_text(errors="replace")
@@ -163,3 +170,30 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(with_group, signal.SIGKILL)
         proc.wait()
+
+
+def test_a_benchmark_that_hangs_fails_and_leaves_nothing_running(tmp_path: Path) -> None:
+    """The guarantee of this module, broken on purpose: a driver that waits for ever (and
+    a child it started) is stopped at the timeout, and the test fails saying so."""
+    pids = tmp_path / "pids"
+    hang = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        f"open({str(pids)!r}, 'w').write(f'{{child.pid}}')\n"
+        "time.sleep(600)\n"
+    )
+    started = time.monotonic()
+    with pytest.raises(pytest.fail.Exception, match=r"did not end within 2 s \(a hang\?\)"):
+        run_smoke(
+            "hang", tmp_path / "hang.out", timeout_s=2.0, command=[sys.executable, "-c", hang]
+        )
+    assert time.monotonic() - started < STOP_GRACE_S
+    child = int(pids.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # the child, killed with its group, is reaped by init
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"the hung benchmark's child {child} is still running")
