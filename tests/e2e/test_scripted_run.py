@@ -154,7 +154,15 @@ def test_the_run_survives_an_orchestrator_crash(stack: Stack, tmp_path: Path) ->
     pid = stack.pid_of("orchestrator")
     os.kill(pid, signal.SIGKILL)  # nobody runs `contreact up` again: the supervisor does
     out, err = follower.communicate(timeout=240)
-    (row,) = [p for p in stack.json("status")["processes"] if p["process"] == "orchestrator"]
+
+    def orchestrator_row() -> dict[str, Any]:
+        (row,) = [p for p in stack.json("status")["processes"] if p["process"] == "orchestrator"]
+        return dict(row)
+
+    # The run may have ended before the kill, so the follower can return while the
+    # supervisor still waits out its restart backoff: wait for the new process.
+    stack.wait_until(lambda: orchestrator_row()["alive"], what="the orchestrator restarted")
+    row = orchestrator_row()
     assert row["restarts"] == 1 and row["alive"] and row["pid"] != pid
     assert row["last_exit"] == "signal 9"
     assert follower.returncode == 0, out + err
