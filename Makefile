@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PACKAGES := libs/events libs/bus services/orchestrator services/llm-worker services/memory \
+PACKAGES := libs/events libs/bus libs/analysis services/orchestrator services/llm-worker services/memory \
   services/embedder services/ui cli
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
@@ -19,7 +19,7 @@ $(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt torch==2.13.0
 	@echo "installing the packages (the first time builds llama-cpp-python: several minutes)"
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-dev.txt \
-	  -e libs/events -e libs/bus -e services/orchestrator -e 'services/llm-worker[embedded]' \
+	  -e libs/events -e libs/bus -e libs/analysis -e services/orchestrator -e 'services/llm-worker[embedded]' \
 	  -e services/memory -e services/embedder -e services/ui -e cli
 	@touch $(STAMP)
 
