@@ -113,7 +113,9 @@ def _rate(args: argparse.Namespace, settings: CLISettings) -> int:
     return 0
 
 
-async def _enqueue(args: argparse.Namespace, settings: CLISettings, run_ids: list[str]) -> list[Placed]:
+async def _enqueue(
+    args: argparse.Namespace, settings: CLISettings, run_ids: list[str]
+) -> list[Placed]:
     async with redis_client(settings) as client:
         runs: list[RatedRun] = await named_runs(client, settings, run_ids)
         if args.experiment:

@@ -76,8 +76,7 @@ def _beat(settings: AssessorSettings, stop: threading.Event) -> None:
         task = asyncio.create_task(
             heartbeat(client, f"{SERVICE}:{settings.worker_name}", settings.heartbeat_s, done)
         )
-        while not stop.is_set():
-            await asyncio.sleep(0.2)
+        await asyncio.to_thread(stop.wait)
         done.set()
         await task
         await client.aclose()
