@@ -16,6 +16,7 @@ from contreact_assessor.evaluators import Rating, evaluator_of_run, evaluator_ta
 from contreact_assessor.queueing import JobPolicy, Wanted, enqueue, in_evaluator_order
 from contreact_assessor.records import failed_event
 from contreact_bus import assessments, evaluator_calls
+from contreact_events.catalog import Event
 from contreact_events.catalog.assessment import AssessmentFailed, RunAssessed
 from contreact_events.catalog.chat import ChatMessage
 from contreact_events.core.evaluation import evaluator_input, verify_assessment
@@ -43,7 +44,7 @@ async def _one_inbox_shard(aredis: aioredis.Redis) -> None:
     await use_one_shard(aredis)
 
 
-def rating_of(events: list, job_repeat: int = 1, instrument: str = "pei") -> Rating:
+def rating_of(events: list[Event], job_repeat: int = 1, instrument: str = "pei") -> Rating:
     state = fold_all(events)
     key = assessments.RatingKey(instrument, state.model_name, job_repeat)
     return Rating(

@@ -100,7 +100,7 @@ async def wait_process(proc: subprocess.Popen[bytes], timeout_s: float = 120) ->
             return code
         await asyncio.sleep(0.1)
     kill_group(proc)
-    raise AssertionError(f"process {proc.args} did not end within {timeout_s} s")
+    raise AssertionError(f"process {proc.args!r} did not end within {timeout_s} s")
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
