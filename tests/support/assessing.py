@@ -104,9 +104,28 @@ async def wait_process(proc: subprocess.Popen[bytes], timeout_s: float = 120) ->
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL an assessor and everything it started: its process group, and its rq
+    work horses, which rq puts in process groups of their own (``os.setpgrp``)."""
+    for pid in [*_descendants(proc.pid), proc.pid]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(10)
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
 
 
 @contextlib.contextmanager
