@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -48,7 +50,7 @@ async def _one_inbox_shard(aredis: aioredis.Redis) -> None:
     await use_one_shard(aredis)
 
 
-async def _until(predicate, what: str, timeout_s: float = 60) -> None:  # type: ignore[no-untyped-def]
+async def _until(predicate: Callable[[], Awaitable[Any]], what: str, timeout_s: float = 60) -> None:
     for _ in range(int(timeout_s * 20)):
         if await predicate():
             return
@@ -76,7 +78,7 @@ async def test_a_worker_killed_mid_job_leaves_a_job_that_is_retried_and_recorded
             # rq's cleanup (every worker runs it as maintenance) finds the execution
             # whose heartbeat lapsed; the clock is moved past its TTL instead of waited.
             StartedJobRegistry(queue=q).cleanup(timestamp=time.time() + 3600)
-            job.refresh()
+            job = Job.fetch(placed.job_id, connection=q.connection, serializer=JSONSerializer)
             assert job.get_status() == "queued" and job.retries_left == 1
             assert await wait_process(start_assessor(env, log=tmp_path / "rq.log")) == 0
         assert job.get_status() == "finished"
