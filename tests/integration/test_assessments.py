@@ -15,7 +15,8 @@ import redis.asyncio as aioredis
 from contreact_assessor.evaluators import Rating, evaluator_of_run, evaluator_task
 from contreact_assessor.queueing import JobPolicy, Wanted, enqueue, in_evaluator_order
 from contreact_assessor.records import failed_event
-from contreact_bus import assessments, evaluator_calls
+from contreact_bus import assessments
+from contreact_bus.assessments import calls as evaluator_calls
 from contreact_events.catalog import Event
 from contreact_events.catalog.assessment import AssessmentFailed, RunAssessed
 from contreact_events.catalog.chat import ChatMessage

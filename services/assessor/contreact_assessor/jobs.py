@@ -33,7 +33,8 @@ from contreact_assessor.evaluators import Rating, evaluator_task
 from contreact_assessor.exceptions import EvaluatorCallFailed, RatingImpossible
 from contreact_assessor.records import assessed_event, failed_event
 from contreact_assessor.settings import AssessorSettings
-from contreact_bus import assessments, evaluator_calls
+from contreact_bus import assessments
+from contreact_bus.assessments import calls as evaluator_calls
 from contreact_bus.connection import connect
 from contreact_bus.exceptions import RunNotFound
 from contreact_bus.runs import load_events
