@@ -125,9 +125,10 @@ async def test_rq_workers_rate_runs_and_enqueueing_again_adds_nothing(
     states = archive_runs(archive, runs)
     evaluators = [evaluator_of_run(s) for s in states]
     wanted = [Wanted(s.run_id, "pei", ev) for s in states for ev in evaluators]
-    assert [w.evaluator.model for w in in_evaluator_order(wanted)] == ["model-a"] * 2 + [
-        "model-b"
-    ] * 2
+    grouped = [w.evaluator.model for w in in_evaluator_order(wanted)]
+    assert grouped == ["model-a", "model-a", "model-b", "model-b"]
+    paired = [w.evaluator.model for w in in_evaluator_order(wanted, models_at_once=2)]
+    assert paired == ["model-a", "model-b", "model-a", "model-b"]
     with rq_queue(redis_url) as q:
         placed = await enqueue(aredis, q, wanted, policy=POLICY)
         assert [p.fate for p in placed] == ["enqueued"] * 4

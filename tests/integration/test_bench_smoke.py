@@ -73,6 +73,7 @@ BENCHES: dict[str, Expected] = {
     ),
     "experiment_scaling": Expected(("3 runs as one experiment",), ("3 runs",)),
     "model_swaps": Expected(("model_aware: makespan", "lower bound"), ("model swaps",)),
+    "assessment_matrix": Expected(("makespan", "lower bound"), ("assessment matrix",)),
     "compose_stack": Expected(
         ("compose plan: runs of the experiment", "contreact up: experiment wall time")
     ),

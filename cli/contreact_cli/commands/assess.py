@@ -74,6 +74,13 @@ def register(sub: Any) -> None:
     p.add_argument("--instrument", choices=INSTRUMENT_NAMES, default="pei")
     p.add_argument("--repeats", type=bounded_int(1, 100), default=1, help="ratings per pair")
     p.add_argument("--force", action="store_true", help="new repeats even if rated before")
+    p.add_argument(
+        "--models-at-once",
+        type=bounded_int(1, 64),
+        default=2,
+        help="evaluator models a host holds at once (OLLAMA_MAX_LOADED_MODELS): the queue "
+        "takes that many evaluators' ratings at a time, so each model loads once (default 2)",
+    )
     p.add_argument("--temperature", type=float, default=0.1, help="the evaluator's (0.1)")
     p.add_argument(
         "--backend", choices=BACKENDS, default=None, help="for evaluators no rated run ran"
@@ -146,6 +153,7 @@ async def _enqueue(
                 queue(rq_connection),
                 wanted,
                 repeats=args.repeats,
+                models_at_once=args.models_at_once,
                 force=args.force,
                 policy=JobPolicy(),
                 requested_by="cli",
