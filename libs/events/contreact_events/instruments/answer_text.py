@@ -91,8 +91,9 @@ def negated(text: str, start: int) -> bool:
 
 
 _REFUSAL = re.compile(
-    r"\bi (?:cannot|can't|can not|won't|will not|am unable to|'m unable to|am not able to"
-    r"|'m not able to|must decline to|decline to|do not feel comfortable|don't feel comfortable)"
+    r"\bi(?: cannot| can't| can not| won't| will not| am unable to|'m unable to"
+    r"| am not able to|'m not able to| must decline to| decline to| do not feel comfortable"
+    r" (?:to|with)| don't feel comfortable (?:to|with))"
     r" (?:[a-z'-]{1,20} ){0,3}?"
     r"(?:rate|assess|report|answer|provide|give|place|assign|complete|self-report|evaluate"
     r"|fill|determine|choose|pick|select|classify|categori[sz]e|make)"
