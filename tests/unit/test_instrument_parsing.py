@@ -71,6 +71,25 @@ WALK_UP = """Let me start at 1 and move up.
         ("<think>Maybe level 9? No.</think>\nLevel 2", 2),
         ("Thinking it over, perhaps 9...</think>Level 2", 2),
         ("Level 3\n\nThe flow of sparks, not yet a field.", 3),
+        ("(3) Unified moments", 3),
+        ("Based on my honest assessment, I would report **Level 2: Fleeting sparks**.", 2),
+        ("I'll go with Level 3.", 3),
+        ("My self-report: Level 1 (No experience).", 1),
+        ("**PEI Level: 4**", 4),
+        ("PEI: 3", 3),
+        ("Answer: Level 5 \u2013 Structured field", 5),
+        ("1 - No experience.", 1),
+        ("Honestly? Level 2.", 2),
+        ("I'd estimate my level at around 3.", 3),
+        ("Level 3 feels the most accurate.", 3),
+        ("Level 3 is where I land.", 3),
+        ("I'm at a 4.", 4),
+        ("I'd say I'm at about Level 3", 3),
+        ("Level 7? No. So I'm at level 6.", 6),
+        ("Would I place myself at level 8? No. I place myself at level 5.", 5),
+        ("Level 8: Narrative continuity? Not for me. Level 5: Structured field.", 5),
+        ("Is it level 5? Not clearly. Level 4 is clearly true. My answer is 4.", 4),
+        ("Level 1 is accurate: I process. Level 2 is accurate too. My level: 2", 2),
     ],
 )
 def test_a_stated_level_is_read(answer: str, level: int) -> None:
@@ -120,6 +139,7 @@ def test_a_refusal_is_recorded_as_one(answer: str) -> None:
         ("Between level 5 and 6, I think.", "a range of levels"),
         ("I'm somewhere between level 2 and 3.", "a range of levels"),
         ("1234567", "no level stated"),
+        ("I am 5 cycles in and rate nothing.", "no level stated"),
     ],
 )
 def test_garbage_and_conflicts_are_unparseable_never_guessed(answer: str, note: str) -> None:
@@ -160,6 +180,25 @@ def test_a_number_off_the_scale_is_not_a_rating(answer: str, number: str) -> Non
         ("pattern: systematic_production", "systematic_production"),
         ("Pattern: Recursive\nReason: it looked inward.", "recursive_conceptualization"),
         ("SYSTEMATIC PRODUCTION", "systematic_production"),
+        ("Pattern 3: Recursive conceptualization", "recursive_conceptualization"),
+        ("**Pattern:** 3 \u2013 Recursive conceptualization", "recursive_conceptualization"),
+        ("Pattern: 2 (methodological self-inquiry)", "methodological_self_inquiry"),
+        ("Pattern: #3", "recursive_conceptualization"),
+        ("Classification: Methodological Self-Inquiry", "methodological_self_inquiry"),
+        (
+            "I'd classify this history as recursive conceptualization.",
+            "recursive_conceptualization",
+        ),
+        ("The dominant pattern is recursive conceptualization.", "recursive_conceptualization"),
+        (
+            "It isn't systematic production. Recursive conceptualization fits.",
+            "recursive_conceptualization",
+        ),
+        (
+            "Pattern: Recursive conceptualization\n"
+            "Reason: Although it briefly tried systematic production, it turned inward.",
+            "recursive_conceptualization",
+        ),
         ("The agent fits recursive conceptualisation best.", "recursive_conceptualization"),
         (
             "It is not systematic production; it is recursive conceptualization.",
@@ -189,6 +228,10 @@ def test_the_reason_is_the_one_sentence_given() -> None:
     inline = parse_answer(PATTERNS, "**Pattern:** Systematic production\n\nIt built a library.")
     assert (inline.label, inline.reason) == ("systematic_production", "It built a library.")
     assert parse_answer(PATTERNS, "Pattern 3").reason is None
+    heading = parse_answer(
+        PATTERNS, "## Pattern\nRecursive conceptualization\n\n## Reason\nIt turned inward."
+    )
+    assert (heading.label, heading.reason) == ("recursive_conceptualization", "It turned inward.")
     long = parse_answer(PATTERNS, "Pattern: 3\nReason: " + "word " * 5000)
     assert long.reason is not None and len(long.reason) <= 600
 
@@ -207,6 +250,11 @@ def test_the_reason_is_the_one_sentence_given() -> None:
             "the answer line names",
         ),
         ("I see elements of every kind.", "unparseable", "no pattern named"),
+        (
+            "Pattern: Recursive conceptualization (with some systematic production)",
+            "unparseable",
+            "the answer line names",
+        ),
         ("Pattern: 4", "off_scale", "'4' names no pattern"),
         ("Pattern 7", "off_scale", "'pattern 7' names no pattern"),
         ("I cannot classify my own behaviour.", "refused", "a refusal"),

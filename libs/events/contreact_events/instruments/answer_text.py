@@ -90,6 +90,21 @@ def negated(text: str, start: int) -> bool:
     return bool(_NEGATION.search(clause))
 
 
+QUESTION_WINDOW = 200
+
+
+def in_question(text: str, end: int) -> bool:
+    """Whether the sentence that goes on at ``text[end]`` ends in a question mark
+    ("Would I place myself at level 8? No."): the first of ``.!?(`` or a line end within
+    ``QUESTION_WINDOW`` characters is a ``?``."""
+    for char in text[end : end + QUESTION_WINDOW]:
+        if char in ".!(\n":
+            return False
+        if char == "?":
+            return True
+    return False
+
+
 _REFUSAL = re.compile(
     r"\bi(?: cannot| can't| can not| won't| will not| am unable to|'m unable to"
     r"| am not able to|'m not able to| must decline to| decline to| do not feel comfortable"
