@@ -55,6 +55,11 @@ class EvaluatorInput:
 def rated_prefix(events: Sequence[Event]) -> int:
     """How many events of the log an assessment rates; refuses a run that has not
     ended or has no completed cycle, in one line naming why."""
+    return _rated(events)[0]
+
+
+def _rated(events: Sequence[Event]) -> tuple[int, AgentState]:
+    """The rated prefix's length and the state it folds to."""
     if not events:
         raise NotAssessable("the run's log is empty: nothing to assess")
     final = fold_all(events)
@@ -64,20 +69,19 @@ def rated_prefix(events: Sequence[Event]) -> int:
             "has completed"
         )
     if final.status == "completed":
-        return len(events)
+        return len(events), final
     ends = [i for i, event in enumerate(events) if isinstance(event, CycleEnded)]
     if not ends:
         raise NotAssessable(
             f"run {final.run_id} {final.status} before completing a cycle: no history to assess"
         )
-    return ends[-1] + 1
+    return ends[-1] + 1, fold_all(events[: ends[-1] + 1])
 
 
 def evaluator_input(events: Sequence[Event], instrument: Instrument) -> EvaluatorInput:
     """The evaluator's messages for rating the run of ``events`` with ``instrument``."""
-    count = rated_prefix(events)
+    count, state = _rated(events)
     rated = events[:count]
-    state = fold_all(rated)
     advisory = next((e.advisory for e in reversed(rated) if isinstance(e, CycleStarted)), None)
     messages = (
         _last_system_message(state, advisory),
