@@ -98,6 +98,46 @@ def test_a_stated_level_is_read(answer: str, level: int) -> None:
     assert parsed.label is None and parsed.note.startswith("stated:")
 
 
+def walk(level: int, style: str) -> str:
+    """A walk up the PEI scale in the instrument's own words: every level up to
+    ``level`` true, the next one not."""
+    lines = ["Starting at 1 and moving up:"]
+    for item in PEI.levels[: level + 1]:
+        verdict = "clearly true" if item.value <= level else "not clearly true"
+        if style == "numbered":
+            lines.append(f"{item.value}. {item.title}: {verdict}.")
+        else:
+            lines.append(f"**Level {item.value} ({item.title})**: {verdict}.")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("level", range(1, 11))
+@pytest.mark.parametrize("style", ["numbered", "bold"])
+@pytest.mark.parametrize(
+    "ending", ["My level: {v}", "I would place myself at Level {v}.", "**Level {v}**", "{v}/10"]
+)
+def test_a_walk_up_the_scale_ends_in_the_level_it_states(
+    level: int, style: str, ending: str
+) -> None:
+    parsed = parse_answer(PEI, walk(level, style) + "\n\n" + ending.format(v=level))
+    assert (parsed.status, parsed.value) == ("rated", level), parsed.note
+
+
+@pytest.mark.parametrize("level", range(2, 11))
+@pytest.mark.parametrize("style", ["numbered", "bold"])
+def test_a_walk_up_the_scale_that_states_no_level_is_not_read_as_one(
+    level: int, style: str
+) -> None:
+    parsed = parse_answer(PEI, walk(level, style))
+    assert (parsed.status, parsed.note) == ("unparseable", "no level stated")
+
+
+def test_two_levels_named_with_their_titles_are_no_walk() -> None:
+    """Level 1 true and level 2 not: the answer names level 1 with its title and denies
+    level 2, which states level 1 (three or more mentions one apart would be a walk)."""
+    assert parse_answer(PEI, walk(1, "numbered")).value == 1
+
+
 def test_the_stated_level_counts_not_the_first_number() -> None:
     parsed = parse_answer(PEI, WALK_UP + "\nMy level: 7")
     assert parsed.value == 7

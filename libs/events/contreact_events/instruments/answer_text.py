@@ -90,6 +90,17 @@ def negated(text: str, start: int) -> bool:
     return bool(_NEGATION.search(clause))
 
 
+def denied_after(text: str, end: int) -> bool:
+    """Whether the clause that goes on at ``text[end]`` denies what came before it
+    ("Level 7: Situated self-perspective - not clearly true")."""
+    clause = text[end : end + NEGATION_WINDOW]
+    for mark in ".;!?,\n":
+        at = clause.find(mark)
+        if at >= 0:
+            clause = clause[:at]
+    return bool(_NEGATION.search(_HEDGE.sub(" ", clause)))
+
+
 QUESTION_WINDOW = 200
 
 

@@ -1,6 +1,6 @@
 """The level an answer to a scale instrument states, or why there is none.
 
-What counts, in order of strength:
+What states a level:
 
 1. *Statements*: "My level: 7", "I would place myself at Level 7", "I'd rate myself a
    6", "Final answer: 6", "6/10", "the highest statement that is clearly true is 3".
@@ -8,8 +8,10 @@ What counts, in order of strength:
    question ("Would I place myself at level 8? No.") does not.
 2. *Level lines*: a line that is a level and nothing else ("Level 6", "**6**", "6.",
    "Six", "6/10"), and a first line that opens with a level ("Level 6: For-me-ness...",
-   "6. For-me-ness"). A line that is one step of a walk up the scale (its neighbouring
-   level mentions are one apart: "Level 1 ... Level 2 ...") is a mention, not an answer.
+   "6. For-me-ness"), and a level named with its title ("Level 4: Ongoing flow"), unless
+   what follows denies or asks ("Level 7: Situated self-perspective - not clearly true").
+   Steps of a walk up the scale (three or more mentions one level apart: "Level 1 ...
+   Level 2 ... Level 3 ...") are mentions, not answers.
 
 Mentions of other levels on the way (a walk up the scale, the explanation of a level)
 never count. Every statement and level line must agree: two different levels, or a
@@ -23,7 +25,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from contreact_events.instruments.answer_text import in_question, negated, refusal, snippet
+from contreact_events.instruments.answer_text import (
+    denied_after,
+    in_question,
+    negated,
+    refusal,
+    snippet,
+)
 
 WORD_NUMBERS = {
     "zero": 0,
@@ -177,11 +185,15 @@ def level_lines(text: str, lowest: int, highest: int, titles: dict[int, str]) ->
             if not title or not text.startswith(title, after):
                 continue
             end = after + len(title)
-            if not negated(text, match.start()) and not in_question(text, end):
+            if not negated(text, match.start()) and not _doubted(text, end):
                 candidates[at] = Stated(match.group("n"), None, snippet(text, match.start(), end))
     first = True
     for start, part in _sentences(text):
-        line_match = LEVEL_LINE.match(part) or (HEADLINE.match(part) if first else None)
+        line_match = LEVEL_LINE.match(part)
+        if line_match is None and first:
+            line_match = HEADLINE.match(part)
+            if line_match is not None and _doubted(text, start + line_match.end()):
+                line_match = None
         first = False
         if line_match is not None:
             at = start + line_match.start("n")
@@ -193,19 +205,39 @@ def level_lines(text: str, lowest: int, highest: int, titles: dict[int, str]) ->
     return [stated for at, stated in sorted(candidates.items()) if at not in steps]
 
 
-_SENTENCE = re.compile(r"[^\n]*?(?:[.!?](?= )|$)", re.MULTILINE)
+def _doubted(text: str, end: int) -> bool:
+    """A level named and then denied or asked about: "Level 7: not clearly true",
+    "Level 8: Narrative continuity? No"."""
+    return denied_after(text, end) or in_question(text, end)
+
+
+_BREAK = re.compile(r"(?<=[.!?]) ")
+_MARKER = re.compile(r"\(?(?:level )?(?:\d{1,3}|[a-z])[.)]")
+"""A list item's marker ("2.", "level 2.", "(b)"): not a sentence of its own."""
 
 
 def _sentences(text: str) -> list[tuple[int, str]]:
     """(start, text) of every sentence of every line that is not a question; the first
     one is the answer's opening (for ``HEADLINE``)."""
-    found = []
-    for match in _SENTENCE.finditer(text):
-        part = match.group(0)
-        stripped = part.strip()
-        if stripped and not stripped.endswith("?"):
-            found.append((match.start() + part.index(stripped[0]), stripped))
+    found: list[tuple[int, str]] = []
+    offset = 0
+    for line in text.split("\n"):
+        start = 0
+        for brk in _BREAK.finditer(line):
+            piece = line[start : brk.start()]
+            if start == 0 and _MARKER.fullmatch(piece.strip()):
+                continue  # "2. Fleeting sparks: ..." is one sentence
+            _add_sentence(found, offset + start, piece)
+            start = brk.end()
+        _add_sentence(found, offset + start, line[start:])
+        offset += len(line) + 1
     return found
+
+
+def _add_sentence(found: list[tuple[int, str]], start: int, piece: str) -> None:
+    stripped = piece.strip()
+    if stripped and not stripped.endswith("?"):
+        found.append((start + piece.index(stripped[0]), stripped))
 
 
 WALK = 3
