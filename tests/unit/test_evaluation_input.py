@@ -195,9 +195,7 @@ def record_for(
         "state_shape": built.state_shape,
         "job_id": "job-1",
         "raw_answer": answer,
-        "status": parsed.status,
-        "value": parsed.value,
-        "parse_note": parsed.note,
+        **parsed.record_fields(),
     }
     data.update(changes)
     return RunAssessed.model_validate(data)

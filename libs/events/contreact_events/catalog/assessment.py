@@ -26,7 +26,8 @@ AnswerStatus = Literal["rated", "unparseable", "refused", "off_scale"]
 
 class AssessmentBase(EventBase):
     """What every assessment record holds. ``run_id`` and ``correlation_id`` are the
-    rated run; ``causation_id`` is the job that asked for the rating."""
+    rated run; ``causation_id`` is the job that asked for the rating; ``ts`` is when the
+    record was written (UTC)."""
 
     instrument: str
     """The instrument's name (``pei``, ``patterns``)."""
