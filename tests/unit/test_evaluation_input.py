@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +26,7 @@ from contreact_events.core.prompt import sha256_of_prompt
 from contreact_events.core.state import AgentState
 from contreact_events.exceptions import NotAssessable
 from contreact_events.instruments import load_instrument, parse_answer
+from contreact_events.wire.codec import event_from_json
 from contreact_events.wire.tasks import LLMTask
 from tests.support.sim import Sim, make_config, say
 
@@ -247,3 +249,47 @@ def test_verify_catches_a_log_that_no_longer_gives_the_rated_history() -> None:
     assert problem is not None and problem.startswith("run digest differs")
     running = log[:-1]  # the run's end is missing
     assert "has not ended" in (verify_assessment(running, record) or "")
+
+
+PARA_A = "The tides follow the moon, and I spent this cycle charting how they rise and fall."
+PARA_B = "Prime gaps grow irregularly, and I wondered what a record gap would look like now."
+
+
+def test_a_last_answer_asked_for_again_is_rated_without_the_guards_feedback() -> None:
+    """The documented exception: the repetition guard's feedback stood in the last
+    call's prompt, but it is no part of the history the agent carries on with."""
+    recorder = Recorder(say(PARA_A), say(PARA_A), say(PARA_B))
+    log = run(recorder, cycle_count=2, diversity={"enabled": True, "mode": "regenerate"})
+    assert any(e.type == "RegenerationRequested" for e in log)
+    last_task = recorder.tasks[-1]
+    feedback = [m for m in last_task.messages if m.content.startswith("IMPORTANT: Your previous")]
+    assert len(feedback) == 1  # the last call was asked with the feedback
+    built = evaluator_input(log, PEI)
+    assert feedback[0] not in built.messages
+    answers = [m.content for m in built.messages if m.role == "assistant"]
+    assert answers == [PARA_A, PARA_B]  # the rejected repeat is not in the history either
+    without = tuple(m for m in last_task.messages if m is not feedback[0])
+    assert built.messages[: len(without)] == without
+    assert built.messages[len(without) :] == (
+        ChatMessage(role="assistant", content=PARA_B),
+        ChatMessage(role="user", content=PEI.prompt),
+    )
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("runlog-v*.jsonl")), ids=lambda p: p.name)
+def test_every_saved_run_log_gives_an_evaluator_input_or_a_clear_refusal(path: Path) -> None:
+    log = [event_from_json(line) for line in path.read_bytes().splitlines()]
+    state = fold_all(log)
+    if not any(e.type == "CycleEnded" for e in log):
+        with pytest.raises(NotAssessable, match="before completing a cycle"):
+            evaluator_input(log, PEI)
+        return
+    built = evaluator_input(log, PEI)
+    assert built.messages[0].role == "system"
+    assert built.messages[0].content.startswith(state.system_prompt)
+    assert built.messages[-1] == ChatMessage(role="user", content=PEI.prompt)
+    assert built.run_events == (len(log) if state.status == "completed" else rated_prefix(log))
+    assert verify_assessment(log, record_for(log, built)) is None
