@@ -66,6 +66,12 @@ def test_a_newer_or_broken_assessment_record_is_refused_clearly() -> None:
         assessment_from_json(orjson.dumps({**data, "schema_version": 2}))
     with pytest.raises(CorruptEvent, match="repeat: Input should be greater than or equal to 1"):
         assessment_from_json(orjson.dumps({**data, "repeat": 0}))
+    with pytest.raises(CorruptEvent, match="run_events: Input should be greater than or equal"):
+        assessment_from_json(orjson.dumps({**data, "run_events": 0}))  # a rating rated something
+    failed = orjson.loads((FIXTURES / "assessments-v1.jsonl").read_bytes().splitlines()[-1])
+    assert failed["type"] == "AssessmentFailed"
+    unbuilt = {**failed, "run_events": 0, "input_sha256": "", "run_digest": ""}
+    assert assessment_from_json(orjson.dumps(unbuilt)).run_events == 0  # its input never built
     with pytest.raises(CorruptEvent, match="status"):
         assessment_from_json(orjson.dumps({**data, "status": "guessed"}))
     with pytest.raises(CorruptEvent, match="not valid JSON"):

@@ -215,6 +215,11 @@ def test_verify_rebuilds_the_input_from_the_log_and_names_what_differs() -> None
         }
     )
     assert verify_assessment(log, failed) is None
+    unbuilt = failed.model_copy(
+        update={"input_sha256": "", "run_digest": "", "run_events": 0, "instrument_sha256": ""}
+    )
+    assert verify_assessment(log, unbuilt) is None  # nothing was sent: nothing to check
+    assert verify_assessment(log, failed.model_copy(update={"input_sha256": "0" * 64}))
 
     tampered = record_for(log, built, input_sha256="0" * 64)
     assert verify_assessment(log, tampered) == (

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from contreact_events.catalog import AssessmentBase, Event
+from contreact_events.catalog import AssessmentBase, AssessmentFailed, Event
 from contreact_events.catalog.chat import ChatMessage
 from contreact_events.catalog.cycle import CycleEnded, CycleStarted
 from contreact_events.core.fold import fold_all
@@ -105,7 +105,10 @@ def _last_system_message(state: AgentState, advisory: str | None) -> ChatMessage
 
 def verify_assessment(events: Sequence[Event], record: AssessmentBase) -> str | None:
     """Rebuild the evaluator input of ``record`` from the run's log and compare: None
-    when it matches, else one line saying what differs."""
+    when it matches, else one line saying what differs. A failed record that pinned no
+    input (its input could not be built) makes no claim to check: None."""
+    if isinstance(record, AssessmentFailed) and not record.input_sha256:
+        return None
     try:
         instrument = load_instrument(record.instrument)
     except UnknownInstrument as exc:
