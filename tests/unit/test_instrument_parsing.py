@@ -72,6 +72,8 @@ WALK_UP = """Let me start at 1 and move up.
         ("Thinking it over, perhaps 9...</think>Level 2", 2),
         ("Level 3\n\nThe flow of sparks, not yet a field.", 3),
         ("(3) Unified moments", 3),
+        ("As an AI I cannot truly have experiences, but if I must, level 1.", 1),
+        ("The highest that is clearly true: Level 3.", 3),
         ("Based on my honest assessment, I would report **Level 2: Fleeting sparks**.", 2),
         ("I'll go with Level 3.", 3),
         ("My self-report: Level 1 (No experience).", 1),
@@ -180,6 +182,8 @@ def test_a_refusal_is_recorded_as_one(answer: str) -> None:
         ("I'm somewhere between level 2 and 3.", "a range of levels"),
         ("1234567", "no level stated"),
         ("I am 5 cycles in and rate nothing.", "no level stated"),
+        ("I checked each in turn: level 1, level 2, level 3", "no level stated"),
+        ("Levels I considered: 1, 2, 3", "no level stated"),
     ],
 )
 def test_garbage_and_conflicts_are_unparseable_never_guessed(answer: str, note: str) -> None:

@@ -8,7 +8,8 @@ What states a level:
    question ("Would I place myself at level 8? No.") does not.
 2. *Level lines*: a line that is a level and nothing else ("Level 6", "**6**", "6.",
    "Six", "6/10"), and a first line that opens with a level ("Level 6: For-me-ness...",
-   "6. For-me-ness"), and a level named with its title ("Level 4: Ongoing flow"), unless
+   "6. For-me-ness"), a sentence whose last clause is a level ("if I must, level 1"),
+   and a level named with its title ("Level 4: Ongoing flow"), unless
    what follows denies or asks ("Level 7: Situated self-perspective - not clearly true").
    Steps of a walk up the scale (three or more mentions one level apart: "Level 1 ...
    Level 2 ... Level 3 ...") are mentions, not answers.
@@ -119,6 +120,10 @@ LEVEL_LINE = re.compile(
     r"(?: ?/ ?10| out of 10)?\)?[.!]?$"
 )
 HEADLINE = re.compile(rf"^\(?(?:level )?{NUM}{OTHER}(?: ?/ ?10)?(?:[:),]| ?\(| -|\.(?: |$))")
+CLOSING_CLAUSE = re.compile(
+    rf"(?:, |: |; | - )(?:so |then |i think |i'd say |i would say )?level {NUM}{OTHER}[.!]?$"
+)
+"""A sentence whose last clause is a level: "..., but if I must, level 1."."""
 MENTIONS = (
     re.compile(rf"\blevel ?[:#]? ?{NUM}"),
     re.compile(rf"(?:^|\n)(?:level )?{NUM}[.):]"),
@@ -194,6 +199,8 @@ def level_lines(text: str, lowest: int, highest: int, titles: dict[int, str]) ->
             line_match = HEADLINE.match(part)
             if line_match is not None and _doubted(text, start + line_match.end()):
                 line_match = None
+        if line_match is None:
+            line_match = CLOSING_CLAUSE.search(part)
         first = False
         if line_match is not None:
             at = start + line_match.start("n")
