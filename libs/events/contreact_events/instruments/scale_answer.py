@@ -16,7 +16,8 @@ What states a level:
 
 Mentions of other levels on the way (a walk up the scale, the explanation of a level)
 never count. Every statement and level line must agree: two different levels, or a
-range ("3-4", "between 3 and 4"), is unparseable, never guessed; a stated number off
+range ("3-4", "between 3 and 4") with no level chosen within it, is unparseable, never
+guessed; a stated number off
 the scale (0, 11, 7.5) is not a rating. With nothing stated, a refusal is recorded as
 such, and anything else is unparseable.
 """
@@ -145,6 +146,11 @@ class Stated:
 
     def value(self) -> float:
         return number_value(self.number)
+
+    def spans(self, value: float) -> bool:
+        """Whether a range reaches from one of its ends to the other across ``value``."""
+        ends = sorted((self.value(), number_value(self.other or self.number)))
+        return ends[0] <= value <= ends[1]
 
 
 def number_value(text: str) -> float:
@@ -278,11 +284,13 @@ class ScaleReading:
 def read_scale(text: str, lowest: int, highest: int, titles: dict[int, str]) -> ScaleReading:
     """Read ``text`` (as prepared by ``answer_text.for_matching``); ``titles`` are the
     levels' titles, prepared the same way."""
-    found = statements(text) + level_lines(text, lowest, highest, titles)
-    ranges = [s for s in found if s.is_range]
-    if ranges:
-        return ScaleReading("unparseable", None, f"a range of levels, not one: {ranges[0].words!r}")
+    stated = statements(text) + level_lines(text, lowest, highest, titles)
+    ranges = [s for s in stated if s.is_range]
+    found = [s for s in stated if not s.is_range]
     values = sorted({s.value() for s in found})
+    if ranges and not (len(values) == 1 and all(r.spans(values[0]) for r in ranges)):
+        # A range alone is no level; one level stated within it is the answer's choice.
+        return ScaleReading("unparseable", None, f"a range of levels, not one: {ranges[0].words!r}")
     if not values:
         refused = refusal(text)
         if refused is not None:
