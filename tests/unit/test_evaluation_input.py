@@ -136,6 +136,20 @@ def test_after_a_final_call_without_tools_the_last_prompt_hash_still_matches() -
     assert [m.role for m in built.messages[k:]] == ["assistant", "user"]
 
 
+def test_a_cycle_cut_by_the_step_cap_is_rated_with_its_dropped_calls_noted() -> None:
+    recorder = Recorder(say("", ("list", {})), say("half a thought", ("list", {})))
+    log = run(recorder, cycle_count=1, max_steps_per_cycle=2, final_call_at_step_cap=False)
+    last_task = recorder.tasks[-1]
+    built = evaluator_input(log, PEI)
+    k = len(last_task.messages)
+    last_request = [e for e in log if isinstance(e, LLMRequested)][-1]
+    assert sha256_of_prompt(built.messages[:k], last_task.tools) == last_request.prompt_sha256
+    answer, note, instrument = built.messages[k:]
+    assert (answer.role, answer.content) == ("assistant", "half a thought")
+    assert note.role == "tool" and note.content.startswith("Not executed: the limit of 2 steps")
+    assert instrument == ChatMessage(role="user", content=PEI.prompt)
+
+
 def cancelled_after_one_cycle() -> list[Event]:
     sim = Sim(make_config(cycle_count=3))
     sim.start()

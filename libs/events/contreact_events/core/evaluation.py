@@ -5,9 +5,11 @@ the agent last saw it, then the instrument's prompt as the next user turn, with 
 tools. Here that history is rebuilt from the run's log by the fold, as every prompt of
 the run was: the system message of the agent's last call (the system prompt with the
 advisory in force in the last cycle, if any), then every message of the history once,
-in order, the last cycle's answer included. For a completed run, the rated prefix is
-the whole log; for a failed or cancelled one, the log up to its last completed cycle
-(a cycle cut short is not rated).
+in order, the last cycle's answer included. (The final state's own prompt,
+``prompt_messages(final_state)``, would drop the advisory: the fold clears it when the
+cycle ends. The agent's last prompt carried it, so the evaluator's does.) For a
+completed run, the rated prefix is the whole log; for a failed or cancelled one, the
+log up to its last completed cycle (a cycle cut short is not rated).
 
 How this relates to what the agent saw, and how the test checks it: the run log
 records, in each ``LLMRequested``, the hash of the exact messages and tools that call
