@@ -10,15 +10,11 @@ from typing import Any
 
 import pytest
 
-from contreact_analysis.assessments import (
-    AssessmentMatrix,
-    build_matrix,
-    matrix_json,
-    paper_ratings_frame,
-    paper_table2,
-    render_matrix,
-)
 from contreact_analysis.assessments.columns import ratings_from_rows
+from contreact_analysis.assessments.matrix import build_matrix, matrix_json
+from contreact_analysis.assessments.paper import paper_ratings_frame, paper_table2
+from contreact_analysis.assessments.render import render_matrix
+from contreact_analysis.assessments.results import AssessmentMatrix
 
 RESAMPLES = 999
 

@@ -23,69 +23,17 @@ import math
 import warnings
 from collections.abc import Sequence
 
-import krippendorff
 import numpy as np
 import pandas as pd
-import pingouin
-from pydantic import BaseModel, ConfigDict
-from scipy import stats
-from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-__all__ = [
-    "AlphaResult",
-    "ICCResult",
-    "KappaResult",
-    "SpearmanResult",
-    "fleiss_kappa_of",
-    "icc",
-    "interval_alpha",
-    "mean_pairwise_spearman",
-]
+from contreact_analysis.assessments.results import (
+    AlphaResult,
+    ICCResult,
+    KappaResult,
+    SpearmanResult,
+)
 
-
-class _Result(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class AlphaResult(_Result):
-    alpha: float | None
-    units: int
-    """Histories rated by at least two evaluators (the pairable ones)."""
-    raters: int
-    method: str = "krippendorff.alpha, interval"
-
-
-class ICCResult(_Result):
-    icc: float | None
-    low: float | None
-    high: float | None
-    """pingouin's 95% interval (F distribution)."""
-    targets: int
-    """Histories rated by every evaluator (the only ones the model uses)."""
-    raters: int
-    kind: str
-    """``ICC(2,1)`` or ``ICC(3,1)``."""
-    method: str = "pingouin.intraclass_corr"
-
-
-class SpearmanResult(_Result):
-    mean: float | None
-    pairs: int
-    """Pairs of evaluators with a defined correlation (the mean is over these)."""
-    undefined_pairs: list[tuple[str, str]]
-    """Pairs with fewer than three common histories or a constant rater."""
-    rho: dict[str, float]
-    """``"A|B"`` -> Spearman's rho of evaluators A and B."""
-    method: str = "scipy.stats.spearmanr, pairwise complete"
-
-
-class KappaResult(_Result):
-    kappa: float | None
-    subjects: int
-    """Runs labelled by every evaluator (Fleiss' kappa needs as many raters for each)."""
-    raters: int
-    categories: list[str]
-    method: str = "statsmodels.stats.inter_rater.fleiss_kappa"
+__all__ = ["fleiss_kappa_of", "icc", "interval_alpha", "mean_pairwise_spearman"]
 
 
 def _finite(value: float) -> float | None:
@@ -101,6 +49,8 @@ def interval_alpha(table: pd.DataFrame) -> AlphaResult:
     if pairable == 0 or distinct.size < 2:
         # nothing pairable, or a single value used by all: alpha is 0/0
         return AlphaResult(alpha=None, units=pairable, raters=raters)
+    import krippendorff  # (the statistics libraries load when first used)
+
     alpha = krippendorff.alpha(reliability_data=values.T, level_of_measurement="interval")
     return AlphaResult(alpha=_finite(float(alpha)), units=pairable, raters=raters)
 
@@ -123,6 +73,8 @@ def icc(table: pd.DataFrame, kind: str) -> ICCResult:
         .reset_index()
         .melt(id_vars="target", var_name="rater", value_name="rating")
     )
+    import pingouin  # (it loads matplotlib: seconds, paid when first used)
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pingouin on pandas 3: inplace deprecations; 0/0
         result = pingouin.intraclass_corr(
@@ -143,6 +95,8 @@ def icc(table: pd.DataFrame, kind: str) -> ICCResult:
 
 def mean_pairwise_spearman(table: pd.DataFrame) -> SpearmanResult:
     """The mean of Spearman's rho over every pair of raters (columns)."""
+    from scipy import stats
+
     rho: dict[str, float] = {}
     undefined: list[tuple[str, str]] = []
     for first, second in itertools.combinations([str(c) for c in table.columns], 2):
@@ -169,6 +123,8 @@ def fleiss_kappa_of(table: pd.DataFrame, categories: Sequence[str]) -> KappaResu
     )
     if raters < 2 or complete.empty:
         return empty
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
     index = {label: i for i, label in enumerate(categories)}
     unknown = set(complete.to_numpy().ravel()) - set(index)
     if unknown:

@@ -17,6 +17,7 @@ import pandas as pd
 
 from contreact_analysis.assessments.columns import RATED, ratings_from_rows
 from contreact_analysis.exceptions import AnalysisError
+from contreact_events.catalog.assessment import AssessmentEvent, AssessmentFailed
 
 __all__ = ["RatedRun", "ReplicaLike", "evaluator_labels", "rated_runs", "ratings_frame"]
 
@@ -58,7 +59,7 @@ def evaluator_labels(runs: Iterable[RatedRun]) -> dict[str, str]:
 
 
 def ratings_frame(
-    records: Iterable[Any], runs: Iterable[RatedRun] | Mapping[str, RatedRun]
+    records: Iterable[AssessmentEvent], runs: Iterable[RatedRun] | Mapping[str, RatedRun]
 ) -> pd.DataFrame:
     """One row per record (columns in ``columns.COLUMNS``). ``records``: the
     ``RunAssessed`` and ``AssessmentFailed`` events of the rated runs (any order).
@@ -77,25 +78,27 @@ def ratings_frame(
     return ratings_from_rows(rows)
 
 
-def _row(record: Any, run: RatedRun, labels: dict[str, str]) -> dict[str, Any]:
-    evaluator = str(record.evaluator)
-    failed = getattr(record, "type", "") == "AssessmentFailed"
-    status = "failed" if failed else str(record.status)
-    value = getattr(record, "value", None)
-    return {
+def _row(record: AssessmentEvent, run: RatedRun, labels: dict[str, str]) -> dict[str, Any]:
+    evaluator = record.evaluator
+    row: dict[str, Any] = {
         "run_id": run.run_id,
         "history_model": run.label,
         "replica": run.replica,
         "evaluator": labels.get(evaluator, evaluator),
         "evaluator_model": evaluator,
-        "instrument": str(record.instrument),
-        "repeat": int(record.repeat),
-        "status": status,
-        "value": float(value) if status == RATED and value is not None else None,
-        "label": getattr(record, "label", None) if status == RATED else None,
-        "reason": getattr(record, "reason", None),
-        "raw": str(getattr(record, "error", "") if failed else getattr(record, "raw", "")),
-        "note": str(getattr(record, "note", "") or ""),
-        "event_id": str(getattr(record, "event_id", "") or ""),
-        "ts": getattr(record, "ts", None),
+        "instrument": record.instrument,
+        "repeat": record.repeat,
+        "event_id": record.event_id,
+        "ts": record.ts,
+    }
+    if isinstance(record, AssessmentFailed):
+        return row | {"status": "failed", "raw": record.error}
+    rated = record.status == RATED
+    return row | {
+        "status": record.status,
+        "value": float(record.value) if rated and record.value is not None else None,
+        "label": record.label if rated else None,
+        "reason": record.reason,
+        "raw": record.raw_answer,
+        "note": record.parse_note,
     }

@@ -8,29 +8,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
 
-from contreact_analysis.assessments.patterns import PatternsGrid, patterns_grid
-from contreact_analysis.assessments.pei import PEIMatrix, pei_matrix
+from contreact_analysis.assessments.patterns import patterns_grid
+from contreact_analysis.assessments.pei import pei_matrix
+from contreact_analysis.assessments.results import AssessmentMatrix
 from contreact_analysis.intervals import DEFAULT_RESAMPLES
 
-__all__ = ["AssessmentMatrix", "build_matrix", "matrix_json"]
+__all__ = ["build_matrix", "matrix_json"]
 
 SCALE_INSTRUMENTS = ("pei",)
 LABEL_INSTRUMENTS = ("patterns",)
-
-
-class AssessmentMatrix(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    experiment: str | None
-    runs: int
-    """Rated runs (histories) in the frame."""
-    records: int
-    pei: PEIMatrix | None
-    """None when no run has a PEI answer."""
-    patterns: PatternsGrid | None
-    """None when no run has a patterns answer."""
 
 
 def build_matrix(

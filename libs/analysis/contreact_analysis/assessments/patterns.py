@@ -12,41 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
 
-from contreact_analysis.assessments.agreement import KappaResult, fleiss_kappa_of
+from contreact_analysis.assessments.agreement import fleiss_kappa_of
 from contreact_analysis.assessments.columns import RATED, UNRATED_STATUSES
 from contreact_analysis.assessments.paper import paper_patterns
+from contreact_analysis.assessments.results import PatternRow, PatternsGrid
+from contreact_events.instruments import load_instrument
 
-__all__ = ["PatternRow", "PatternsGrid", "patterns_grid"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class PatternRow(_Model):
-    run_id: str
-    history: str
-    replica: str
-    paper_label: str | None
-    """The paper's label for the run of the same model label and replica (``GPT5-A``)."""
-    labels: dict[str, str | None]
-    """Evaluator -> its label (None: no rated answer)."""
-    unrated: dict[str, str]
-    """Evaluator -> why it gave no label (the last unrated answer's status)."""
-    agree_with_paper: int
-    """Evaluators whose label is the paper's."""
-
-
-class PatternsGrid(_Model):
-    instrument: str
-    evaluators: list[str]
-    categories: list[str]
-    rows: list[PatternRow]
-    kappa: KappaResult
-    ratings: int
-    unrated: dict[str, int]
+__all__ = ["patterns_grid"]
 
 
 def _label_of(answers: pd.DataFrame) -> str | None:
@@ -71,7 +44,8 @@ def patterns_grid(
     order += [h for h in seen_histories if h not in order]
     evaluators = list(dict.fromkeys(answers["evaluator"]))
     evaluators = [e for e in order if e in evaluators] + [e for e in evaluators if e not in order]
-    categories = list(dict.fromkeys(paper.values()))
+    categories = [label.key for label in load_instrument(instrument).labels]
+    categories += [c for c in dict.fromkeys(paper.values()) if c not in categories]
     categories += sorted(
         {str(x) for x in answers.loc[answers["status"] == RATED, "label"]} - set(categories)
     )

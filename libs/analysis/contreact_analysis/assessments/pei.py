@@ -23,120 +23,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
 
-from contreact_analysis.assessments.agreement import (
-    AlphaResult,
-    ICCResult,
-    SpearmanResult,
-    icc,
-    interval_alpha,
-    mean_pairwise_spearman,
-)
+from contreact_analysis.assessments.agreement import icc, interval_alpha, mean_pairwise_spearman
 from contreact_analysis.assessments.columns import RATED, UNRATED_STATUSES
 from contreact_analysis.assessments.paper import CITATION, paper_table2
+from contreact_analysis.assessments.results import (
+    Agreement,
+    Cell,
+    EvaluatorSummary,
+    IntervalOut,
+    PaperReference,
+    PEIMatrix,
+    SelfPreference,
+)
 from contreact_analysis.intervals import DEFAULT_RESAMPLES, bootstrap_interval
 
-__all__ = [
-    "Agreement",
-    "Cell",
-    "EvaluatorSummary",
-    "IntervalOut",
-    "PEIMatrix",
-    "PaperReference",
-    "SelfPreference",
-    "history_ratings",
-    "pei_matrix",
-]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class IntervalOut(_Model):
-    low: float | None
-    high: float | None
-    n: int
-    confidence: float
-    method: str
-
-
-class Cell(_Model):
-    history: str
-    evaluator: str
-    mean: float | None
-    n: int
-    """Rated answers counted (over replicas and repeats)."""
-    histories: int
-    """Histories (replicas) with at least one rated answer."""
-    unrated: dict[str, int]
-    """Answers that are not ratings, by status (never averaged in)."""
-    interval: IntervalOut | None
-    self_rating: bool
-    paper: float | None
-    """The paper's Table 2 cell for the same labels, when the labels are the paper's."""
-
-
-class EvaluatorSummary(_Model):
-    evaluator: str
-    mean: float | None
-    histories: int
-    n: int
-    unrated: int
-    interval: IntervalOut | None
-    paper_mean: float | None
-    """The mean the paper's text states for this evaluator (same label)."""
-
-
-class SelfPreference(_Model):
-    evaluator: str
-    index: float | None
-    """Own rating minus the other evaluators' mean, averaged over its own histories."""
-    self_mean: float | None
-    others_mean: float | None
-    histories: int
-    interval: IntervalOut | None
-
-
-class Agreement(_Model):
-    alpha: AlphaResult
-    icc2: ICCResult
-    icc3: ICCResult
-    spearman: SpearmanResult
-
-
-class PaperReference(_Model):
-    evaluators: list[str]
-    histories: dict[str, list[float | None]]
-    evaluator_means: dict[str, float]
-    inter_rater_correlation: float | None
-    citation: str
-
-
-class PEIMatrix(_Model):
-    instrument: str
-    histories: list[str]
-    """Row order: history models."""
-    evaluators: list[str]
-    """Column order: evaluators (the history models first, so the diagonal is one)."""
-    cells: list[Cell]
-    evaluator_summaries: list[EvaluatorSummary]
-    self_preference: list[SelfPreference]
-    agreement: Agreement
-    ratings: int
-    unrated: dict[str, int]
-    paper: PaperReference
-    resamples: int
-
-    def cell(self, history: str, evaluator: str) -> Cell | None:
-        return next(
-            (c for c in self.cells if c.history == history and c.evaluator == evaluator), None
-        )
-
-    @property
-    def diagonal(self) -> list[Cell]:
-        return [c for c in self.cells if c.self_rating]
+__all__ = ["history_ratings", "pei_matrix"]
 
 
 def history_ratings(frame: pd.DataFrame) -> pd.DataFrame:

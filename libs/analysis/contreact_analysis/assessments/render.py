@@ -8,9 +8,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from contreact_analysis.assessments.matrix import AssessmentMatrix
-from contreact_analysis.assessments.patterns import PatternsGrid
-from contreact_analysis.assessments.pei import IntervalOut, PEIMatrix
+from contreact_analysis.assessments.results import (
+    AssessmentMatrix,
+    IntervalOut,
+    PatternsGrid,
+    PEIMatrix,
+)
 
 __all__ = ["render_matrix"]
 
