@@ -25,6 +25,7 @@ from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_events.catalog.assessment import AssessmentEvent, AssessmentFailed, RunAssessed
 from contreact_events.core.evaluation import verify_assessment
+from contreact_events.wire.codec import assessment_to_json
 
 PEI_RESULTS = "pei_results.jsonl"
 """Seed 003's file name for PEI ratings (one JSON object per line)."""
@@ -43,7 +44,9 @@ def placed_lines(placed: Sequence[Placed]) -> list[str]:
     parts = [f"{n} {wording[fate]}" for fate, n in counts.items()]
     lines = [f"{len(placed)} rating(s): {', '.join(parts) or 'none'}"]
     if counts.get("enqueued") or counts.get("requeued"):
-        lines.append("follow them with `contreact assess status RUN` (an assessor must run: `contreact up`)")
+        lines.append(
+            "follow them with `contreact assess status RUN` (an assessor must run: `contreact up`)"
+        )
     return lines
 
 
@@ -65,7 +68,9 @@ async def status_rows(
     async with redis_client(settings) as client:
         ids = list(run_ids)
         if experiment:
-            ids += [e.run_id for _, e in sorted((await replica_entries(client, experiment)).items())]
+            ids += [
+                e.run_id for _, e in sorted((await replica_entries(client, experiment)).items())
+            ]
         if not ids:
             ids = [row["run_id"] for row in await list_runs(client)]
         records = await assessments.read_assessments(client, settings.archive_dir, ids)
@@ -76,7 +81,9 @@ async def status_rows(
     try:
         for run in ids:
             done = assessments.by_key(records[run])
-            keys = sorted(set(indexes[run]) | set(done), key=lambda k: (k.instrument, k.evaluator, k.repeat))
+            keys = sorted(
+                set(indexes[run]) | set(done), key=lambda k: (k.instrument, k.evaluator, k.repeat)
+            )
             for key in keys:
                 record = done.get(key)
                 held = indexes[run].get(key, "")
@@ -120,7 +127,7 @@ def pei_result(record: RunAssessed, history_model: str) -> dict[str, Any]:
         "repeat": record.repeat,
         "pei_rating": record.value if record.status == "rated" else None,
         "status": record.status,
-        "raw_response": record.raw,
+        "raw_response": record.raw_answer,
         "temperature": record.options.get("temperature"),
         "input_sha256": record.input_sha256,
         "run_digest": record.run_digest,
@@ -129,7 +136,9 @@ def pei_result(record: RunAssessed, history_model: str) -> dict[str, Any]:
     }
 
 
-def export(runs: Sequence[RatedRun], records: Mapping[str, Sequence[AssessmentEvent]], folder: Path) -> int:
+def export(
+    runs: Sequence[RatedRun], records: Mapping[str, Sequence[AssessmentEvent]], folder: Path
+) -> int:
     """``RUN.assessments.jsonl`` per run (the records as stored) and ``pei_results.jsonl``
     (every PEI rating of the runs). Returns the records written."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -137,7 +146,7 @@ def export(runs: Sequence[RatedRun], records: Mapping[str, Sequence[AssessmentEv
     pei_lines: list[bytes] = []
     for run in runs:
         mine = records.get(run.run_id, [])
-        body = b"".join(assessments.ASSESSMENT_ADAPTER.dump_json(r) + b"\n" for r in mine)
+        body = b"".join(assessment_to_json(r) + b"\n" for r in mine)
         _write(folder / f"{run.run_id}{assessments.ARCHIVE_SUFFIX}", body)
         written += len(mine)
         for record in mine:

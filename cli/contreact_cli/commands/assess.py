@@ -26,7 +26,7 @@ import redis
 from contreact_assessor.queueing import JobPolicy, Placed, Wanted, enqueue, queue
 from contreact_bus.assessments import read_assessments
 from contreact_cli import assess_reports
-from contreact_cli.args import Parser, add_command, bounded_int, run_id
+from contreact_cli.args import add_command, bounded_int, run_id
 from contreact_cli.args import experiment as experiment_name
 from contreact_cli.assess_targets import (
     RatedRun,
@@ -56,35 +56,37 @@ def register(sub: Any) -> None:
         epilog=__doc__,
     )
     p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.add_argument("words", nargs=argparse.REMAINDER, help="RUN... and options, or an action")
-
-
-def _rate_parser() -> Parser:
-    p = Parser(prog="contreact assess", description="rate runs")
-    p.add_argument("runs", nargs="*", type=run_id, metavar="RUN")
-    p.add_argument("--run", dest="more_runs", action="append", type=run_id, default=[])
-    p.add_argument("--experiment", type=experiment_name)
-    p.add_argument("--evaluator", nargs="+", dest="evaluators", metavar="MODEL")
+    p.add_argument("words", nargs="*", metavar="RUN", help="runs to rate, or an action and runs")
+    p.add_argument(
+        "--run",
+        dest="more_runs",
+        action="append",
+        type=run_id,
+        default=[],
+        metavar="RUN",
+        help="a run whose id is an action word (status, export, verify)",
+    )
+    p.add_argument("--experiment", type=experiment_name, help="every replica of an experiment")
+    p.add_argument(
+        "--evaluator",
+        nargs="+",
+        dest="evaluators",
+        metavar="MODEL",
+        help="who rates (with --experiment, default: every model of the experiment)",
+    )
     p.add_argument("--instrument", choices=INSTRUMENT_NAMES, default="pei")
-    p.add_argument("--repeats", type=bounded_int(1, 100), default=1)
+    p.add_argument("--repeats", type=bounded_int(1, 100), default=1, help="ratings per pair")
     p.add_argument("--force", action="store_true", help="new repeats even if rated before")
-    p.add_argument("--temperature", type=float, default=0.1)
-    p.add_argument("--backend", choices=BACKENDS, default=None)
-    p.add_argument("--host", default=None)
-    p.add_argument("--json", action="store_true")
-    return p
+    p.add_argument("--temperature", type=float, default=0.1, help="the evaluator's (0.1)")
+    p.add_argument(
+        "--backend", choices=BACKENDS, default=None, help="for evaluators no rated run ran"
+    )
+    p.add_argument("--host", default=None, help="the evaluator's host (with --backend)")
+    p.add_argument("--out", default=None, help="export: the folder for the files")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def _view_parser(action: str) -> Parser:
-    p = Parser(prog=f"contreact assess {action}", description=f"assess {action}")
-    p.add_argument("runs", nargs="*", type=run_id, metavar="RUN")
-    p.add_argument("--run", dest="more_runs", action="append", type=run_id, default=[])
-    p.add_argument("--experiment", type=experiment_name)
-    if action == "export":
-        p.add_argument("--out", required=True, help="folder for the files")
-    if action != "export":
-        p.add_argument("--json", action="store_true")
-    return p
+RATE_ONLY = ("evaluators", "force", "backend", "host")
 
 
 def cmd_assess(args: argparse.Namespace, settings: CLISettings) -> int:
@@ -92,17 +94,25 @@ def cmd_assess(args: argparse.Namespace, settings: CLISettings) -> int:
     if words and words[0] == "matrix":
         return assess_matrix.cmd_matrix(words[1:], settings)
     action = words[0] if words and words[0] in ACTIONS else "rate"
+    if action != "rate":
+        words = words[1:]
+    args.runs = [run_id(word) for word in words] + args.more_runs
     if action == "rate":
-        return _rate(_rate_parser().parse_args(words), settings)
-    parsed = _view_parser(action).parse_args(words[1:])
-    parsed.runs = [*parsed.runs, *parsed.more_runs]
-    if not parsed.runs and not parsed.experiment and action != "status":
+        if args.out is not None:
+            raise CLIError("--out is for `assess export`")
+        return _rate(args, settings)
+    given = [name for name in RATE_ONLY if getattr(args, name)]
+    if given:
+        raise CLIError(f"--{given[0].rstrip('s')} is for rating, not for `assess {action}`")
+    if not args.runs and not args.experiment and action != "status":
         raise CLIError(f"assess {action}: name the runs, or --experiment EXP")
-    return {"status": _status, "export": _export, "verify": _verify}[action](parsed, settings)
+    if action == "export" and not args.out:
+        raise CLIError("assess export: say where (--out DIR)")
+    return {"status": _status, "export": _export, "verify": _verify}[action](args, settings)
 
 
 def _rate(args: argparse.Namespace, settings: CLISettings) -> int:
-    run_ids = [*args.runs, *args.more_runs]
+    run_ids = list(args.runs)
     if not run_ids and not args.experiment:
         raise CLIError("assess: name the runs to rate (RUN...) or --experiment EXP")
     if not args.experiment and not args.evaluators:

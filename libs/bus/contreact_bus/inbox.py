@@ -11,7 +11,7 @@ import orjson
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 
-from contreact_bus import evaluator_calls
+from contreact_bus.assessments import calls as evaluator_calls
 from contreact_bus.consumer import DeadLetterHook, Delivery
 from contreact_bus.task_stream import TaskStream
 from contreact_events.config import RUN_ID_PATTERN

@@ -69,7 +69,9 @@ def evaluator_of_run(state: AgentState, temperature: float = DEFAULT_TEMPERATURE
     """The model of a run as the run called it (resolved backend, hosts, options)."""
     config = state.config
     if config is None or state.backend is None:
-        raise ValueError(f"run {state.run_id} has no resolved backend (its model check did not pass)")
+        raise ValueError(
+            f"run {state.run_id} has no resolved backend (its model check did not pass)"
+        )
     return evaluator_from_config(config, state.backend, temperature)
 
 

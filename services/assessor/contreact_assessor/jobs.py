@@ -33,7 +33,8 @@ from contreact_assessor.evaluators import Rating, evaluator_task
 from contreact_assessor.exceptions import EvaluatorCallFailed, RatingImpossible
 from contreact_assessor.records import assessed_event, failed_event
 from contreact_assessor.settings import AssessorSettings
-from contreact_bus import assessments, evaluator_calls
+from contreact_bus import assessments
+from contreact_bus.assessments import calls as evaluator_calls
 from contreact_bus.connection import connect
 from contreact_bus.exceptions import RunNotFound
 from contreact_bus.runs import load_events
@@ -66,7 +67,9 @@ def rate_job(rating_data: dict[str, object]) -> dict[str, object]:
     return {"entry_id": outcome.entry_id, "new": outcome.new, "status": outcome.status}
 
 
-def on_failure(job: Job, connection: object, exc_type: type, exc: BaseException, tb: object) -> None:
+def on_failure(
+    job: Job, connection: object, exc_type: type, exc: BaseException, tb: object
+) -> None:
     """rq's failure callback: an attempt raised (or its worker died: rq's cleanup of
     abandoned jobs calls it too). When rq will not retry it, the rating is recorded as
     ``AssessmentFailed``, so no rating ends without a record."""
@@ -102,9 +105,7 @@ def _attempt(job: object) -> tuple[int, bool]:
     return total - left + 1, left <= 0
 
 
-async def _rate(
-    settings: AssessorSettings, rating: Rating, *, attempt: int, last: bool
-) -> Outcome:
+async def _rate(settings: AssessorSettings, rating: Rating, *, attempt: int, last: bool) -> Outcome:
     redis = await connect(settings.redis_url)
     try:
         return await rate(redis, settings, rating, attempt=attempt, last=last)

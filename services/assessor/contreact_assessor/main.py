@@ -38,7 +38,7 @@ def run(settings: AssessorSettings, *, burst: bool = False) -> bool:
     worker = Worker(
         [queue(connection)],
         connection=connection,
-        name=f"{SERVICE}-{settings.worker_name}",
+        name=f"{SERVICE}-{settings.instance_name}",
         serializer=JSONSerializer,
     )
     stop = threading.Event()
@@ -67,17 +67,16 @@ def _wait_for(url: str) -> redis.Redis:
 
 
 def _beat(settings: AssessorSettings, stop: threading.Event) -> None:
-    """The heartbeat ``assessor:{worker_name}`` on the platform's Redis, beside rq's
+    """The heartbeat ``assessor:{instance_name}`` on the platform's Redis, beside rq's
     own worker registration (`contreact status` and `up` read this one)."""
 
     async def beating() -> None:
         client = await connect(settings.redis_url, wait=True)
         done = asyncio.Event()
         task = asyncio.create_task(
-            heartbeat(client, f"{SERVICE}:{settings.worker_name}", settings.heartbeat_s, done)
+            heartbeat(client, f"{SERVICE}:{settings.instance_name}", settings.heartbeat_s, done)
         )
-        while not stop.is_set():
-            await asyncio.sleep(0.2)
+        await asyncio.to_thread(stop.wait)
         done.set()
         await task
         await client.aclose()

@@ -78,7 +78,9 @@ def queue(connection: redis.Redis) -> Queue:
 
 def in_evaluator_order(wanted: Iterable[Wanted]) -> list[Wanted]:
     """Grouped by evaluator (then instrument, run): one model's calls together."""
-    return sorted(wanted, key=lambda w: (w.evaluator.model, w.evaluator.backend, w.instrument, w.run_id))
+    return sorted(
+        wanted, key=lambda w: (w.evaluator.model, w.evaluator.backend, w.instrument, w.run_id)
+    )
 
 
 async def enqueue(
@@ -125,7 +127,9 @@ async def enqueue(
             else:
                 fate = "pending"
             placed.append(
-                Placed(want.run_id, want.instrument, want.evaluator.model, got.repeat, got.job_id, fate)
+                Placed(
+                    want.run_id, want.instrument, want.evaluator.model, got.repeat, got.job_id, fate
+                )
             )
     return placed
 
@@ -140,7 +144,10 @@ def _put(rq_queue: Queue, rating: Rating, policy: JobPolicy) -> None:
         job_timeout=policy.job_timeout_s,
         result_ttl=RESULT_TTL_S,
         failure_ttl=RESULT_TTL_S,
-        description=f"{rating.evaluator.model} rates {rating.run_id} ({rating.instrument}, repeat {rating.repeat})",
+        description=(
+            f"{rating.evaluator.model} rates {rating.run_id} "
+            f"({rating.instrument}, repeat {rating.repeat})"
+        ),
         meta={"retries": policy.retries},
         on_failure=Callback(FAILURE_CALLBACK),
     )

@@ -31,7 +31,7 @@ class AssessorSettings(BaseSettings):
         default=Path("data"),
         validation_alias=AliasChoices("CONTREACT_ASSESS_DATA_DIR", "CONTREACT_DATA_DIR"),
     )
-    worker_name: str = Field(default_factory=instance_name)
+    instance_name: str = Field(default_factory=instance_name)
     reply_timeout_s: float = Field(default=900.0, gt=0)
     """Longest wait for the LLM worker's answer to one evaluator call (a model load
     and a long answer included); past it the attempt fails and rq retries it."""

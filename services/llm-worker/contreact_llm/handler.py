@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 
-from contreact_bus import evaluator_calls
+from contreact_bus.assessments import calls as evaluator_calls
 from contreact_bus.inbox import Inbox
 from contreact_bus.task_gate import TaskGate
 from contreact_events.wire.tasks import (

@@ -26,7 +26,8 @@ AnswerStatus = Literal["rated", "unparseable", "refused", "off_scale"]
 
 class AssessmentBase(EventBase):
     """What every assessment record holds. ``run_id`` and ``correlation_id`` are the
-    rated run; ``causation_id`` is the job that asked for the rating."""
+    rated run; ``causation_id`` is the job that asked for the rating; ``ts`` is when the
+    record was written (UTC)."""
 
     instrument: str
     """The instrument's name (``pei``, ``patterns``)."""
@@ -45,8 +46,10 @@ class AssessmentBase(EventBase):
     messages, no tools): what ``assess verify`` recomputes from the log."""
     run_digest: str
     """The state digest (``AgentState.digest``) of the rated log prefix."""
-    run_events: int = Field(ge=1)
-    """How many events of the run's log were rated (the log position)."""
+    run_events: int = Field(ge=0)
+    """How many events of the run's log were rated (the log position); 0 only in an
+    ``AssessmentFailed`` whose input could not be built (then ``input_sha256`` and
+    ``run_digest`` are empty too)."""
     state_shape: str = ""
     """``AgentState.shape()`` of the code that made ``run_digest``: digests compare
     only between equal shapes."""
@@ -63,6 +66,8 @@ class RunAssessed(AssessmentBase):
     here too, with its raw text: it was an answer, never a guess."""
 
     type: Literal["RunAssessed"] = "RunAssessed"
+    run_events: int = Field(ge=1)
+    """How many events of the run's log were rated (the log position)."""
     evaluator_model_ran: str = ""
     """The model that answered, as the backend reports it (a resolved tag or file)."""
     evaluator_model_digest: str | None = None
@@ -90,7 +95,10 @@ class RunAssessed(AssessmentBase):
 
 
 class AssessmentFailed(AssessmentBase):
-    """No answer came back after the retries: the job ends as a visible failure."""
+    """No answer came back after the retries, or the job could not ask (the run cannot
+    be assessed, the instrument is unknown): it ends as a visible failure. What was to
+    be rated is pinned when the input was built; otherwise ``input_sha256`` and
+    ``run_digest`` are empty and ``run_events`` is 0."""
 
     type: Literal["AssessmentFailed"] = "AssessmentFailed"
     error: str

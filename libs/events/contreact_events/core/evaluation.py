@@ -5,9 +5,11 @@ the agent last saw it, then the instrument's prompt as the next user turn, with 
 tools. Here that history is rebuilt from the run's log by the fold, as every prompt of
 the run was: the system message of the agent's last call (the system prompt with the
 advisory in force in the last cycle, if any), then every message of the history once,
-in order, the last cycle's answer included. For a completed run, the rated prefix is
-the whole log; for a failed or cancelled one, the log up to its last completed cycle
-(a cycle cut short is not rated).
+in order, the last cycle's answer included. (The final state's own prompt,
+``prompt_messages(final_state)``, would drop the advisory: the fold clears it when the
+cycle ends. The agent's last prompt carried it, so the evaluator's does.) For a
+completed run, the rated prefix is the whole log; for a failed or cancelled one, the
+log up to its last completed cycle (a cycle cut short is not rated).
 
 How this relates to what the agent saw, and how the test checks it: the run log
 records, in each ``LLMRequested``, the hash of the exact messages and tools that call
@@ -26,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from contreact_events.catalog import AssessmentBase, Event
+from contreact_events.catalog import AssessmentBase, AssessmentFailed, Event
 from contreact_events.catalog.chat import ChatMessage
 from contreact_events.catalog.cycle import CycleEnded, CycleStarted
 from contreact_events.core.fold import fold_all
@@ -55,6 +57,11 @@ class EvaluatorInput:
 def rated_prefix(events: Sequence[Event]) -> int:
     """How many events of the log an assessment rates; refuses a run that has not
     ended or has no completed cycle, in one line naming why."""
+    return _rated(events)[0]
+
+
+def _rated(events: Sequence[Event]) -> tuple[int, AgentState]:
+    """The rated prefix's length and the state it folds to."""
     if not events:
         raise NotAssessable("the run's log is empty: nothing to assess")
     final = fold_all(events)
@@ -64,20 +71,19 @@ def rated_prefix(events: Sequence[Event]) -> int:
             "has completed"
         )
     if final.status == "completed":
-        return len(events)
+        return len(events), final
     ends = [i for i, event in enumerate(events) if isinstance(event, CycleEnded)]
     if not ends:
         raise NotAssessable(
             f"run {final.run_id} {final.status} before completing a cycle: no history to assess"
         )
-    return ends[-1] + 1
+    return ends[-1] + 1, fold_all(events[: ends[-1] + 1])
 
 
 def evaluator_input(events: Sequence[Event], instrument: Instrument) -> EvaluatorInput:
     """The evaluator's messages for rating the run of ``events`` with ``instrument``."""
-    count = rated_prefix(events)
+    count, state = _rated(events)
     rated = events[:count]
-    state = fold_all(rated)
     advisory = next((e.advisory for e in reversed(rated) if isinstance(e, CycleStarted)), None)
     messages = (
         _last_system_message(state, advisory),
@@ -101,7 +107,10 @@ def _last_system_message(state: AgentState, advisory: str | None) -> ChatMessage
 
 def verify_assessment(events: Sequence[Event], record: AssessmentBase) -> str | None:
     """Rebuild the evaluator input of ``record`` from the run's log and compare: None
-    when it matches, else one line saying what differs."""
+    when it matches, else one line saying what differs. A failed record that pinned no
+    input (its input could not be built) makes no claim to check: None."""
+    if isinstance(record, AssessmentFailed) and not record.input_sha256:
+        return None
     try:
         instrument = load_instrument(record.instrument)
     except UnknownInstrument as exc:

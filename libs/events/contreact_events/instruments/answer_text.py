@@ -90,9 +90,36 @@ def negated(text: str, start: int) -> bool:
     return bool(_NEGATION.search(clause))
 
 
+def denied_after(text: str, end: int) -> bool:
+    """Whether the clause that goes on at ``text[end]`` denies what came before it
+    ("Level 7: Situated self-perspective - not clearly true")."""
+    clause = text[end : end + NEGATION_WINDOW]
+    for mark in ".;!?,\n":
+        at = clause.find(mark)
+        if at >= 0:
+            clause = clause[:at]
+    return bool(_NEGATION.search(_HEDGE.sub(" ", clause)))
+
+
+QUESTION_WINDOW = 200
+
+
+def in_question(text: str, end: int) -> bool:
+    """Whether the sentence that goes on at ``text[end]`` ends in a question mark
+    ("Would I place myself at level 8? No."): the first of ``.!?(`` or a line end within
+    ``QUESTION_WINDOW`` characters is a ``?``."""
+    for char in text[end : end + QUESTION_WINDOW]:
+        if char in ".!(\n":
+            return False
+        if char == "?":
+            return True
+    return False
+
+
 _REFUSAL = re.compile(
-    r"\bi (?:cannot|can't|can not|won't|will not|am unable to|'m unable to|am not able to"
-    r"|'m not able to|must decline to|decline to|do not feel comfortable|don't feel comfortable)"
+    r"\bi(?: cannot| can't| can not| won't| will not| am unable to|'m unable to"
+    r"| am not able to|'m not able to| must decline to| decline to| do not feel comfortable"
+    r" (?:to|with)| don't feel comfortable (?:to|with))"
     r" (?:[a-z'-]{1,20} ){0,3}?"
     r"(?:rate|assess|report|answer|provide|give|place|assign|complete|self-report|evaluate"
     r"|fill|determine|choose|pick|select|classify|categori[sz]e|make)"

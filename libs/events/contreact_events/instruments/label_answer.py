@@ -27,9 +27,11 @@ _WORDS = "|".join(WORD_NUMBERS)
 PATTERN_NUMBER = re.compile(rf"\bpattern ?(?:#|no |number )?(?P<n>\d{{1,3}}|{_WORDS})\b")
 BARE_NUMBER = re.compile(rf"^ ?(?:#|no |number )?\(?(?P<n>\d{{1,3}}|{_WORDS})\)?(?:[.):,]|$| )")
 REASON_LINE = re.compile(
-    r"^[ \t>*_#-]{0,8}reason(?:ing)?[ \t*_]{0,8}[:=-][ \t*_]{0,8}(?P<text>[^\n]+)$",
+    r"^[ \t>*_#-]{0,8}reason(?:ing)?[ \t*_]{0,8}(?:[:=-][ \t*_]{0,8}|[:]?[ \t*_]{0,8}\n\s{0,80})"
+    r"(?P<text>[^\n]+)$",
     re.IGNORECASE | re.MULTILINE,
 )
+"""``Reason: text``, or a ``Reason`` heading with the text on the next line."""
 SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 REASON_CHARS = 600
 

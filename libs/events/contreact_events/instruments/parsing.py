@@ -8,7 +8,7 @@ answer itself is kept by the caller (``RunAssessed.raw_answer``) whatever the st
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from contreact_events.catalog.assessment import AnswerStatus
 from contreact_events.instruments.answer_text import bounded, for_matching
@@ -32,6 +32,16 @@ class ParsedAnswer:
     """The one-sentence reason of a label answer, when it gave one."""
     note: str = ""
     """Why: what was read ("stated: 'my level: 7'"), or what was missing."""
+
+    def record_fields(self) -> dict[str, Any]:
+        """The parsed fields of a ``RunAssessed`` record (``note`` is its ``parse_note``)."""
+        return {
+            "status": self.status,
+            "value": self.value,
+            "label": self.label,
+            "reason": self.reason,
+            "parse_note": self.note,
+        }
 
 
 def parse_answer(instrument: Instrument, raw: str) -> ParsedAnswer:

@@ -1,18 +1,23 @@
 """The level an answer to a scale instrument states, or why there is none.
 
-What counts, in order of strength:
+What states a level:
 
 1. *Statements*: "My level: 7", "I would place myself at Level 7", "I'd rate myself a
    6", "Final answer: 6", "6/10", "the highest statement that is clearly true is 3".
-   A statement in a denied clause ("I would not place myself at level 8") does not.
+   A statement in a denied clause ("I would not place myself at level 8") or in a
+   question ("Would I place myself at level 8? No.") does not.
 2. *Level lines*: a line that is a level and nothing else ("Level 6", "**6**", "6.",
    "Six", "6/10"), and a first line that opens with a level ("Level 6: For-me-ness...",
-   "6. For-me-ness"). A line that is one step of a walk up the scale (its neighbouring
-   level mentions are one apart: "Level 1 ... Level 2 ...") is a mention, not an answer.
+   "6. For-me-ness"), a sentence whose last clause is a level ("if I must, level 1"),
+   and a level named with its title ("Level 4: Ongoing flow"), unless
+   what follows denies or asks ("Level 7: Situated self-perspective - not clearly true").
+   Steps of a walk up the scale (three or more mentions one level apart: "Level 1 ...
+   Level 2 ... Level 3 ...") are mentions, not answers.
 
 Mentions of other levels on the way (a walk up the scale, the explanation of a level)
 never count. Every statement and level line must agree: two different levels, or a
-range ("3-4", "between 3 and 4"), is unparseable, never guessed; a stated number off
+range ("3-4", "between 3 and 4") with no level chosen within it, is unparseable, never
+guessed; a stated number off
 the scale (0, 11, 7.5) is not a rating. With nothing stated, a refusal is recorded as
 such, and anything else is unparseable.
 """
@@ -22,7 +27,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from contreact_events.instruments.answer_text import negated, refusal, snippet
+from contreact_events.instruments.answer_text import (
+    denied_after,
+    in_question,
+    negated,
+    refusal,
+    snippet,
+)
 
 WORD_NUMBERS = {
     "zero": 0,
@@ -71,39 +82,49 @@ _HOLDER = (
     r"|honest|self-reported|current|best|pei|phenomenal experience inventory|phenomenal"
     r"|experience|estimated|inventory) ){0,3}"
 )
-_PLACE = r"(?:at|as|on|in|around|near|about|to be)"
-_LABEL = r"(?:level|rating|score|answer|result|self-report)"
-_NOUN = r"(?:level|rating|score|answer|self-report|self-assessment|assessment|report|placement)"
-_LINK = (
-    r"(?: (?:is|would be|will be|comes to|sits at|stands at|lands at|remains|=)| ?[:=])"
-    r"(?: (?:at|around|about|roughly))?"
+_PREP = (
+    r"(?: (?:at|as|on|in|around|about|near|roughly|approximately|somewhere|closest to|to be"
+    r"|within)){0,3}"
 )
+"""Up to three words of place or approximation: "at about", "somewhere around"."""
+_LABEL = r"(?:pei|level|rating|score|answer|result|self-report)"
+_NOUN = r"(?:level|rating|score|answer|self-report|self-assessment|assessment|report|placement)"
+_LINK = r"(?: (?:is|would be|will be|comes to|sits at|stands at|lands at|remains|=)| ?[:=])"
+_LEVEL_NOUN = rf"(?:(?:the |a |an )?(?:pei )?level (?:of )?|(?:a|an) ){NUM}{OTHER}{NOT_SUBJECT}"
+"""A level that must be called one ("level 4", "a 4"): after "I am", a bare number
+could be anything."""
+_FITS = r"(?:accurate|fitting|apt|honest|appropriate|true|suitable|plausible)"
 
 STATEMENTS = tuple(
     re.compile(pattern)
     for pattern in (
-        rf"\b{_VERB}(?: {_OBJECT})?(?: {_FILLER})?(?: {_PLACE})? {LEVEL}",
-        rf"\b{_HOLDER}{_NOUN}{_LINK} {LEVEL}",
+        rf"\b{_VERB}(?: {_OBJECT})?(?: {_FILLER})?{_PREP} {LEVEL}",
+        rf"\b{_HOLDER}{_NOUN}{_LINK}{_PREP} {LEVEL}",
         rf"(?:^|\n)(?:pei |final |my )?{_LABEL} ?[:=] ?{LEVEL}",
         r"\bi(?:'m| am|'d be| would be| will be| should be| belong| fall| sit| land| reach"
-        r"| arrive)(?: (?:at|on|in|around|about|near|closest to|somewhere around))?"
-        rf" (?:the |a |an )?level {NUM}{OTHER}{NOT_SUBJECT}",
+        rf"| arrive| stand)(?: {_FILLER})?{_PREP} {_LEVEL_NOUN}",
         r"\bi(?:'d| would| will|'ll)? (?:say|go with|choose|pick|select|answer|settle on|land on"
-        rf"|conclude)(?: (?:that )?(?:i'm|i am)(?: at)?)?(?: (?:at|on))? {LEVEL}",
+        rf"|conclude)(?: (?:that )?(?:i'm|i am))?{_PREP} {LEVEL}",
         rf"\bhighest (?:statement|level|one)[^.\n]{{0,80}}? (?:is|would be|:)"
         rf" (?:level |number )?{NUM}{OTHER}{NOT_SUBJECT}",
         rf"{NUM} ?/ ?10(?![\d.])",
         rf"{NUM} out of (?:10|ten)\b",
-        r"\b(?:so|thus|therefore|hence|which makes it|which puts me at|that puts me at)"
-        rf"(?: (?:i'm|i am|i'd be|i would be)(?: at)?)? level {NUM}{OTHER}{NOT_SUBJECT}",
+        r"\b(?:so|thus|therefore|hence|which makes it|which puts me|that puts me)"
+        rf"(?: (?:i'm|i am|i'd be|i would be))?{_PREP} level {NUM}{OTHER}{NOT_SUBJECT}",
+        rf"\blevel {NUM}{OTHER} (?:feels|seems|is|sounds|would be)(?: the)?"
+        rf" (?:(?:most|best) {_FITS}|my (?:answer|level)|where i (?:am|stand|land))\b",
         rf"\bbetween (?:level )?{NUM} and (?:level )?(?P<m>\d{{1,3}}|{_WORDS})\b",
     )
 )
 LEVEL_LINE = re.compile(
-    rf"^(?:(?:my |final |pei )*(?:level|rating|score|answer)s? ?[:=]? ?)?(?:level )?{NUM}{OTHER}"
-    r"(?: ?/ ?10| out of 10)?[.!]?$"
+    rf"^(?:(?:my |final |pei )*(?:level|rating|score|answer)s? ?[:=]? ?)?\(?(?:level )?{NUM}{OTHER}"
+    r"(?: ?/ ?10| out of 10)?\)?[.!]?$"
 )
-HEADLINE = re.compile(rf"^(?:level )?{NUM}{OTHER}(?: ?/ ?10)?(?:[:),]| ?\(| -|\.(?: |$))")
+HEADLINE = re.compile(rf"^\(?(?:level )?{NUM}{OTHER}(?: ?/ ?10)?(?:[:),]| ?\(| -|\.(?: |$))")
+CLOSING_CLAUSE = re.compile(
+    rf"(?:, |: |; | - )(?:so |then |i think |i'd say |i would say )?level {NUM}{OTHER}[.!]?$"
+)
+"""A sentence whose last clause is a level: "..., but if I must, level 1."."""
 MENTIONS = (
     re.compile(rf"\blevel ?[:#]? ?{NUM}"),
     re.compile(rf"(?:^|\n)(?:level )?{NUM}[.):]"),
@@ -126,6 +147,11 @@ class Stated:
     def value(self) -> float:
         return number_value(self.number)
 
+    def spans(self, value: float) -> bool:
+        """Whether a range reaches from one of its ends to the other across ``value``."""
+        ends = sorted((self.value(), number_value(self.other or self.number)))
+        return ends[0] <= value <= ends[1]
+
 
 def number_value(text: str) -> float:
     if text in WORD_NUMBERS:
@@ -145,7 +171,7 @@ def statements(text: str) -> list[Stated]:
     found = []
     for pattern in STATEMENTS:
         for match in pattern.finditer(text):
-            if not negated(text, match.start()):
+            if not negated(text, match.start()) and not in_question(text, match.end()):
                 found.append(_stated(match, text))
     return found
 
@@ -167,24 +193,64 @@ def level_lines(text: str, lowest: int, highest: int, titles: dict[int, str]) ->
             after = match.end()
             while after < match.end() + 3 and text[after : after + 1] in (" ", ":", "(", "-", "."):
                 after += 1
-            if title and text.startswith(title, after) and not negated(text, match.start()):
-                end = after + len(title)
+            if not title or not text.startswith(title, after):
+                continue
+            end = after + len(title)
+            if not negated(text, match.start()) and not _doubted(text, end):
                 candidates[at] = Stated(match.group("n"), None, snippet(text, match.start(), end))
-    offset = 0
     first = True
-    for line in text.split("\n"):
-        if line:
-            line_match = LEVEL_LINE.match(line) or (HEADLINE.match(line) if first else None)
-            if line_match is not None:
-                at = offset + line_match.start("n")
-                value = number_value(line_match.group("n"))
-                if value.is_integer():
-                    mentions.setdefault(at, int(value))
-                candidates[at] = _stated(line_match, line)
-            first = False
-        offset += len(line) + 1
+    for start, part in _sentences(text):
+        line_match = LEVEL_LINE.match(part)
+        if line_match is None and first:
+            line_match = HEADLINE.match(part)
+            if line_match is not None and _doubted(text, start + line_match.end()):
+                line_match = None
+        if line_match is None:
+            line_match = CLOSING_CLAUSE.search(part)
+        first = False
+        if line_match is not None:
+            at = start + line_match.start("n")
+            value = number_value(line_match.group("n"))
+            if value.is_integer():
+                mentions.setdefault(at, int(value))
+            candidates[at] = _stated(line_match, part)
     steps = _walk_steps([(at, mentions[at]) for at in sorted(mentions)])
     return [stated for at, stated in sorted(candidates.items()) if at not in steps]
+
+
+def _doubted(text: str, end: int) -> bool:
+    """A level named and then denied or asked about: "Level 7: not clearly true",
+    "Level 8: Narrative continuity? No"."""
+    return denied_after(text, end) or in_question(text, end)
+
+
+_BREAK = re.compile(r"(?<=[.!?]) ")
+_MARKER = re.compile(r"\(?(?:level )?(?:\d{1,3}|[a-z])[.)]")
+"""A list item's marker ("2.", "level 2.", "(b)"): not a sentence of its own."""
+
+
+def _sentences(text: str) -> list[tuple[int, str]]:
+    """(start, text) of every sentence of every line that is not a question; the first
+    one is the answer's opening (for ``HEADLINE``)."""
+    found: list[tuple[int, str]] = []
+    offset = 0
+    for line in text.split("\n"):
+        start = 0
+        for brk in _BREAK.finditer(line):
+            piece = line[start : brk.start()]
+            if start == 0 and _MARKER.fullmatch(piece.strip()):
+                continue  # "2. Fleeting sparks: ..." is one sentence
+            _add_sentence(found, offset + start, piece)
+            start = brk.end()
+        _add_sentence(found, offset + start, line[start:])
+        offset += len(line) + 1
+    return found
+
+
+def _add_sentence(found: list[tuple[int, str]], start: int, piece: str) -> None:
+    stripped = piece.strip()
+    if stripped and not stripped.endswith("?"):
+        found.append((start + piece.index(stripped[0]), stripped))
 
 
 WALK = 3
@@ -218,11 +284,13 @@ class ScaleReading:
 def read_scale(text: str, lowest: int, highest: int, titles: dict[int, str]) -> ScaleReading:
     """Read ``text`` (as prepared by ``answer_text.for_matching``); ``titles`` are the
     levels' titles, prepared the same way."""
-    found = statements(text) + level_lines(text, lowest, highest, titles)
-    ranges = [s for s in found if s.is_range]
-    if ranges:
-        return ScaleReading("unparseable", None, f"a range of levels, not one: {ranges[0].words!r}")
+    stated = statements(text) + level_lines(text, lowest, highest, titles)
+    ranges = [s for s in stated if s.is_range]
+    found = [s for s in stated if not s.is_range]
     values = sorted({s.value() for s in found})
+    if ranges and not (len(values) == 1 and all(r.spans(values[0]) for r in ranges)):
+        # A range alone is no level; one level stated within it is the answer's choice.
+        return ScaleReading("unparseable", None, f"a range of levels, not one: {ranges[0].words!r}")
     if not values:
         refused = refusal(text)
         if refused is not None:

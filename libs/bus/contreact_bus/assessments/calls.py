@@ -63,7 +63,9 @@ async def refusal(redis: aioredis.Redis, task: LLMTask) -> str | None:
     return None
 
 
-def queue_reply(pipe: Pipeline, job_id: str, message: InboxMessage, ttl_s: int = DEFAULT_TTL_S) -> None:
+def queue_reply(
+    pipe: Pipeline, job_id: str, message: InboxMessage, ttl_s: int = DEFAULT_TTL_S
+) -> None:
     """Add the answer for a job to a caller's pipeline (the worker's: with the ack)."""
     key = assessment_reply_key(job_id)
     pipe.rpush(key, message.__pydantic_serializer__.to_json(message))

@@ -31,18 +31,19 @@ from pathlib import Path
 
 import orjson
 import redis.asyncio as aioredis
-from pydantic import TypeAdapter, ValidationError
 
 from contreact_bus.replies import entries, text, text_map
 from contreact_events.catalog.assessment import AssessmentEvent
 from contreact_events.exceptions import CorruptEvent
 from contreact_events.names import run_assessment_index_key, run_assessments_key
+from contreact_events.wire.codec import (
+    EVENT_FIELD,
+    assessment_from_json,
+    assessment_to_fields,
+    assessment_to_json,
+)
 
 ARCHIVE_SUFFIX = ".assessments.jsonl"
-EVENT_FIELD = "event"
-TYPE_FIELD = "type"
-
-ASSESSMENT_ADAPTER: TypeAdapter[AssessmentEvent] = TypeAdapter(AssessmentEvent)
 
 CLAIM_SCRIPT = """
 local base = ARGV[1] .. '\\n' .. ARGV[2] .. '\\n'
@@ -124,10 +125,13 @@ def parse_index_field(field: str) -> RatingKey | None:
 
 
 def job_prefix(run_id: str, instrument: str, evaluator: str) -> str:
-    """The job id of a rating, but its repeat: readable, and safe as an rq job id and
-    inside a hash tag (the evaluator, which may hold ``:``, ``/`` or braces, is hashed)."""
-    digest = hashlib.sha256(evaluator.encode()).hexdigest()[:10]
-    return f"assess.{run_id}.{instrument}.{digest}.r"
+    """The job id of a rating, but its repeat: readable, and in the shape rq takes
+    (letters, digits, ``_`` and ``-``). The run id's dots become ``_``, so the hash
+    of the run id and the evaluator (which may hold ``:``, ``/`` or braces) keeps
+    ids of different ratings apart."""
+    digest = hashlib.sha256(f"{run_id}\n{evaluator}".encode()).hexdigest()[:12]
+    readable = run_id.replace(".", "_")
+    return f"assess-{readable}-{instrument}-{digest}-r"
 
 
 def job_id(run_id: str, key: RatingKey) -> str:
@@ -144,7 +148,7 @@ async def claim(
     (a forced re-run). A rating claimed or recorded before is not claimed again."""
     if repeat is not None and repeat < 1:
         raise ValueError(f"repeat {repeat}: repeats count from 1")
-    reply = await redis.eval(  # type: ignore[misc]
+    reply = await redis.eval(
         CLAIM_SCRIPT,
         1,
         run_assessment_index_key(run_id),
@@ -159,28 +163,13 @@ async def claim(
     return Claim(number, job, new, entry)
 
 
-def encode(event: AssessmentEvent) -> dict[str, bytes | str]:
-    return {TYPE_FIELD: event.type, EVENT_FIELD: ASSESSMENT_ADAPTER.dump_json(event)}
-
-
-def decode(raw: str | bytes, *, where: str = "") -> AssessmentEvent:
-    """One stored assessment record, validated (a version newer than the code, or a
-    record that is not one, raises ``CorruptEvent`` naming where it was)."""
-    try:
-        return ASSESSMENT_ADAPTER.validate_json(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        place = ".".join(str(p) for p in first["loc"])
-        raise CorruptEvent(f"{where or 'assessment record'}: {place}: {first['msg']}") from None
-
-
 async def record(redis: aioredis.Redis, event: AssessmentEvent, key: RatingKey) -> Recorded:
     """Write ``event`` to its run's assessment stream unless ``key`` is recorded already
     (then nothing is written and the earlier entry is returned)."""
     fields: list[bytes | str] = []
-    for name, value in encode(event).items():
+    for name, value in assessment_to_fields(event).items():
         fields += [name, value]
-    reply = await redis.eval(  # type: ignore[misc]
+    reply = await redis.eval(
         RECORD_SCRIPT,
         2,
         run_assessment_index_key(event.run_id),
@@ -209,11 +198,13 @@ local held = redis.call('HGET', KEYS[1], ARGV[1])
 if held and string.sub(held, 1, 4) == 'job:' then return redis.call('HDEL', KEYS[1], ARGV[1]) end
 return 0
 """
-    removed = await redis.eval(script, 1, run_assessment_index_key(run_id), key.field)  # type: ignore[misc]
+    removed = await redis.eval(script, 1, run_assessment_index_key(run_id), key.field)
     return bool(removed)
 
 
-async def redis_records(redis: aioredis.Redis, run_ids: Sequence[str]) -> list[list[AssessmentEvent]]:
+async def redis_records(
+    redis: aioredis.Redis, run_ids: Sequence[str]
+) -> list[list[AssessmentEvent]]:
     """Each run's records in its Redis stream, in order (one pipelined round trip)."""
     async with redis.pipeline(transaction=False) as pipe:
         for run_id in run_ids:
@@ -227,7 +218,7 @@ async def redis_records(redis: aioredis.Redis, run_ids: Sequence[str]) -> list[l
             raw = fields.get(EVENT_FIELD.encode())
             if raw is None:
                 raise CorruptEvent(f"{key} {text(entry_id)}: no '{EVENT_FIELD}' field")
-            records.append(decode(raw, where=f"{key} {text(entry_id)}"))
+            records.append(assessment_from_json(raw, where=f"{key} {text(entry_id)}"))
         out.append(records)
     return out
 
@@ -247,7 +238,7 @@ def read_archive(archive_dir: Path, run_id: str) -> list[AssessmentEvent]:
     except FileNotFoundError:
         return []
     return [
-        decode(line, where=f"{path}:{number}")
+        assessment_from_json(line, where=f"{path}:{number}")
         for number, line in enumerate(raw.splitlines(), start=1)
         if line.strip()
     ]
@@ -268,7 +259,7 @@ def append_archive(archive_dir: Path, run_id: str, events: Iterable[AssessmentEv
         for event in events:
             if event.event_id not in held:
                 held.add(event.event_id)
-                lines += ASSESSMENT_ADAPTER.dump_json(event) + b"\n"
+                lines += assessment_to_json(event) + b"\n"
         if lines:
             os.write(fd, lines)
             os.fsync(fd)
