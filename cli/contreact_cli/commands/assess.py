@@ -92,7 +92,7 @@ RATE_ONLY = ("evaluators", "force", "backend", "host")
 def cmd_assess(args: argparse.Namespace, settings: CLISettings) -> int:
     words: list[str] = list(args.words)
     if words and words[0] == "matrix":
-        return assess_matrix.cmd_matrix(words[1:], settings)
+        return assess_matrix.cmd_matrix([*words[1:], *(["--json"] if args.json else [])], settings)
     action = words[0] if words and words[0] in ACTIONS else "rate"
     if action != "rate":
         words = words[1:]
