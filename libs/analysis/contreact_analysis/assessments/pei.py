@@ -20,6 +20,7 @@ Then, each over histories, so a history weighs the same whatever its repeats:
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 import pandas as pd
@@ -80,24 +81,33 @@ def pei_matrix(
     evaluators = _order(list(answers["evaluator"]), histories)
     paper = paper_table2()
     unrated = answers[answers["status"] != RATED]
+    # one pass each into plain dicts; the cells are then looked up, not filtered
+    columns = ["run_id", "history_model", "evaluator", "rating", "n"]
+    table = [
+        (str(run), str(h), str(e), float(rating), int(n))
+        for run, h, e, rating, n in per_history[columns].itertuples(index=False, name=None)
+    ]
+    rated: dict[tuple[str, str], list[tuple[float, int]]] = defaultdict(list)
+    for _, history, evaluator, rating, n in table:
+        rated[(history, evaluator)].append((rating, n))
+    misses: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for h, e, status in unrated[["history_model", "evaluator", "status"]].itertuples(
+        index=False, name=None
+    ):
+        misses[(str(h), str(e))][str(status)] += 1
     cells = []
     for history in histories:
         for evaluator in evaluators:
-            mine = per_history[
-                (per_history["history_model"] == history) & (per_history["evaluator"] == evaluator)
-            ]
-            misses = unrated[
-                (unrated["history_model"] == history) & (unrated["evaluator"] == evaluator)
-            ]
-            values = [float(v) for v in mine["rating"]]
+            pairs = rated.get((history, evaluator), [])
+            values = [value for value, _ in pairs]
             cells.append(
                 Cell(
                     history=history,
                     evaluator=evaluator,
                     mean=sum(values) / len(values) if values else None,
-                    n=int(mine["n"].sum()),
+                    n=sum(n for _, n in pairs),
                     histories=len(values),
-                    unrated=_counts(misses),
+                    unrated=_ordered(misses.get((history, evaluator), Counter())),
                     interval=_interval(values, resamples),
                     self_rating=history == evaluator,
                     paper=paper.cell(history, evaluator),
@@ -105,19 +115,22 @@ def pei_matrix(
             )
     summaries = []
     for evaluator in evaluators:
-        mine = per_history[per_history["evaluator"] == evaluator]
-        values = [float(v) for v in mine["rating"]]
+        pairs = [p for h in histories for p in rated.get((h, evaluator), [])]
+        values = [value for value, _ in pairs]
         summaries.append(
             EvaluatorSummary(
                 evaluator=evaluator,
                 mean=sum(values) / len(values) if values else None,
                 histories=len(values),
-                n=int(mine["n"].sum()),
-                unrated=int((unrated["evaluator"] == evaluator).sum()),
+                n=sum(n for _, n in pairs),
+                unrated=sum(sum(misses.get((h, evaluator), Counter()).values()) for h in histories),
                 interval=_interval(values, resamples),
                 paper_mean=paper.evaluator_means.get(evaluator),
             )
         )
+    runs: dict[str, tuple[str, dict[str, float]]] = {}
+    for run, history, evaluator, rating, _ in table:
+        runs.setdefault(run, (history, {}))[1][evaluator] = rating
     wide = per_history.pivot_table(
         index="run_id", columns="evaluator", values="rating", aggfunc="mean", observed=True
     ).reindex(columns=[e for e in evaluators if e in set(per_history["evaluator"])])
@@ -128,7 +141,7 @@ def pei_matrix(
         cells=cells,
         evaluator_summaries=summaries,
         self_preference=[
-            _self_preference(e, per_history, resamples) for e in evaluators if e in histories
+            _self_preference(e, runs, resamples) for e in evaluators if e in histories
         ],
         agreement=Agreement(
             alpha=interval_alpha(wide),
@@ -137,7 +150,7 @@ def pei_matrix(
             spearman=mean_pairwise_spearman(wide),
         ),
         ratings=int((answers["status"] == RATED).sum()),
-        unrated=_counts(unrated),
+        unrated=_ordered(Counter(unrated["status"])),
         paper=PaperReference(
             evaluators=paper.evaluators,
             histories=paper.histories,
@@ -149,21 +162,20 @@ def pei_matrix(
     )
 
 
-def _counts(rows: pd.DataFrame) -> dict[str, int]:
-    counts = rows["status"].value_counts()
-    return {status: int(counts[status]) for status in UNRATED_STATUSES if status in counts}
+def _ordered(counts: Counter[str]) -> dict[str, int]:
+    return {status: int(counts[status]) for status in UNRATED_STATUSES if counts[status]}
 
 
-def _self_preference(evaluator: str, per_history: pd.DataFrame, resamples: int) -> SelfPreference:
-    own = per_history[per_history["history_model"] == evaluator]
+def _self_preference(
+    evaluator: str, runs: dict[str, tuple[str, dict[str, float]]], resamples: int
+) -> SelfPreference:
     differences, selves, others = [], [], []
-    for _, ratings in own.groupby("run_id", observed=True):
-        mine = ratings[ratings["evaluator"] == evaluator]["rating"]
-        rest = ratings[ratings["evaluator"] != evaluator]["rating"]
-        if mine.empty or rest.empty:
+    for history, ratings in runs.values():
+        rest = [v for e, v in ratings.items() if e != evaluator]
+        if history != evaluator or evaluator not in ratings or not rest:
             continue
-        selves.append(float(mine.iloc[0]))
-        others.append(float(rest.mean()))
+        selves.append(ratings[evaluator])
+        others.append(sum(rest) / len(rest))
         differences.append(selves[-1] - others[-1])
     n = len(differences)
     return SelfPreference(
