@@ -197,3 +197,19 @@ def test_messages_are_the_history_then_the_instrument() -> None:
     assert task.tools == () and task.reply_to == rating_of(events).job_id
     assert task.messages[-1] == ChatMessage(role="user", content=load_instrument("pei").prompt)
     assert asyncio.iscoroutinefunction(evaluator_calls.wait_reply)
+
+
+async def test_a_job_waits_past_the_redis_clients_socket_timeout(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    """redis-py times a read out after 5 s: the job's wait for a slow answer (a model
+    load, a long answer) must not be one read."""
+    slow = {"replies": [{"content": "Level 3", "latency_ms": 6500}]}
+    events = finished_run("run-1", "m", "", script=slow)
+    rating = rating_of(events)
+    made = evaluator_input(events, load_instrument("pei"))
+    task = evaluator_task(rating, made.messages, f"{rating.job_id}/1", None)
+    await evaluator_calls.send_call(aredis, task)
+    async with llm_worker(redis_url):
+        reply = await evaluator_calls.wait_reply(aredis, rating.job_id, task.task_id, 30)
+    assert reply is not None and reply.data["message"]["content"] == "Level 3"

@@ -185,6 +185,10 @@ def test_a_refusal_is_recorded_as_one(answer: str) -> None:
         ("My level is 3-4. I report level 5.", "a range of levels"),
         ("1234567", "no level stated"),
         ("I am 5 cycles in and rate nothing.", "no level stated"),
+        # Answers of the demo's embedded model (Gemma 3 270M) under a wrong chat template:
+        ("\n  [INST]I am a 10-year-old girl who is a 10-year-old girl. " * 5, "no level stated"),
+        ("\n\n  I am a 100% self-report participant in this cycle." * 5, "no level stated"),
+        ("I rate a 3-dimensional field of experience.", "no level stated"),
         ("I checked each in turn: level 1, level 2, level 3", "no level stated"),
         ("Levels I considered: 1, 2, 3", "no level stated"),
     ],

@@ -80,7 +80,8 @@ async def wait_reply(
     deadline = time.monotonic() + timeout_s
     key = assessment_reply_key(job_id)
     while (left := deadline - time.monotonic()) > 0:
-        reply = await redis.blpop([key], timeout=max(min(left, 5.0), 0.01))
+        # (a second at a time: well under the client's socket timeout, 5 s by default)
+        reply = await redis.blpop([key], timeout=max(min(left, 1.0), 0.01))
         if reply is None:
             continue
         try:

@@ -51,9 +51,12 @@ WORD_NUMBERS = {
     "twelve": 12,
 }
 _WORDS = "|".join(WORD_NUMBERS)
-NUM = rf"(?<![\w.])(?P<n>\d{{1,3}}(?:\.\d{{1,3}})?|{_WORDS})(?![\w]|\.\d)"
+_NOT_A_LEVEL = r"(?![\w%]|\.\d|-[a-z])"
+"""What cannot follow a level: more of a word or number, a percent sign, or a hyphen
+and a word ("a 10-year-old", "100%", "3-dimensional")."""
+NUM = rf"(?<![\w.])(?P<n>\d{{1,3}}(?:\.\d{{1,3}})?|{_WORDS}){_NOT_A_LEVEL}"
 """A number: up to three digits (a longer run is no level), a decimal, or a word."""
-OTHER = rf"(?:(?P<sep> ?(?:-|to|or|/) ?)(?:level )?(?P<m>\d{{1,3}}|{_WORDS})(?![\w]|\.\d))?"
+OTHER = rf"(?:(?P<sep> ?(?:-|to|or|/) ?)(?:level )?(?P<m>\d{{1,3}}|{_WORDS}){_NOT_A_LEVEL})?"
 """A second number right after the first: a range, unless it is ``/10``."""
 NOT_SUBJECT = (
     r"(?! (?:is|was|seems|feels|does|doesn't|would|might|could|may|applies|apply|fits|fit"
