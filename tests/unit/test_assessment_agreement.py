@@ -36,6 +36,24 @@ def test_krippendorff_interval_alpha_of_his_worked_example() -> None:
     assert result.raters == 4
 
 
+def test_alpha_has_a_bootstrap_interval_over_units() -> None:
+    """Resampling the units (Krippendorff 2004, 11.4): seeded, so the same data give the
+    same interval; it holds the estimate. Without resamples, no interval."""
+    table = pd.DataFrame(
+        {
+            "A": [1, 2, 3, 3, 2, 1, 4, 1, 2],
+            "B": [1, 2, 3, 3, 2, 2, 4, 1, 2],
+            "C": [2, 3, 3, 3, 2, 3, 4, 2, 2],
+        },
+        dtype=float,
+    )
+    first, again = interval_alpha(table), interval_alpha(table)
+    assert first == again and first.resamples > 0
+    assert first.low is not None and first.high is not None
+    assert first.low < (first.alpha or 0) <= first.high <= 1
+    assert interval_alpha(table, resamples=0).low is None
+
+
 def test_alpha_is_undefined_without_pairable_units_or_variation() -> None:
     assert interval_alpha(pd.DataFrame({"A": [1.0, NA], "B": [NA, 2.0]})).alpha is None
     assert interval_alpha(pd.DataFrame({"A": [3.0, 3.0], "B": [3.0, 3.0]})).alpha is None

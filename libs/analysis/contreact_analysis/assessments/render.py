@@ -101,7 +101,8 @@ def _pei(pei: PEIMatrix) -> list[str]:
         "",
         "Agreement between evaluators:",
         f"  Krippendorff's alpha (interval): {_num(a.alpha.alpha, 3)}"
-        f" over {a.alpha.units} history(ies), {a.alpha.raters} evaluator(s)",
+        + (f" [{_num(a.alpha.low, 2)}, {_num(a.alpha.high, 2)}]" if a.alpha.low is not None else "")
+        + f" over {a.alpha.units} history(ies), {a.alpha.raters} evaluator(s)",
     ]
     for result in (a.icc2, a.icc3):
         interval = (

@@ -34,6 +34,10 @@ class AlphaResult(_Model):
     units: int
     """Histories rated by at least two evaluators (the pairable ones)."""
     raters: int
+    low: float | None = None
+    high: float | None = None
+    """Bootstrap 95% interval over histories (BCa; None when it cannot be estimated)."""
+    resamples: int = 0
     method: str = "krippendorff.alpha, interval"
 
 
