@@ -1,7 +1,7 @@
 """The embedded model of `make demo` (Gemma 3 270M through llama.cpp, in the LLM
 worker) rates a run through a real rq worker. The 270M base model may well answer
 something that is no rating: then the record says ``unparseable`` (or ``refused``)
-with its raw text, never a guessed level."""
+with its raw text, never a guessed level. Either shows on the run's dashboard page."""
 
 from __future__ import annotations
 
@@ -9,12 +9,16 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
+from fastapi.testclient import TestClient
 
 from contreact_assessor.evaluators import named_evaluator
 from contreact_assessor.queueing import JobPolicy, Wanted, enqueue
 from contreact_bus import assessments
 from contreact_events.catalog.assessment import RunAssessed
 from contreact_events.config import EMBEDDED_HOST
+from contreact_ui.app import create_app
+from contreact_ui.rebuild import rebuild
+from contreact_ui.settings import UISettings
 from tests.support.assessing import (
     archive_runs,
     assessor_env,
@@ -50,3 +54,10 @@ async def test_the_demos_embedded_model_rates_a_run(
     assert record.status in ("rated", "unparseable", "refused", "off_scale")
     assert (record.value is not None) == (record.status == "rated")
     assert record.usage.completion_tokens > 0
+    # ... and the rating, or the recorded "unparseable", shows in the dashboard
+    await rebuild(tmp_path / "ui.db", aredis, tmp_path / "runs")
+    app = create_app(UISettings(data_dir=tmp_path, redis_url=redis_url, project=False))
+    with TestClient(app) as client:
+        (shown,) = client.get("/runs/demo-run.json").json()["assessments"]
+        assert (shown["status"], shown["evaluator_model"]) == (record.status, "gemma3:270m")
+        assert 'id="run-assessments"' in client.get("/runs/demo-run").text

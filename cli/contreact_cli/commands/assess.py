@@ -6,6 +6,8 @@
 - ``assess status [RUN...|--experiment EXP] [--json]``
 - ``assess export RUN...|--experiment EXP --out DIR``
 - ``assess verify RUN...``: rebuild every rated input from the log, compare hashes.
+- ``assess matrix EXP [--json]``: the cross-model matrix and its statistics
+  (``commands/assess_matrix.py``).
 
 ``status``, ``export`` and ``verify`` are action words: a run with such an id is named
 with ``--run``. Enqueueing a rating that is done or queued adds nothing; ``--force``
@@ -33,6 +35,7 @@ from contreact_cli.assess_targets import (
     named_runs,
     require_ended,
 )
+from contreact_cli.commands import assess_matrix
 from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
 from contreact_cli.output import out, print_json
@@ -95,6 +98,8 @@ RATE_ONLY = ("evaluators", "force", "backend", "host")
 
 def cmd_assess(args: argparse.Namespace, settings: CLISettings) -> int:
     words: list[str] = list(args.words)
+    if words and words[0] == "matrix":
+        return assess_matrix.cmd_matrix([*words[1:], *(["--json"] if args.json else [])], settings)
     action = words[0] if words and words[0] in ACTIONS else "rate"
     if action != "rate":
         words = words[1:]

@@ -10,7 +10,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from contreact_events.catalog import EVENT_CLASSES
+from contreact_events.catalog.assessment import ASSESSMENT_EVENT_CLASSES
 from contreact_events.config.strict_yaml import load_yaml
 from contreact_events.protocol import CITATION
 
@@ -54,6 +54,7 @@ def table2() -> Table2:
 
 
 def assessments_available() -> bool:
-    """Whether the event catalog has PEI assessments yet (they come with their own
-    issue); until then the Table 2 view shows the paper's figures alone."""
-    return "PEIAssessed" in EVENT_CLASSES
+    """Whether the event catalog has assessment records (``RunAssessed``, in their own
+    union: they are not run-log events); Table 2 shows this platform's ratings beside
+    the paper's."""
+    return "RunAssessed" in ASSESSMENT_EVENT_CLASSES
