@@ -103,7 +103,10 @@ def cmd_assess(args: argparse.Namespace, settings: CLISettings) -> int:
     action = words[0] if words and words[0] in ACTIONS else "rate"
     if action != "rate":
         words = words[1:]
-    args.runs = [run_id(word) for word in words] + args.more_runs
+    try:  # (checked here: an action word and run ids share the positionals)
+        args.runs = [run_id(word) for word in words] + args.more_runs
+    except argparse.ArgumentTypeError as exc:
+        raise CLIError(str(exc)) from None
     if action == "rate":
         if args.out is not None:
             raise CLIError("--out is for `assess export`")
