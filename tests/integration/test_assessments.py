@@ -214,3 +214,23 @@ async def test_a_job_waits_past_the_redis_clients_socket_timeout(
     async with llm_worker(redis_url):
         reply = await evaluator_calls.wait_reply(aredis, rating.job_id, task.task_id, 30)
     assert reply is not None and reply.data["message"]["content"] == "Level 3"
+
+
+async def test_a_claim_whose_rq_job_was_lost_is_enqueued_again(
+    aredis: aioredis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    """rq's Redis lost its jobs (a separate Redis restarted without persistence, say):
+    the claims stay in the platform's record, and enqueueing again puts the jobs back."""
+    (state,) = archive_runs(tmp_path / "runs", [finished_run("run-1", "m", "Level 4")])
+    wanted = [Wanted("run-1", "pei", evaluator_of_run(state))]
+    with rq_queue(redis_url) as q:
+        (first,) = await enqueue(aredis, q, wanted, policy=POLICY)
+        assert (await enqueue(aredis, q, wanted, policy=POLICY))[0].fate == "pending"
+        q.empty()  # rq's queue and its jobs, gone
+        assert first.fate == "enqueued"
+        (again,) = await enqueue(aredis, q, wanted, policy=POLICY)
+        assert (again.fate, again.job_id) == ("requeued", first.job_id)
+        async with llm_worker(redis_url):
+            assert await wait_process(start_assessor(assessor_env(redis_url, tmp_path))) == 0
+    (record,) = (await assessments.read_assessments(aredis, tmp_path / "runs", ["run-1"]))["run-1"]
+    assert isinstance(record, RunAssessed) and record.value == 4
