@@ -17,6 +17,8 @@ from contreact_assessor.queueing import JobPolicy, Wanted, enqueue, in_evaluator
 from contreact_assessor.records import failed_event
 from contreact_bus import assessments
 from contreact_bus.assessments import calls as evaluator_calls
+from contreact_bus.consumer import Delivery
+from contreact_bus.inbox import Inbox, tell_run_of_dead_letter
 from contreact_events.catalog import Event
 from contreact_events.catalog.assessment import AssessmentFailed, RunAssessed
 from contreact_events.catalog.chat import ChatMessage
@@ -24,6 +26,7 @@ from contreact_events.core.evaluation import evaluator_input, verify_assessment
 from contreact_events.core.fold import fold_all
 from contreact_events.instruments import load_instrument
 from contreact_events.names import run_assessments_key
+from contreact_events.wire.codec import message_to_fields
 from tests.support.assessing import (
     archive_runs,
     assessor_env,
@@ -234,3 +237,19 @@ async def test_a_claim_whose_rq_job_was_lost_is_enqueued_again(
             assert await wait_process(start_assessor(assessor_env(redis_url, tmp_path))) == 0
     (record,) = (await assessments.read_assessments(aredis, tmp_path / "runs", ["run-1"]))["run-1"]
     assert isinstance(record, RunAssessed) and record.value == 4
+
+
+async def test_a_dead_lettered_evaluator_call_is_answered_to_its_job_not_to_the_run(
+    aredis: aioredis.Redis,
+) -> None:
+    events = finished_run("run-1", "m", "Level 4")
+    rating = rating_of(events)
+    made = evaluator_input(events, load_instrument("pei"))
+    task = evaluator_task(rating, made.messages, f"{rating.job_id}/1", None)
+    hook = tell_run_of_dead_letter(await Inbox.open(aredis))
+    fields = {k.encode(): v for k, v in message_to_fields(task).items()}  # as read from Redis
+    await hook(Delivery(b"1-0", fields), "delivered 6 times without success")
+    reply = await evaluator_calls.wait_reply(aredis, rating.job_id, task.task_id, 5)
+    assert reply is not None and reply.kind == "LLMFailed" and reply.data["retryable"]
+    assert "dead-lettered" in reply.data["error"]
+    assert await aredis.xlen(INBOX) == 0  # the ended run is told nothing
