@@ -29,3 +29,7 @@ class WrongRun(ContReActEventError):
 
 class InvalidTransition(ContReActEventError):
     """An event does not fit the state it is applied to (a corrupt or reordered log)."""
+
+
+class ForkRefused(ContReActEventError):
+    """A fork that cannot be made or cannot be honest (the message names why and the fix)."""
