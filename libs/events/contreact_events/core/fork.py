@@ -140,7 +140,7 @@ def fork_refusal(parent: RunConfig, child: RunConfig, at_cycle: int) -> str | No
             f"(it is {child.cycle_count}): add --set cycle_count={at_cycle + 1} or more"
         )
     was, now = parent.diversity.embedding_model, child.diversity.embedding_model
-    if was != now and (parent.diversity.enabled or child.diversity.enabled):
+    if was != now:
         return (
             f"the fork changes diversity.embedding_model ({was} -> {now}): the copied "
             "reflections were embedded by the parent's model, so their similarities would "
