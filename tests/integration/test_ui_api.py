@@ -108,7 +108,13 @@ def test_generated_requests_get_documented_answers(api_schema: Any) -> None:
         check()
 
 
-RUN_IDS = ["fixture-completed", "fixture-diversity", "fixture-regenerate", HOSTILE_RUN]
+RUN_IDS = [
+    "fixture-completed",
+    "fixture-diversity",
+    "fixture-regenerate",
+    "fixture-v4-fork",
+    HOSTILE_RUN,
+]
 
 
 @pytest.mark.parametrize("run_id", RUN_IDS)
