@@ -224,3 +224,26 @@ def test_memory_calls_of_the_prefix_are_the_parents_rekeyed() -> None:
         (c.task.arguments, c.task.ts) for c in parents
     ]
     assert not any(isinstance(e, LLMRequested) and e.cycle > 3 for e in plan.prefix)
+
+
+def test_the_run_scope_paragraph_corpus_comes_with_the_prefix() -> None:
+    """Regenerate mode: the fork's first paragraph check (cycle 4) is made against the
+    corpus the parent had built by the end of cycle 3, under the fork's own scope."""
+    guard = {
+        "enabled": True,
+        "embedding_model": "toy",
+        "mode": "regenerate",
+        "paragraph_min_length": 10,
+    }
+    parent = parent_run(diversity=guard)
+    child = ForkSim(parent.log, "child", 3, model="other-model")
+    child.drive([script])
+    assert child.state.status == "completed"
+    checked = [e for e in child.log if e.type == "ParagraphsChecked"]
+    parents = [e for e in parent.log if e.type == "ParagraphsChecked"]
+    first_own = next(e for e in checked if e.cycle == 4)
+    parents_first = next(e for e in parents if e.cycle == 4)
+    assert first_own.corpus_chunks == parents_first.corpus_chunks > 0
+    requested = [e for e in child.log if e.type == "ParagraphCheckRequested"]
+    assert {e.scope for e in requested} == {"run:child"}
+    assert replay_check(roundtrip(child.log)).ok
