@@ -335,6 +335,7 @@ def test_a_forks_lineage_names_its_parent_what_changed_and_the_cycles_after(
     assert page["changes"] == [{"key": "model_name", "parent": "test-model", "fork": "other-model"}]
     assert [c["cycle"] for c in page["cycles"]] == [3, 4, 5, 6]
     assert all(c["parent"] is None and c["fork"] is not None for c in page["cycles"])
+    assert 'href="/runs/fixture-v4-fork/lineage"' in client.get("/runs/fixture-v4-fork").text
     html = client.get("/runs/fixture-v4-fork/lineage").text
     assert "fixture-v4-parent" in html and "other-model" in html
     plain = client.get("/runs/fixture-completed/lineage.json").json()

@@ -163,6 +163,7 @@ def test_a_fork_with_no_memory_calls_checks_the_model_at_once() -> None:
         (3, ["diversity.embedding_model=other"], "child", "embedding_model"),
         (3, ["cycle_count=x"], "child", "cycle_count"),
         (3, [], "parent", "run id of its own"),
+        (3, ["run_id=other"], "child", "given with --run-id"),
     ],
 )
 def test_what_cannot_be_honest_is_refused_with_one_line(

@@ -126,9 +126,12 @@ def fork_config(
     if model:
         base = base.model_copy(update={"model_name": model})
     try:
-        return apply_assignments(base, assignments, source="fork --set")
+        config = apply_assignments(base, assignments, source="fork --set")
     except ContReActEventError as exc:
         raise ForkRefused(str(exc)) from None
+    if config.run_id != child_run_id:
+        raise ForkRefused("--set run_id: a fork's run id is given with --run-id")
+    return config
 
 
 def fork_refusal(parent: RunConfig, child: RunConfig, at_cycle: int) -> str | None:
