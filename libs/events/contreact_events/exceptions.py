@@ -33,3 +33,11 @@ class InvalidTransition(ContReActEventError):
 
 class ForkRefused(ContReActEventError):
     """A fork that cannot be made or cannot be honest (the message names why and the fix)."""
+
+
+class UnknownInstrument(ConfigError):
+    """An assessment names an instrument this code does not ship."""
+
+
+class NotAssessable(ContReActEventError):
+    """A run cannot be assessed (yet): it has not ended, or it has no completed cycle."""
