@@ -162,8 +162,9 @@ async def test_two_forks_asking_for_one_id_one_is_accepted(bus: BusRun) -> None:
 
 async def test_a_fork_racing_the_parents_last_cycle(bus: BusRun) -> None:
     """A fork at the parent's last cycle asked before that cycle ended is refused (with
-    how far the parent got); asked again once it ended, it copies the whole cycle, not
-    the RunCompleted logged in the same decision."""
+    how far the parent got); asked again right behind the answer that ends it (in the
+    inbox, in that order), it copies the whole cycle, not the RunCompleted logged in the
+    same decision."""
     await bus.submit(six_cycle_config("parent"))
     early = None
     for _ in range(200):  # step the parent until its last cycle is under way
@@ -179,10 +180,13 @@ async def test_a_fork_racing_the_parents_last_cycle(bus: BusRun) -> None:
     assert "has not reached the end of cycle 6 (its last ended cycle is 5)" in (
         await refusal(bus, early) or ""
     )
-    await bus.settle()
+    assert await run_llm_worker(bus.llm, burst=True) == 1  # the answer that ends cycle 6
     late = await bus.send(fork("child", "parent", 6, settings=("cycle_count=7",)))
-    await bus.settle()
+    assert await bus.decide_inbox() == 2  # the parent's last answer, then the fork
+    parent = await RunLog(bus.redis).events("parent")
+    assert parent[-1].type == "RunCompleted" and parent[-2].type == "CycleEnded"
     assert await refusal(bus, late) is None
+    await bus.settle()
     events = await RunLog(bus.redis).events("child")
     forked = next(e for e in events if isinstance(e, RunForked))
     assert events[forked.prefix_len - 1].type == "CycleEnded"
