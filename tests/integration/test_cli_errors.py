@@ -25,7 +25,12 @@ BAD_ARGUMENTS: dict[str, list[list[str]]] = {
     "reply": [["no-such-run", "hello"], ["r1", "x" * 30_000]],
     "cancel": [["no-such-run"], ["r1", "--reason", "x" * 30_000]],
     "rebuild": [["no-such-run"], ["a b"]],
-    "replay": [["no-such-run"]],
+    "replay": [
+        ["no-such-run"],
+        ["r1", "--what-if", "model_name=other"],
+        ["r1", "--what-if", "diversity.moderate_threshold"],
+        ["no-such-run", "--what-if", "cycle_count=2"],
+    ],
     "export": [["no-such-run"], ["r1", "--out", "FILE"], ["r1", "--out", "/proc/nope/x"]],
     "memory-rebuild": [["a}{b"], ["no-such-run", "--out", "FILE"]],
     "similarity": [["no-such-run"]],

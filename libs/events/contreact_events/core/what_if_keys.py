@@ -114,13 +114,7 @@ def what_if_config(
     changed (``(recorded, what-if)`` by dotted path). ConfigError, one line, names
     every refused key with its reason (a whole section is judged by its leaves)."""
     assignments = tuple(assignments)
-    refused = {
-        a.key: reason
-        for a in assignments
-        if not _is_section(a.key) and (reason := refusal(a.key)) is not None
-    }
-    if refused:
-        raise ConfigError(_refused_line(refused))
+    check_keys(assignments)
     changed_config = apply_assignments(config, assignments, source=OPTION)
     changes = changed_settings(config, changed_config)
     refused = {key: reason for key in changes if (reason := refusal(key)) is not None}
@@ -129,13 +123,26 @@ def what_if_config(
     return changed_config, changes
 
 
+def check_keys(assignments: Iterable[Assignment]) -> None:
+    """ConfigError naming every refused key, by its name alone (no config needed, so
+    a command can refuse before it reads a run); a whole section is judged later, by
+    the settings it changes."""
+    refused = {
+        a.key: reason
+        for a in assignments
+        if not _is_section(a.key) and (reason := refusal(a.key)) is not None
+    }
+    if refused:
+        raise ConfigError(_refused_line(refused))
+
+
 def _is_section(key: str) -> bool:
     return any(path.startswith(f"{key}.") for path in (*ALLOWED, *REFUSED))
 
 
 def _refused_line(refused: Mapping[str, str]) -> str:
     named = "; ".join(f"{key} is refused: {reason}" for key, reason in refused.items())
-    return f"{OPTION}: {named} (a what-if may change: {', '.join(ALLOWED)})"
+    return f"{OPTION}: {named} (`contreact replay --help` lists what a what-if may change)"
 
 
-__all__ = ["ALLOWED", "OPTION", "REFUSED", "refusal", "what_if_config"]
+__all__ = ["ALLOWED", "OPTION", "REFUSED", "check_keys", "refusal", "what_if_config"]
