@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from contreact_bus.archive import write_archive
 from contreact_bus.consumer import Consumer, ConsumerSettings
 from contreact_bus.run_log import RunLog
 from contreact_bus.serving import serve
@@ -25,7 +26,7 @@ from contreact_events.wire.tasks import EmbedTask, InboxMessage, LLMTask, Memory
 from contreact_orchestrator.orchestrator import Orchestrator
 from tests.support.inbox import INBOX, use_one_shard
 from tests.support.orchestration import owning_orchestrator
-from tests.support.sim import apply_memory, make_config
+from tests.support.sim import Sim, apply_memory, make_config, say
 from tests.unit.test_what_if import VECTORS
 
 pytestmark = pytest.mark.redis
@@ -174,3 +175,26 @@ def test_a_refused_or_unknown_key_is_one_line_before_any_run_is_read(
     code, out, err = cli(capsys, "replay", "no-such-run", *args)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("contreact: error: ") and says in err
+
+
+async def test_replay_check_reports_where_a_log_that_no_longer_folds_parts(
+    aredis: aioredis.Redis,
+    redis_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A log with a decided event gone does not fold; ``replay --check`` (it folded the
+    log first, and so failed with exit 2 on the fold) says where replay parts from it."""
+    sim = Sim(make_config(cycle_count=2))
+    sim.drive([say("a reflection")])
+    index = next(i for i, e in enumerate(sim.log) if e.type == "CycleEnded")
+    data_dir = tmp_path / "data"
+    write_archive(data_dir / "runs", "run-1", [*sim.log[:index], *sim.log[index + 1 :]])
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    monkeypatch.setenv("CONTREACT_DATA_DIR", str(data_dir))
+    code, out, err = await acli(capsys, "replay", "run-1", "--check")
+    assert (code, err) == (1, "")
+    assert out.startswith(f"run run-1: first divergence at event #{index + 1} (CycleStarted")
+    code, out, err = await acli(capsys, "replay", "run-1", "--what-if", "cycle_count=1")
+    assert code == 2 and out == "" and "does not replay under this code" in err

@@ -262,7 +262,9 @@ async def export(settings: CLISettings, run_id: str, out_dir: Path) -> tuple[Pat
 
 
 async def replay(settings: CLISettings, run_id: str) -> tuple[int, int, str | None]:
-    events, _state = await load_state(settings, run_id)
+    """``replay --check``: the log is not folded first (a log that no longer folds is
+    what the check is for: it reports where, exit 1, instead of failing on the fold)."""
+    events = await load_run_events(settings, run_id)
     report = replay_check(events)
     divergence = report.divergence.describe() if report.divergence else None
     return report.events, report.inputs, divergence
