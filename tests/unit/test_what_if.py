@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.run import RunRequested
 from contreact_events.config.overrides import parse_assignments, setting_paths
+from contreact_events.core.fold import fold_all
 from contreact_events.core.what_if import WhatIfReport, what_if
 from contreact_events.core.what_if_keys import ALLOWED, REFUSED, refusal
 from contreact_events.exceptions import ConfigError, NotReplayable
+from contreact_events.wire.codec import event_from_json
 from contreact_events.wire.tasks import EmbedTask
 from tests.support.sim import Sim, make_config, say
 
@@ -294,3 +298,33 @@ def test_the_json_report_has_the_change_the_place_and_both_events() -> None:
     assert divergence["expected"]["level"] == "moderate"
     assert divergence["recorded"]["level"] == "none"
     assert divergence["summary"] == report["summary"]
+
+
+SAVED = sorted((Path(__file__).resolve().parent.parent / "fixtures").glob("runlog-v*.jsonl"))
+
+
+@pytest.mark.parametrize("path", SAVED, ids=lambda p: p.name)
+def test_a_saved_log_of_every_version_takes_a_what_if(path: Path) -> None:
+    """Old logs too (no prompt hashes recorded: the what-if compares the prompts by
+    the hashes both re-drives compute): a run that failed or was cancelled is not
+    changed by a higher cycle count,
+    one cycle more goes on where a completed run ended; another policy reply changes
+    a run that had one."""
+    events = [
+        event_from_json(line, where=f"{path.name}:{n}")
+        for n, line in enumerate(path.read_bytes().splitlines(), 1)
+    ]
+    first = events[0]
+    assert isinstance(first, RunRequested)
+    count = first.config.cycle_count
+    later = run(events, f"cycle_count={count + 1}")
+    state = fold_all(events)
+    if state.status == "completed":
+        assert later.divergence is not None and later.divergence.subject == "CycleStarted"
+    else:
+        assert later.divergence is None, later.describe()
+    reply = run(events, "operator.auto_reply=a reply nobody asked for").divergence
+    if any(getattr(e, "by", None) in ("policy", "timeout") for e in events):
+        assert reply is not None and reply.subject == "OperatorReplied"
+    else:
+        assert reply is None
