@@ -41,15 +41,27 @@ def print_what_if(report: WhatIfReport, say: Printer) -> None:
 def _details(divergence: WhatIfDivergence) -> list[str]:
     where = f"event #{divergence.index + 1} of the log"
     expected, recorded = divergence.expected, divergence.recorded
-    mine = expected.type if expected is not None else "nothing (it waits for an input)"
     theirs = recorded.type if recorded is not None else "nothing (the log ends)"
-    lines = [f"what-if: {mine}; recorded ({where}): {theirs}"]
-    if expected is not None and recorded is not None and type(expected) is type(recorded):
-        for name in divergence.fields:
-            a, b = getattr(expected, name, None), getattr(recorded, name, None)
-            lines.append(f"  {name}: {_value(a)} (recorded {_value(b)})")
-    elif divergence.fields and expected is None and recorded is None:
-        lines.append(f"  differing: {', '.join(divergence.fields)}")
+    match divergence.kind:
+        case "what_if_waits":
+            lines = [f"what-if: waits for an input; recorded ({where}): {theirs}, decided"]
+        case "recorded_waited":
+            mine = expected.type if expected is not None else "?"
+            lines = [
+                f"what-if: {mine}, decided; recorded ({where}): {theirs}, "
+                "the input the recorded run waited for"
+            ]
+        case "task":
+            lines = [f"what-if: {divergence.subject} differs in {', '.join(divergence.fields)}"]
+        case "input_refused":
+            lines = [f"what-if: refuses the recorded input ({where}: {theirs})"]
+        case _:
+            mine = expected.type if expected is not None else "?"
+            lines = [f"what-if: {mine}; recorded ({where}): {theirs}"]
+            if expected is not None and recorded is not None and mine == theirs:
+                for name in divergence.fields:
+                    a, b = getattr(expected, name, None), getattr(recorded, name, None)
+                    lines.append(f"  {name}: {_value(a)} (recorded {_value(b)})")
     return [safe(line, 300, one_line=True) for line in lines]
 
 

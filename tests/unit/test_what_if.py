@@ -172,6 +172,7 @@ def operator_run(mode: str) -> list[Event]:
 def test_a_human_operator_waits_where_the_policy_replied() -> None:
     divergence = run(operator_run("auto"), "operator.mode=human").divergence
     assert divergence is not None and divergence.expected is None
+    assert divergence.kind == "what_if_waits" and divergence.fields == ()
     assert divergence.recorded is not None and divergence.recorded.type == "OperatorReplied"
     assert divergence.describe() == (
         "cycle 1, step 1: operator.mode human: the run waits for a person where the "
@@ -184,6 +185,7 @@ def test_the_policy_replies_where_a_person_did_and_that_reply_is_not_reused() ->
     report = run(events, "operator={mode: auto, auto_reply: noted}")
     divergence = report.divergence
     assert divergence is not None and divergence.subject == "OperatorReplied"
+    assert divergence.kind == "recorded_waited"
     assert divergence.expected is not None and divergence.expected.by == "policy"
     assert divergence.recorded is not None and divergence.recorded.by == "operator"
     assert "(who replied 'hi there')" in divergence.cause
@@ -207,7 +209,7 @@ def test_fewer_paragraph_attempts_change_the_check_task() -> None:
     sim.drive([say(text)])
     divergence = run(sim.log, "diversity.max_attempts=2").divergence
     assert divergence is not None and divergence.subject == "task run-1/c1/paragraphs/a1"
-    assert divergence.fields == ("attempts_remaining",)
+    assert divergence.kind == "task" and divergence.fields == ("attempts_remaining",)
     assert "attempts_remaining 1 (recorded 4)" in divergence.cause
 
 
@@ -289,12 +291,14 @@ def test_the_json_report_has_the_change_the_place_and_both_events() -> None:
         "cycle",
         "step",
         "subject",
+        "kind",
         "differing_fields",
         "cause",
         "summary",
         "expected",
         "recorded",
     }
+    assert divergence["kind"] == "event"
     assert divergence["expected"]["level"] == "moderate"
     assert divergence["recorded"]["level"] == "none"
     assert divergence["summary"] == report["summary"]

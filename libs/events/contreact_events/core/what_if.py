@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
-from typing import Any
+from typing import Any, Literal
 
 from contreact_events.catalog import Event
 from contreact_events.catalog.run import RunRequested
@@ -44,6 +44,13 @@ CONFIG_RECORDS: Mapping[str, frozenset[str]] = {
 }
 """Fields of derived events that record the config: they differ by design."""
 
+DivergenceKind = Literal["event", "what_if_waits", "recorded_waited", "task", "input_refused"]
+"""``event``: both derive an event here, and they differ; ``what_if_waits``: the what-if
+run waits for an input where the recorded run went on; ``recorded_waited``: the
+what-if run goes on where the recorded run waited (the log's event here is that
+input); ``task``: the events agree, a task would be sent with another payload;
+``input_refused``: the what-if run would not take the recorded input."""
+
 TASK_FIELDS_NOT_COMPARED = frozenset({"deadline", "send", "messages"})
 """A task's deadline follows the clock; an LLM call's messages are compared by the
 ``prompt_sha256`` of its ``LLMRequested`` (the same hash, in time independent of the
@@ -60,11 +67,13 @@ class WhatIfDivergence:
     step: int
     subject: str
     """What differs: an event type, or ``task ID``."""
+    kind: DivergenceKind
     expected: Event | None
     """What the what-if run appends here; None: it waits for an input instead."""
     recorded: Event | None
     """What the log has here; None: the log ends."""
     fields: tuple[str, ...]
+    """The fields that differ (``kind`` event: of the two events; task: of the tasks)."""
     cause: str
     """Why, in words."""
 
@@ -77,6 +86,7 @@ class WhatIfDivergence:
             "cycle": self.cycle,
             "step": self.step,
             "subject": self.subject,
+            "kind": self.kind,
             "differing_fields": list(self.fields),
             "cause": self.cause,
             "summary": self.describe(),
@@ -205,7 +215,7 @@ def _first_difference(
             f"the what-if run would not take the recorded {trigger.type} "
             f"({decision.ignored}); the recorded inputs do not apply from here"
         )
-        return _divergence(state, index, trigger.type, None, trigger, ("type",), cause)
+        return _divergence(state, index, trigger.type, "input_refused", None, trigger, (), cause)
     pairs = zip_longest(decision.events[1:], baseline.events[1:])
     for offset, (mine, theirs) in enumerate(pairs, start=1):
         if mine is not None and theirs is not None and _same(mine, theirs):
@@ -216,9 +226,12 @@ def _first_difference(
         for event in decision.events[:offset]:
             state = fold(state, event)
         subject = (mine or logged or trigger).type
-        fields = _differing_fields(mine, theirs)
+        kind: DivergenceKind = (
+            "what_if_waits" if mine is None else "recorded_waited" if theirs is None else "event"
+        )
+        fields = _differing_fields(mine, theirs) if kind == "event" else ()
         cause = explain(state, mine, theirs, logged)
-        return _divergence(state, position, subject, mine, logged, fields, cause)
+        return _divergence(state, position, subject, kind, mine, logged, fields, cause)
     for mine_task, their_task in zip_longest(decision.tasks, baseline.tasks):
         fields = _task_differences(mine_task, their_task)
         if fields:
@@ -227,7 +240,8 @@ def _first_difference(
             task_id = (mine_task or their_task).task_id
             cause = explain_task(task_id, mine_task, their_task, fields)
             state = decision.state
-            return _divergence(state, position, f"task {task_id}", None, logged, fields, cause)
+            subject = f"task {task_id}"
+            return _divergence(state, position, subject, "task", None, logged, fields, cause)
     return None
 
 
@@ -235,6 +249,7 @@ def _divergence(
     state: AgentState,
     index: int,
     subject: str,
+    kind: DivergenceKind,
     expected: Event | None,
     recorded: Event | None,
     fields: tuple[str, ...],
@@ -247,6 +262,7 @@ def _divergence(
         cycle=cycle if isinstance(cycle, int) else state.cycle_number,
         step=step if isinstance(step, int) else state.step,
         subject=subject,
+        kind=kind,
         expected=expected,
         recorded=recorded,
         fields=fields,
@@ -263,7 +279,7 @@ def _same(mine: Event, theirs: Event) -> bool:
 
 def _differing_fields(mine: Event | None, theirs: Event | None) -> tuple[str, ...]:
     if mine is None or theirs is None or type(mine) is not type(theirs):
-        return ("type",)
+        return ("type",) if mine is not None and theirs is not None else ()
     ignored = CONFIG_RECORDS.get(mine.type, frozenset())
     a, b = mine.model_dump(), theirs.model_dump()
     return tuple(sorted(k for k in a.keys() | b.keys() if k not in ignored and a[k] != b[k]))
