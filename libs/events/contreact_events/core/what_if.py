@@ -28,10 +28,11 @@ from typing import Any, Literal
 
 from contreact_events.catalog import Event
 from contreact_events.catalog.run import RunRequested
+from contreact_events.config import RunConfig
 from contreact_events.config.overrides import Assignment
 from contreact_events.core.decide import Decision, Task, decide
-from contreact_events.core.fold import fold
-from contreact_events.core.replay import _as_recorded
+from contreact_events.core.fold import fold, fold_all
+from contreact_events.core.replay import _as_recorded, fork_cut
 from contreact_events.core.state import AgentState
 from contreact_events.core.what_if_causes import explain, explain_task
 from contreact_events.core.what_if_keys import what_if_config
@@ -158,9 +159,10 @@ def what_if(events: Sequence[Event], assignments: Sequence[Assignment]) -> WhatI
     with bulk():
         while index < len(events):
             event = events[index]
-            baseline = _baseline(recorded, events, index)
-            trigger = event.model_copy(update={"config": config}) if index == 0 else event
-            decision = decide(changed, trigger)
+            baseline, cut = _baseline(recorded, events, index)
+            decision = decide(changed, _changed_input(event, index, config, assignments))
+            if cut and len(decision.events) > len(baseline.events):
+                decision = _cut_as(decision, changed, len(baseline.events))
             decisions += 1
             divergence = _first_difference(changed, decision, baseline, events, index)
             if divergence is not None:
@@ -172,11 +174,36 @@ def what_if(events: Sequence[Event], assignments: Sequence[Assignment]) -> WhatI
     return WhatIfReport(first.run_id, changes, len(events), decisions, None, shown)
 
 
-def _baseline(state: AgentState, events: Sequence[Event], index: int) -> Decision:
-    """The recorded config's decision on ``events[index]``; it must be the log's."""
+def _changed_input(
+    event: Event, index: int, config: RunConfig, assignments: Sequence[Assignment]
+) -> Event:
+    """The input with the what-if settings in every config it carries: the run's
+    request, and a fork's ``RunForked`` (the child's config, the same keys changed)."""
+    current = getattr(event, "config", None)
+    if not isinstance(current, RunConfig):
+        return event
+    changed = config if index == 0 else what_if_config(current, assignments)[0]
+    return event.model_copy(update={"config": changed})
+
+
+def _cut_as(decision: Decision, before: AgentState, length: int) -> Decision:
+    """``decision`` cut where the baseline's was (a fork's copied prefix ends there)."""
+    events = decision.events[:length]
+    return Decision(state=fold_all(events, before), events=events)
+
+
+def _baseline(state: AgentState, events: Sequence[Event], index: int) -> tuple[Decision, bool]:
+    """The recorded config's decision on ``events[index]``; it must be the log's. A
+    fork's copied prefix may end inside a decision (``replay.fork_cut``): the decision
+    is then cut there, with no tasks (they were never sent), and the flag is True."""
     event = events[index]
     problem: str | None = None
     decision = decide(state, event) if event.type in INPUT_EVENT_TYPES else None
+    if decision is not None and decision.ignored is None:
+        cut = fork_cut(events, index, state, decision)
+        if cut is not None:
+            cut_state, end = cut
+            return Decision(state=cut_state, events=decision.events[: end - index]), True
     if decision is None:
         problem = f"the log has the decided {event.type} where an input should be"
     elif decision.ignored is not None:
@@ -197,7 +224,7 @@ def _baseline(state: AgentState, events: Sequence[Event], index: int) -> Decisio
             f"{problem}), so a what-if cannot be compared with it; see "
             f"`contreact replay {event.run_id} --check`"
         )
-    return decision
+    return decision, False
 
 
 def _first_difference(
