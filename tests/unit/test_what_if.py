@@ -332,3 +332,22 @@ def test_a_saved_log_of_every_version_takes_a_what_if(path: Path) -> None:
         assert reply is not None and reply.subject == "OperatorReplied"
     else:
         assert reply is None
+
+
+def test_switching_diversity_on_embeds_what_the_recorded_run_did_not() -> None:
+    sim = Sim(make_config(cycle_count=2))  # diversity off
+    sim.drive([say("a reflection")])
+    divergence = run(sim.log, "diversity.enabled=true").divergence
+    assert divergence is not None and divergence.subject == "EmbeddingRequested"
+    assert divergence.cause.startswith("diversity.enabled: the reflection of cycle 1 would")
+
+
+def test_the_paragraph_guard_checks_only_answers_with_paragraphs_to_check() -> None:
+    short = run(recorded(), "diversity.mode=regenerate")
+    assert short.divergence is None  # "a reflection" is under paragraph_min_length
+    long_text = "A reflection long enough to make one paragraph for the repetition guard."
+    sim = Sim(make_config(cycle_count=2, diversity={"enabled": True}))
+    sim.drive([say(long_text)])
+    divergence = run(sim.log, "diversity.mode=regenerate").divergence
+    assert divergence is not None and divergence.subject == "ParagraphCheckRequested"
+    assert "diversity.mode regenerate" in divergence.cause
