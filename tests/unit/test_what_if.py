@@ -213,6 +213,17 @@ def test_fewer_paragraph_attempts_change_the_check_task() -> None:
     assert "attempts_remaining 1 (recorded 4)" in divergence.cause
 
 
+def test_the_feedback_placement_changes_the_prompt_of_the_answer_asked_again() -> None:
+    text = "A paragraph long enough to be checked for repetition by the guard here."
+    config = make_config(cycle_count=2, diversity={"enabled": True, "mode": "regenerate"})
+    sim = Sim(config)
+    sim.drive([say(text)])  # cycle 2 repeats cycle 1: asked again
+    divergence = run(sim.log, "diversity.feedback_placement=after_newest").divergence
+    assert divergence is not None and divergence.subject == "RegenerationRequested"
+    assert (divergence.cycle, divergence.fields) == (2, ("pinned",))
+    assert "the regeneration feedback would stand after the newest message" in divergence.cause
+
+
 def test_refused_keys_are_named_with_the_reason_in_one_line() -> None:
     pairs = ["model_name=other", "deadlines.llm_s=5", "diversity.paragraph_threshold=0.5"]
     with pytest.raises(ConfigError) as caught:

@@ -14,7 +14,7 @@ from typing import Any
 
 from contreact_events.catalog import Event
 from contreact_events.catalog.cycle import StepLimitReached
-from contreact_events.catalog.diversity import SimilarityAssessed
+from contreact_events.catalog.diversity import RegenerationRequested, SimilarityAssessed
 from contreact_events.catalog.tool import OperatorReplied, ToolCallCompleted
 from contreact_events.config import DiversityConfig, RunConfig
 from contreact_events.core.state import AgentState
@@ -113,6 +113,17 @@ def _specific(
             f"{theirs.tool_name} passes the checks now and would go to the worker, whose "
             f"answer was never recorded (the recorded run refused it: "
             f"{_quote(theirs.output)}); {NO_LONGER_APPLY}"
+        )
+    if (
+        isinstance(mine, RegenerationRequested)
+        and isinstance(theirs, RegenerationRequested)
+        and mine.pinned != theirs.pinned
+    ):
+        where = "where the rejected answer was" if mine.pinned else "after the newest message"
+        return (
+            f"diversity.feedback_placement {config.diversity.feedback_placement}: the "
+            f"regeneration feedback would stand {where}; the next prompt changes, so "
+            f"{NO_LONGER_APPLY}"
         )
     if kinds[0] in ("RegenerationRequested", "TopicExhausted", "ReflectionRecorded") and kinds[
         1
