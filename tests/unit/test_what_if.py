@@ -154,6 +154,15 @@ def test_a_lower_size_limit_refuses_a_recorded_write() -> None:
     assert "write is refused by the limits now" in divergence.cause
 
 
+def test_a_lower_output_cap_changes_the_next_prompt_so_its_answer_does_not_apply() -> None:
+    """The write's output, "Stored plan.", reaches call 2 cut at 3 characters."""
+    divergence = run(recorded(), "limits.tool_output_chars=3").divergence
+    assert divergence is not None and divergence.subject == "LLMRequested"
+    assert (divergence.cycle, divergence.step, divergence.fields) == (1, 2, ("prompt_sha256",))
+    assert divergence.cause.startswith("the prompt of call 2 differs (prompt_sha256 ")
+    assert divergence.cause.endswith("so the recorded answers do not apply from here")
+
+
 def operator_run(mode: str) -> list[Event]:
     """Cycle 1 sends a message to the operator; ``human``: a person answers it."""
     config = make_config(cycle_count=2, operator={"mode": mode, "auto_reply": "noted"})
