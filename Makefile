@@ -81,6 +81,7 @@ bench: install
 	$(BIN)/python -m bench.bus_overhead
 	$(BIN)/python -m bench.fold_speed
 	$(BIN)/python -m bench.replay_speed
+	$(BIN)/python -m bench.what_if_speed
 	$(BIN)/python -m bench.log_growth
 	$(BIN)/python -m bench.embedder_throughput
 	$(BIN)/python -m bench.similarity_search

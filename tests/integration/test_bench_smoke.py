@@ -52,6 +52,7 @@ BENCHES: dict[str, Expected] = {
         ("RunLog.read (decode + validate)", "rebuild: RunLog.read + fold_all"), ("fold speed",)
     ),
     "replay_speed": Expected(("events", "replay with prompt hashes"), ("replay speed",)),
+    "what_if_speed": Expected(("events", "what-if, nothing changes"), ("what-if speed",)),
     "log_growth": Expected(("LLM task bytes over the run / log bytes",), ("log growth",)),
     "embedder_throughput": Expected(
         ("service throughput", "raw throughput (mean of both)", "lone task overhead"),

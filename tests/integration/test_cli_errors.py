@@ -33,7 +33,12 @@ BAD_ARGUMENTS: dict[str, list[list[str]]] = {
         ["r1", "--at-cycle", "2", "--run-id", "a}{b:../"],
     ],
     "rebuild": [["no-such-run"], ["a b"]],
-    "replay": [["no-such-run"]],
+    "replay": [
+        ["no-such-run"],
+        ["r1", "--what-if", "model_name=other"],
+        ["r1", "--what-if", "diversity.moderate_threshold"],
+        ["no-such-run", "--what-if", "cycle_count=2"],
+    ],
     "export": [["no-such-run"], ["r1", "--out", "FILE"], ["r1", "--out", "/proc/nope/x"]],
     "memory-rebuild": [["a}{b"], ["no-such-run", "--out", "FILE"]],
     "similarity": [["no-such-run"]],
