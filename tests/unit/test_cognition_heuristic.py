@@ -74,6 +74,13 @@ def test_persistence_ranks_asks_to_keep_above_chat() -> None:
     assert "remember" in keep.reasoning
 
 
+def test_numbers_and_names_count_a_sentence_opening_capital_does_not() -> None:
+    concrete = analyse("We met Ada in Paris in 2019.")
+    vague = analyse("We met someone in a city once.")
+    assert concrete.persistence_score == pytest.approx(vague.persistence_score + 0.1)
+    assert analyse("Tides are slow. Moons are far.").persistence_score == vague.persistence_score
+
+
 def test_relevant_memories_come_from_the_hybrid_retrieval() -> None:
     memories = [
         Candidate("twin_primes", "Twin primes below 100: (3,5), (5,7), (11,13).", NOW),
