@@ -142,10 +142,7 @@ def permutation_test(
     ) -> NDArray[np.float64]:
         return np.asarray(np.mean(x, axis=axis) - np.mean(y, axis=axis))
 
-    if paired:
-        permutations = 2**a.size
-    else:
-        permutations = math.comb(a.size + b.size, a.size)
+    permutations = 2**a.size if paired else math.comb(a.size + b.size, a.size)
     result = stats.permutation_test(
         (a, b),
         mean_difference,

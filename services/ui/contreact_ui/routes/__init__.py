@@ -11,12 +11,13 @@ and serve another.
 * ``downloads``: a run's log, its seed-003 export, its metrics as CSV;
 * ``compare``: runs or models side by side, with the paper's tables;
 * ``composer``: the config composer and its YAML download;
-* ``service``: health, the live-update stream, plotly.js.
+* ``service``: health, the live-update stream, plotly.js;
+* ``report``: an experiment's report (``contreact report``'s HTML file).
 """
 
 from fastapi import APIRouter
 
-from contreact_ui.routes import compare, composer, downloads, run, runs, service
+from contreact_ui.routes import compare, composer, downloads, report, run, runs, service
 
 ROUTERS: tuple[APIRouter, ...] = (
     runs.router,
@@ -25,4 +26,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     compare.router,
     composer.router,
     service.router,
+    report.router,
 )

@@ -1,0 +1,83 @@
+"""Where the runs' events come from: Redis while a run's log is there, its archive file
+once it has left (``contreact_bus.runs.load_events``, the reader every command uses).
+An experiment's runs are the ones Redis lists for it (``experiment:{NAME}:runs``) and,
+without Redis or for runs it no longer lists, the archives whose config names it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import redis.asyncio as aioredis
+
+from contreact_analysis.exceptions import NoRuns, UnreadableRun
+from contreact_analysis.frames.tables import RunFrames, build_frames
+from contreact_bus.archive import archive_path, archived_run_ids
+from contreact_bus.exceptions import RunNotFound
+from contreact_bus.runs import experiment_run_ids, load_events
+from contreact_events.catalog import Event
+from contreact_events.catalog.run import RunRequested
+from contreact_events.exceptions import ContReActEventError
+from contreact_events.wire.codec import event_from_json
+
+
+def archived_experiment(archive_dir: Path, experiment: str) -> list[str]:
+    """The archived runs whose first event (``RunRequested``) names ``experiment``."""
+    found = []
+    for run_id in archived_run_ids(archive_dir):
+        with archive_path(archive_dir, run_id).open("rb") as lines:
+            first = lines.readline()
+        try:
+            event = event_from_json(first) if first.strip() else None
+        except ContReActEventError:
+            continue  # an unreadable archive is named when it is read, if it is asked for
+        if isinstance(event, RunRequested) and event.config.experiment == experiment:
+            found.append(run_id)
+    return found
+
+
+async def experiment_runs(
+    redis: aioredis.Redis | None, archive_dir: Path, experiment: str
+) -> list[str]:
+    """Every run of ``experiment``, from Redis's index and the archive folder."""
+    listed = await experiment_run_ids(redis, experiment) if redis is not None else []
+    runs = sorted({*listed, *archived_experiment(archive_dir, experiment)})
+    if not runs:
+        where = (
+            f"Redis or {archive_dir}" if redis is not None else f"{archive_dir} (Redis is not up)"
+        )
+        raise NoRuns(
+            f"no run of experiment '{experiment}' in {where}: check the name "
+            "(`contreact experiment status NAME`) or the archive folder"
+        )
+    return runs
+
+
+async def load_logs(
+    redis: aioredis.Redis | None, archive_dir: Path, run_ids: Sequence[str]
+) -> dict[str, list[Event]]:
+    """Each run's events, in the order given. UnreadableRun names a run whose log is
+    missing or cannot be decoded."""
+    logs: dict[str, list[Event]] = {}
+    for run_id in dict.fromkeys(run_ids):
+        try:
+            logs[run_id] = await load_events(redis, archive_dir, run_id)
+        except RunNotFound as exc:
+            raise UnreadableRun(str(exc)) from None
+        except (ContReActEventError, OSError) as exc:
+            raise UnreadableRun(f"run {run_id}: its log cannot be read ({exc})") from None
+    return logs
+
+
+async def collect_frames(
+    redis: aioredis.Redis | None,
+    archive_dir: Path,
+    *,
+    run_ids: Sequence[str] = (),
+    experiment: str | None = None,
+) -> RunFrames:
+    """The tables of the runs named, or of every run of ``experiment``."""
+    if bool(run_ids) == bool(experiment):
+        raise NoRuns("name runs or one experiment (not both, not neither)")
+    ids = list(run_ids) if run_ids else await experiment_runs(redis, archive_dir, str(experiment))
+    return build_frames(await load_logs(redis, archive_dir, ids))

@@ -1,0 +1,66 @@
+"""Two models compared metric by metric: the paired difference of their runs (replica A
+with replica A, ...: the replicas of an experiment share their seeds) and a permutation
+test of it (``intervals.permutation_test``, exact for up to 13 pairs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from contreact_analysis.exceptions import NotEnoughData
+from contreact_analysis.intervals import DEFAULT_RESAMPLES, permutation_test
+from contreact_events.protocol.table1 import TABLE1
+
+COLUMNS = [
+    "first",
+    "second",
+    "metric",
+    "label",
+    "n",
+    "mean_first",
+    "mean_second",
+    "difference",
+    "p_value",
+    "exact",
+]
+
+
+def paired_differences(
+    runs: pd.DataFrame,
+    first: str,
+    second: str,
+    *,
+    by: str = "label",
+    pair_on: str = "replica",
+    resamples: int = DEFAULT_RESAMPLES,
+) -> pd.DataFrame:
+    """One row per Table 1 metric: ``first`` minus ``second`` over the replicas both
+    have. NotEnoughData when they share no replica."""
+    a = runs[runs[by] == first].set_index(pair_on)
+    b = runs[runs[by] == second].set_index(pair_on)
+    shared = sorted(set(a.index.dropna()) & set(b.index.dropna()))
+    if not shared:
+        raise NotEnoughData(
+            f"{first} and {second} share no {pair_on}: pairs need runs of the same experiment "
+            "replica (A with A, ...)"
+        )
+    rows = []
+    for metric in TABLE1:
+        x = np.asarray(a.loc[shared, metric.metric], dtype=np.float64)
+        y = np.asarray(b.loc[shared, metric.metric], dtype=np.float64)
+        result = permutation_test(x, y, paired=True, resamples=resamples)
+        rows.append(
+            {
+                "first": first,
+                "second": second,
+                "metric": metric.metric,
+                "label": metric.label,
+                "n": len(shared),
+                "mean_first": float(x.mean()),
+                "mean_second": float(y.mean()),
+                "difference": result.difference,
+                "p_value": result.p_value,
+                "exact": result.exact,
+            }
+        )
+    return pd.DataFrame(rows, columns=COLUMNS)

@@ -1,0 +1,58 @@
+"""Per-cycle trajectories: for each model, metric and cycle, the mean over the model's
+runs and its bootstrap interval (tool calls, response length, similarity, memory keys
+cycle by cycle)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from contreact_analysis.intervals import DEFAULT_RESAMPLES, bootstrap_interval
+from contreact_analysis.stats.table1 import INTERVAL_METHOD
+
+TRAJECTORY_METRICS = {
+    "tool_calls": "Tool calls",
+    "response_chars": "Response characters",
+    "max_similarity": "Max similarity to an earlier reflection",
+    "memory_keys": "Unique memory keys",
+}
+COLUMNS = ["group", "metric", "cycle", "n", "mean", "low", "high"]
+
+
+def trajectories(
+    cycles: pd.DataFrame,
+    runs: pd.DataFrame,
+    *,
+    by: str = "label",
+    metrics: tuple[str, ...] = tuple(TRAJECTORY_METRICS),
+    confidence: float = 0.95,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> pd.DataFrame:
+    """One row per (group, metric, cycle) over the ended cycles of ``runs``' runs; a
+    cycle without a value (no similarity assessed yet) is left out of its mean."""
+    groups = runs.set_index("run_id")[by]
+    ended = cycles[cycles["complete"] & cycles["run_id"].isin(groups.index)]
+    ended = ended.assign(_group=ended["run_id"].map(groups))
+    rows = []
+    for (group, cycle), members in ended.groupby(["_group", "cycle"], sort=True):
+        for metric in metrics:
+            column = np.asarray(members[metric], dtype=np.float64)
+            values: NDArray[np.float64] = np.asarray(column[~np.isnan(column)], dtype=np.float64)
+            if values.size == 0:
+                continue
+            interval = bootstrap_interval(
+                values, confidence=confidence, resamples=resamples, method=INTERVAL_METHOD
+            )
+            rows.append(
+                {
+                    "group": str(group),
+                    "metric": metric,
+                    "cycle": int(str(cycle)),
+                    "n": int(values.size),
+                    "mean": float(values.mean()),
+                    "low": interval.low,
+                    "high": interval.high,
+                }
+            )
+    return pd.DataFrame(rows, columns=COLUMNS)
