@@ -1,6 +1,7 @@
 """Dataframes to files and back: one file per table (``runs.parquet``, ``cycles.csv``
 ...), read back with the declared dtypes (CSV keeps no types: ``read_frames`` applies
-them)."""
+them). A missing value is written ``\\N`` in CSV (as PostgreSQL's COPY does), so an
+empty text stays an empty text."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from contreact_analysis.frames.tables import SCHEMAS, TS, RunFrames
 
 Format = Literal["parquet", "csv"]
 FORMATS: tuple[Format, ...] = ("parquet", "csv")
+CSV_NULL = "\\N"
 
 
 def write_frames(frames: RunFrames, out_dir: Path, fmt: Format = "parquet") -> list[Path]:
@@ -27,7 +29,7 @@ def write_frames(frames: RunFrames, out_dir: Path, fmt: Format = "parquet") -> l
         if fmt == "parquet":
             table.to_parquet(path, index=False, engine="pyarrow")
         else:
-            table.to_csv(path, index=False)
+            table.to_csv(path, index=False, na_rep=CSV_NULL)
         written.append(path)
     return written
 
@@ -43,7 +45,7 @@ def read_frames(directory: Path, fmt: Format = "parquet") -> RunFrames:
             tables[name] = pd.read_parquet(path, engine="pyarrow")
             continue
         plain = {c: d for c, d in schema.items() if d != TS}
-        table = pd.read_csv(path, dtype=plain, keep_default_na=True)
+        table = pd.read_csv(path, dtype=plain, keep_default_na=False, na_values=[CSV_NULL])
         for column, dtype in schema.items():
             if dtype == TS:
                 stamps = pd.to_datetime(table[column], utc=True, format="ISO8601")

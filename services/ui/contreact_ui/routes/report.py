@@ -1,7 +1,8 @@
 """An experiment's report (``/experiments/{name}/report.html``): the same HTML file
 ``contreact report NAME`` writes, made by the same code (``contreact_analysis.report``)
 from the same logs (the events the dashboard's store holds, as stored). One
-self-contained page: no script, styles and charts inline."""
+self-contained page: no script, styles and charts inline. An HTML page, like the
+other pages' HTML, it is not in the OpenAPI document (which describes the JSON)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,9 @@ def experiment_logs(conn: sqlite3.Connection, experiment: str) -> dict[str, list
     return logs
 
 
-@router.get("/experiments/{experiment}/report.html", response_class=HTMLResponse)
+@router.get(
+    "/experiments/{experiment}/report.html", response_class=HTMLResponse, include_in_schema=False
+)
 def experiment_report(conn: Conn, experiment: Experiment) -> HTMLResponse:
     """The experiment's report, as `contreact report` writes it."""
     try:
