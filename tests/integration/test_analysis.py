@@ -210,6 +210,7 @@ def test_report_writes_one_self_contained_file(
     assert "<script" not in html and "<link" not in html and "@import" not in html
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
     assert html.count("<svg") == 4
+    assert f"<title>Experiment {EXPERIMENT}</title>" in html
     for section in ("design", "table1", "paired", "charts", "runs", "reproduction"):
         assert f'id="{section}"' in html
     assert f"contreact report {EXPERIMENT} --out {target}" in html

@@ -17,6 +17,7 @@ matplotlib.use("Agg")  # no display: render to files only
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 SVG_PARAMS: dict[str, Any] = {
     "svg.fonttype": "none",
@@ -56,6 +57,7 @@ def trajectory_chart(trajectories: pd.DataFrame, metric: str, title: str) -> str
             )
         axes.set_title(title)
         axes.set_xlabel("cycle")
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
         axes.grid(alpha=0.3)
         if not rows.empty:
             axes.legend(fontsize=8, loc="best")

@@ -176,9 +176,9 @@ def build_report(
     paths = trajectories(frames.cycles, done, resamples=resamples) if not done.empty else None
     charts: list[dict[str, str]] = []
     if paths is not None:
-        for name, title in TRAJECTORY_METRICS.items():
+        for name, caption in TRAJECTORY_METRICS.items():
             charts.append(
-                {"metric": name, "title": title, "svg": trajectory_chart(paths, name, title)}
+                {"metric": name, "title": caption, "svg": trajectory_chart(paths, name, caption)}
             )
     if len(done) < len(runs):
         notes.append(
