@@ -1,7 +1,7 @@
-"""``contreact report`` (run as a process) in Chromium: the one HTML file it writes renders from disk with
-every chart visible, makes no request (each one is intercepted and refused, and the
-test fails naming it), and the hostile agent text in its runs stays text. Screenshots
-in ``test-artifacts/browser/``."""
+"""``contreact report`` (run as a process) in Chromium: the one HTML file it writes
+renders from disk with every chart visible, makes no request (each one is intercepted
+and refused, and the test fails naming it), and the hostile agent text in its runs
+stays text. Screenshots in ``test-artifacts/browser/``."""
 
 from __future__ import annotations
 
