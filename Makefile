@@ -90,6 +90,7 @@ bench: install
 	$(BIN)/python -m bench.ui_speed
 	$(BIN)/python -m bench.experiment_scaling
 	$(BIN)/python -m bench.model_swaps
+	$(BIN)/python -m bench.analysis_speed
 
 up: install
 	$(BIN)/contreact up

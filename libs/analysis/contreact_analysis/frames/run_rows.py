@@ -43,6 +43,20 @@ Row = dict[str, Any]
 TOOL_COLUMNS = {name: f"calls_{name}" for name in KNOWN_TOOLS} | {"(unknown tool)": "calls_unknown"}
 """The per-cycle count of each kind of tool call (made-up tools counted together)."""
 METRIC_FIELDS = tuple(CycleMetrics.model_fields)
+ROW_TYPES = frozenset(
+    {
+        "RunStarted",
+        "CycleStarted",
+        "ToolCallRequested",
+        "ToolCallCompleted",
+        "OperatorMessageSent",
+        "OperatorReplied",
+        "ReflectionRecorded",
+        "SimilarityAssessed",
+        "CycleEnded",
+    }
+)
+"""The event types that add or change a row besides the events table's."""
 REPLICA = re.compile(r"-([A-Z]+)(?:\.(\d+))?$")
 
 
@@ -126,9 +140,9 @@ class _Builder:
         return row
 
     def add(self, event: Event, state: AgentState) -> None:
+        fields = event.__dict__  # the hot path: no pydantic attribute lookups that miss
         self.first_ts = self.first_ts or event.ts
         self.last_ts = event.ts
-        cycle = int(getattr(event, "cycle", 0) or 0) or state.cycle_number
         self.events.append(
             {
                 "run_id": self.run_id,
@@ -137,10 +151,14 @@ class _Builder:
                 "type": event.type,
                 "schema_version": event.schema_version,
                 "ts": event.ts,
-                "cycle": cycle,
-                "task_id": getattr(event, "task_id", None) or event.causation_id,
+                "cycle": fields.get("cycle") or state.cycle_number,
+                "task_id": fields.get("task_id") or event.causation_id,
             }
         )
+        if event.type in ROW_TYPES:
+            self._rows(event, state)
+
+    def _rows(self, event: Event, state: AgentState) -> None:
         match event:
             case RunStarted():
                 self.started = event

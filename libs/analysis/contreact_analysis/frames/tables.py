@@ -6,14 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from operator import itemgetter
 from typing import Any, Final
 
 import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]  # no stubs published
 
 from contreact_analysis.frames.run_rows import TOOL_COLUMNS, RunRows, run_rows
 from contreact_events.catalog import Event
 from contreact_events.catalog.cycle import CycleMetrics
 from contreact_events.protocol.table1 import TABLE1
+from contreact_events.wire.codec import bulk
 
 TS: Final = "datetime64[ns, UTC]"
 STR = "string"
@@ -158,17 +161,18 @@ SCHEMAS: dict[str, dict[str, str]] = {
 
 
 def frame(rows: Sequence[Mapping[str, Any]], schema: Mapping[str, str]) -> pd.DataFrame:
-    """``rows`` as a dataframe with exactly ``schema``'s columns and dtypes."""
-    columns = list(schema)
-    data = {c: [row.get(c) for row in rows] for c in columns}
+    """``rows`` (each with every column of ``schema``) as a dataframe with exactly
+    ``schema``'s columns and dtypes. Timestamps go through pyarrow, which converts
+    pydantic's timezone-aware datetimes about three times as fast as ``to_datetime``."""
     out: dict[str, pd.Series[Any]] = {}
     for column, dtype in schema.items():
-        values = data[column]
+        values = list(map(itemgetter(column), rows))
         if dtype == TS:
-            out[column] = pd.to_datetime(pd.Series(values, dtype="object"), utc=True).astype(TS)
+            stamps = pa.array(values, type=pa.timestamp("ns", tz="UTC"))
+            out[column] = pd.Series(stamps.to_pandas(), dtype=TS)
         else:
             out[column] = pd.Series(values, dtype=pd.api.types.pandas_dtype(dtype))
-    return pd.DataFrame(out, columns=columns)
+    return pd.DataFrame(out, columns=list(schema))
 
 
 def frames_from_rows(runs: Iterable[RunRows]) -> RunFrames:
@@ -186,7 +190,9 @@ def frames_from_rows(runs: Iterable[RunRows]) -> RunFrames:
 
 def build_frames(logs: Mapping[str, Iterable[Event]], *, digest: bool = True) -> RunFrames:
     """The tables of the runs in ``logs`` (run id -> its events, in log order), each run
-    folded once. UnreadableRun names a run whose log does not fold."""
-    return frames_from_rows(
-        run_rows(run_id, events, digest=digest) for run_id, events in logs.items()
-    )
+    folded once (the cyclic garbage collector paused: ``bulk``). UnreadableRun names
+    a run whose log does not fold."""
+    with bulk():
+        return frames_from_rows(
+            run_rows(run_id, events, digest=digest) for run_id, events in logs.items()
+        )

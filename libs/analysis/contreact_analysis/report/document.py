@@ -153,13 +153,15 @@ def build_report(
     done = finished(runs)
     groups = sorted({str(g) for g in done["label"]})
     stats = table1(done, resamples=resamples) if not done.empty else pd.DataFrame()
-    table_rows = []
-    for metric in TABLE1:
-        cells = {}
-        for group in groups:
-            match = stats[(stats["group"] == group) & (stats["metric"] == metric.metric)]
-            cells[group] = _records(match)[0] if not match.empty else None
-        table_rows.append({"metric": metric.metric, "label": metric.label, "cells": cells})
+    cells = {(r["group"], r["metric"]): r for r in _records(stats)}
+    table_rows = [
+        {
+            "metric": metric.metric,
+            "label": metric.label,
+            "cells": {group: cells.get((group, metric.metric)) for group in groups},
+        }
+        for metric in TABLE1
+    ]
     reference = paper_table1()
     paper_rows = [{"label": m.label, "values": reference.rows.get(m.metric, [])} for m in TABLE1]
     paired = []

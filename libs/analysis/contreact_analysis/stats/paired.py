@@ -44,10 +44,19 @@ def paired_differences(
             f"{first} and {second} share no {pair_on}: pairs need runs of the same experiment "
             "replica (A with A, ...)"
         )
+    for side, name in ((a, first), (b, second)):
+        twice = sorted({str(r) for r in side.index[side.index.duplicated()].dropna()})
+        if twice:
+            raise NotEnoughData(
+                f"{name} has more than one run of {pair_on} {', '.join(twice)}: keep one "
+                "(e.g. only the completed runs) before pairing"
+            )
+    columns = [metric.metric for metric in TABLE1]
+    xs = np.asarray(a.loc[shared, columns], dtype=np.float64)
+    ys = np.asarray(b.loc[shared, columns], dtype=np.float64)
     rows = []
-    for metric in TABLE1:
-        x = np.asarray(a.loc[shared, metric.metric], dtype=np.float64)
-        y = np.asarray(b.loc[shared, metric.metric], dtype=np.float64)
+    for i, metric in enumerate(TABLE1):
+        x, y = xs[:, i], ys[:, i]
         result = permutation_test(x, y, paired=True, resamples=resamples)
         rows.append(
             {
