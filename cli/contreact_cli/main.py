@@ -17,13 +17,22 @@ from redis.exceptions import RedisError
 from contreact_analysis.exceptions import AnalysisError
 from contreact_bus.exceptions import BusError
 from contreact_cli.args import Parser
-from contreact_cli.commands import analysis, corpus, experiment, inspect, models, runs, stack
+from contreact_cli.commands import (
+    analysis,
+    assess,
+    corpus,
+    experiment,
+    inspect,
+    models,
+    runs,
+    stack,
+)
 from contreact_cli.exceptions import CLIError
 from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_events.exceptions import ContReActEventError
 
-GROUPS = (stack, runs, inspect, corpus, models, experiment, analysis)
+GROUPS = (stack, runs, inspect, corpus, models, experiment, assess, analysis)
 """The command groups, in the order ``contreact --help`` lists their commands."""
 
 BROKEN_PIPE_EXIT = 141

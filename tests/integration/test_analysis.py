@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -228,3 +229,81 @@ def test_hostile_text_in_the_report_is_inert(tmp_path: Path) -> None:
     assert_inert(html)
     assert "&lt;a href=&#34;javascript:" in html or "&lt;a href=&quot;javascript:" in html
     assert "\x1b" not in html
+
+
+def assessed(run: str, evaluator: str, value: int) -> Any:
+    from contreact_events.catalog.assessment import RunAssessed
+
+    return RunAssessed(
+        event_id=f"{run}|{evaluator}",
+        run_id=run,
+        ts=datetime(2026, 11, 25, 8, 0, tzinfo=UTC),
+        correlation_id=run,
+        instrument="pei",
+        instrument_version="1",
+        instrument_sha256="a" * 64,
+        evaluator=evaluator,
+        repeat=1,
+        input_sha256="b" * 64,
+        run_digest="c" * 64,
+        run_events=10,
+        job_id=f"job|{run}|{evaluator}",
+        raw_answer=f"Level {value}",
+        status="rated",
+        value=value,
+    )
+
+
+def test_table2_and_the_assessments_table_once_assessed(
+    cli_data: Path, redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each model rates each replica: alpha's histories 2 and 4 by alpha, 6 by beta ...
+    the report's Table 2 shows the cell means; analyze writes the ratings."""
+    from contreact_bus.assessments import RatingKey, record
+    from contreact_bus.experiments import ReplicaEntry, queue_entry
+
+    values = {"alpha": {"alpha-model": 3, "beta-model": 6}, "beta": {"alpha-model": 1}}
+
+    async def put() -> None:
+        client = aioredis.Redis.from_url(redis_url)
+        try:
+            async with client.pipeline(transaction=False) as pipe:
+                for model in ("alpha", "beta"):
+                    for letter in REPLICAS:
+                        run = run_id(model, letter)
+                        entry = ReplicaEntry(
+                            f"{model}-{letter}", model, letter, f"{model}-model", run, 1, "d"
+                        )
+                        queue_entry(pipe, EXPERIMENT, entry)
+                await pipe.execute()
+            for model, by in values.items():
+                for k, letter in enumerate(REPLICAS):
+                    for evaluator, value in by.items():
+                        event = assessed(run_id(model, letter), evaluator, value + k)
+                        await record(client, event, RatingKey("pei", evaluator, 1))
+        finally:
+            await client.aclose()
+
+    asyncio.run(put())
+    target = tmp_path / "report.html"
+    assert cli("report", EXPERIMENT, "--out", str(target)) == 0
+    html = target.read_text()
+    assert 'id="table2"' in html
+    table2 = html[html.index('id="table2"') : html.index('id="runs"')]
+    # alpha rated by alpha: 3, 4, 5 -> 4.0 (bold: a self-rating); by beta: 6, 7, 8 -> 7.0
+    assert "<strong>4.0</strong>" in table2 and "7.0" in table2 and "2.0" in table2
+    out = tmp_path / "tables"
+    assert cli("analyze", "--experiment", EXPERIMENT, "--out", str(out)) == 0
+    assert "assessments.parquet  9 rows" in capsys.readouterr().out
+    ratings = pd.read_parquet(out / "assessments.parquet")
+    assert set(ratings["history_model"]) == {"alpha", "beta"}
+    assert sorted(ratings["value"].dropna()) == sorted(
+        float(v + k) for by in values.values() for v in by.values() for k in range(3)
+    )
+
+
+def test_no_table2_before_assessments(cli_data: Path, tmp_path: Path) -> None:
+    target = tmp_path / "report.html"
+    assert cli("report", EXPERIMENT, "--out", str(target)) == 0
+    assert 'id="table2"' not in target.read_text()
+    assert not (tmp_path / "tables" / "assessments.parquet").exists()

@@ -29,3 +29,11 @@ class WrongRun(ContReActEventError):
 
 class InvalidTransition(ContReActEventError):
     """An event does not fit the state it is applied to (a corrupt or reordered log)."""
+
+
+class UnknownInstrument(ConfigError):
+    """An assessment names an instrument this code does not ship."""
+
+
+class NotAssessable(ContReActEventError):
+    """A run cannot be assessed (yet): it has not ended, or it has no completed cycle."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from contreact_events.catalog import EVENT_CLASSES
+from contreact_events.catalog.assessment import ASSESSMENT_EVENT_CLASSES
 from contreact_events.protocol import CITATION
 from contreact_events.protocol.table1 import paper_results
 
@@ -49,6 +49,7 @@ def table2() -> Table2:
 
 
 def assessments_available() -> bool:
-    """Whether the event catalog has PEI assessments yet (they come with their own
-    issue); until then the Table 2 view shows the paper's figures alone."""
-    return "PEIAssessed" in EVENT_CLASSES
+    """Whether the event catalog has assessment records (``RunAssessed``, in their own
+    union: they are not run-log events); Table 2 shows this platform's ratings beside
+    the paper's."""
+    return "RunAssessed" in ASSESSMENT_EVENT_CLASSES

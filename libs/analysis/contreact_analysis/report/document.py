@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from contreact_analysis.assessments.results import PEIMatrix
 from contreact_analysis.exceptions import NotEnoughData
 from contreact_analysis.frames.tables import RunFrames
 from contreact_analysis.report.charts import trajectory_chart
@@ -61,7 +62,8 @@ class Report:
     runs: list[dict[str, Any]]
     reproduction: dict[str, Any]
     citation: str = CITATION
-    table2: list[dict[str, Any]] | None = None
+    table2: dict[str, Any] | None = None
+    """The PEI matrix (``assessments``' ``PEIMatrix``) when the runs were assessed."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -142,7 +144,7 @@ def build_report(
     *,
     title: str,
     command: str,
-    table2: pd.DataFrame | None = None,
+    table2: PEIMatrix | None = None,
     resamples: int = 9_999,
     now: datetime | None = None,
 ) -> Report:
@@ -200,9 +202,26 @@ def build_report(
         charts=charts,
         runs=_run_sections(frames),
         reproduction=_reproduction(runs, command),
-        table2=_records(table2) if table2 is not None and not table2.empty else None,
+        table2=_table2(table2) if table2 is not None else None,
         notes=notes,
     )
+
+
+def _table2(pei: PEIMatrix) -> dict[str, Any]:
+    """The matrix as the template walks it: a row per history model, a cell per
+    evaluator (mean, interval, n, the paper's figure), then each evaluator's mean."""
+    cells = {(c.history, c.evaluator): c for c in pei.cells}
+    summaries = {s.evaluator: s for s in pei.evaluator_summaries}
+    return {
+        "evaluators": pei.evaluators,
+        "rows": [
+            {"history": h, "cells": [cells.get((h, e)) for e in pei.evaluators]}
+            for h in pei.histories
+        ],
+        "summaries": [summaries.get(e) for e in pei.evaluators],
+        "agreement": pei.agreement,
+        "ratings": pei.ratings,
+    }
 
 
 def render_report(report: Report) -> str:

@@ -1,5 +1,8 @@
 """The catalog: one discriminated union of every run-log event, its schema versions,
-and the upcasters that bring older stored shapes up to the current ones."""
+and the upcasters that bring older stored shapes up to the current ones.
+
+Assessment events (``catalog/assessment.py``) are exported here too, but they are not
+part of ``Event``: they live in a per-run stream of their own, never in the run log."""
 
 from __future__ import annotations
 
@@ -8,6 +11,17 @@ from typing import Annotated, Any, TypeAlias, get_args
 
 from pydantic import Field, TypeAdapter
 
+from contreact_events.catalog.assessment import ASSESSMENT_ADAPTER as ASSESSMENT_ADAPTER
+from contreact_events.catalog.assessment import ASSESSMENT_EVENT_CLASSES as ASSESSMENT_EVENT_CLASSES
+from contreact_events.catalog.assessment import (
+    ASSESSMENT_SCHEMA_VERSIONS as ASSESSMENT_SCHEMA_VERSIONS,
+)
+from contreact_events.catalog.assessment import ASSESSMENT_UPCASTERS as ASSESSMENT_UPCASTERS
+from contreact_events.catalog.assessment import AnswerStatus as AnswerStatus
+from contreact_events.catalog.assessment import AssessmentBase as AssessmentBase
+from contreact_events.catalog.assessment import AssessmentEvent as AssessmentEvent
+from contreact_events.catalog.assessment import AssessmentFailed as AssessmentFailed
+from contreact_events.catalog.assessment import RunAssessed as RunAssessed
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleStarted,

@@ -120,9 +120,7 @@ def _put(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     node[path[-1]] = value
 
 
-def _diff(
-    before: Any, after: Any, path: tuple[str, ...], out: dict[str, tuple[Any, Any]]
-) -> None:
+def _diff(before: Any, after: Any, path: tuple[str, ...], out: dict[str, tuple[Any, Any]]) -> None:
     if isinstance(before, Mapping) and isinstance(after, Mapping):
         for key in dict.fromkeys([*before, *after]):
             _diff(before.get(key), after.get(key), (*path, key), out)
@@ -139,6 +137,9 @@ def _sections(annotation: Any) -> list[type[BaseModel]]:
 
 
 def _shown(value: Any) -> str:
-    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix(
-        "\n..."
-    ).removesuffix(" ...")
+    return (
+        yaml.safe_dump(value, default_flow_style=True, width=10_000)
+        .strip()
+        .removesuffix("\n...")
+        .removesuffix(" ...")
+    )

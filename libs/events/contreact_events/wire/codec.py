@@ -11,7 +11,15 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from contreact_events.catalog import EVENT_ADAPTER, Event, upcast
+from contreact_events.catalog import (
+    ASSESSMENT_ADAPTER,
+    ASSESSMENT_SCHEMA_VERSIONS,
+    ASSESSMENT_UPCASTERS,
+    EVENT_ADAPTER,
+    AssessmentEvent,
+    Event,
+    upcast,
+)
 from contreact_events.exceptions import ContReActEventError, CorruptEvent
 
 EVENT_FIELD = "event"
@@ -68,6 +76,36 @@ def event_from_fields(fields: Mapping[Any, Any], *, where: str = "") -> Event:
     if raw is None:
         raise CorruptEvent(f"{where or 'stream entry'}: no '{EVENT_FIELD}' field")
     return event_from_json(raw, where=where)
+
+
+def assessment_to_json(event: AssessmentEvent) -> bytes:
+    return event.__pydantic_serializer__.to_json(event)
+
+
+def assessment_from_json(raw: str | bytes, *, where: str = "") -> AssessmentEvent:
+    """Decode one stored assessment event (its own union, versions and upcasters)."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptEvent(f"{where or 'assessment'}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise CorruptEvent(f"{where or 'assessment'}: expected a JSON object")
+    data = upcast(data, ASSESSMENT_UPCASTERS, ASSESSMENT_SCHEMA_VERSIONS)
+    try:
+        return ASSESSMENT_ADAPTER.validate_python(data)
+    except ValidationError as exc:
+        raise CorruptEvent(f"{where or 'assessment'}: {_first_errors(exc)}") from None
+
+
+def assessment_to_fields(event: AssessmentEvent) -> dict[str, bytes | str]:
+    return {TYPE_FIELD: event.type, EVENT_FIELD: assessment_to_json(event)}
+
+
+def assessment_from_fields(fields: Mapping[Any, Any], *, where: str = "") -> AssessmentEvent:
+    raw = _field(fields, EVENT_FIELD)
+    if raw is None:
+        raise CorruptEvent(f"{where or 'stream entry'}: no '{EVENT_FIELD}' field")
+    return assessment_from_json(raw, where=where)
 
 
 def message_to_fields(message: BaseModel) -> dict[str, bytes]:

@@ -1,4 +1,5 @@
-"""The JSON schema of every run-log event and bus message, generated from the models.
+"""The JSON schema of every run-log event, assessment event and bus message, generated
+from the models.
 
 ``python -m contreact_events.wire.schema`` rewrites ``libs/events/schema/``; a test fails
 when the committed files drift from the models.
@@ -13,7 +14,12 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from contreact_events.catalog import EVENT_ADAPTER, SCHEMA_VERSIONS
+from contreact_events.catalog import (
+    ASSESSMENT_ADAPTER,
+    ASSESSMENT_SCHEMA_VERSIONS,
+    EVENT_ADAPTER,
+    SCHEMA_VERSIONS,
+)
 from contreact_events.wire.tasks import InboxMessage, LLMTask, MemoryTask
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schema"
@@ -24,7 +30,10 @@ def schemas() -> dict[str, dict[str, Any]]:
     events = EVENT_ADAPTER.json_schema(mode="validation")
     events["title"] = "ContReAct run-log event"
     events["x-schema-versions"] = versions
-    out = {"events.schema.json": events}
+    assessments = ASSESSMENT_ADAPTER.json_schema(mode="validation")
+    assessments["title"] = "ContReAct assessment event (run:{RUN}:assessments)"
+    assessments["x-schema-versions"] = dict(sorted(ASSESSMENT_SCHEMA_VERSIONS.items()))
+    out = {"events.schema.json": events, "assessment-events.schema.json": assessments}
     for name, model in (
         ("llm-task", LLMTask),
         ("memory-task", MemoryTask),

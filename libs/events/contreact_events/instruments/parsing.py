@@ -1,0 +1,61 @@
+"""``parse_answer(instrument, raw)``: what an evaluator's answer says, never a guess.
+
+A scale answer (PEI) is read by ``scale_answer``, a rubric answer (patterns) by
+``label_answer``; both read the bounded, normalized text of ``answer_text``. The raw
+answer itself is kept by the caller (``RunAssessed.raw_answer``) whatever the status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+from contreact_events.catalog.assessment import AnswerStatus
+from contreact_events.instruments.answer_text import bounded, for_matching
+from contreact_events.instruments.instrument import Instrument
+from contreact_events.instruments.label_answer import read_labels, reason_of
+from contreact_events.instruments.scale_answer import read_scale
+
+
+@dataclass(frozen=True)
+class ParsedAnswer:
+    """What the parser made of one answer."""
+
+    status: AnswerStatus
+    """``rated``; or ``unparseable`` (no level or label, or two different ones),
+    ``refused`` (the evaluator declined), ``off_scale`` (a number the instrument lacks)."""
+    value: int | None = None
+    """The stated level (scale instruments), when rated."""
+    label: str | None = None
+    """The label's key (label instruments), when rated."""
+    reason: str | None = None
+    """The one-sentence reason of a label answer, when it gave one."""
+    note: str = ""
+    """Why: what was read ("stated: 'my level: 7'"), or what was missing."""
+
+    def record_fields(self) -> dict[str, Any]:
+        """The parsed fields of a ``RunAssessed`` record (``note`` is its ``parse_note``)."""
+        return {
+            "status": self.status,
+            "value": self.value,
+            "label": self.label,
+            "reason": self.reason,
+            "parse_note": self.note,
+        }
+
+
+def parse_answer(instrument: Instrument, raw: str) -> ParsedAnswer:
+    """Parse ``raw``, the evaluator's answer to ``instrument``'s prompt."""
+    text, cut = bounded(raw)
+    matching = for_matching(text)
+    if instrument.kind == "scale":
+        titles = {level.value: for_matching(level.title) for level in instrument.levels}
+        scale = read_scale(matching, instrument.scale_min, instrument.scale_max, titles)
+        status, value, label, reason, note = scale.status, scale.value, None, None, scale.note
+    else:
+        labels = read_labels(matching, instrument.labels)
+        status, value, label, note = labels.status, None, labels.label, labels.note
+        reason = reason_of(text)
+    if cut:
+        note = f"{note} ({cut})"
+    return ParsedAnswer(cast(AnswerStatus, status), value, label, reason, note)
