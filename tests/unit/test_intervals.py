@@ -17,7 +17,12 @@ import numpy as np
 import pytest
 
 from contreact_analysis.exceptions import NotEnoughData
-from contreact_analysis.intervals import bootstrap_interval, permutation_test
+from contreact_analysis.intervals import (
+    bootstrap_interval,
+    bootstrap_intervals,
+    paired_permutation_tests,
+    permutation_test,
+)
 
 DARWIN_DIFFERENCES = [49, -67, 8, 16, 6, 23, 28, 41, 14, 29, 56, 24, 75, 60, -48]
 """Cross- minus self-fertilised plant heights, in eighths of an inch (Fisher 1935, Table 3)."""
@@ -82,3 +87,31 @@ def test_bootstrap_is_seeded_and_handles_degenerate_samples() -> None:
         bootstrap_interval([1.0, math.nan])
     with pytest.raises(ValueError, match="as long as each other"):
         permutation_test([1.0, 2.0], [1.0], paired=True)
+
+
+def test_many_intervals_at_once_are_each_rows_single_interval() -> None:
+    rng = np.random.default_rng(7)
+    rows = rng.normal(size=(12, 3))
+    rows[3] = 2.5  # a constant row: its interval is its value
+    together = bootstrap_intervals(rows)
+    alone = [bootstrap_interval(row, method="percentile") for row in rows]
+    assert together == alone
+    assert (together[3].low, together[3].high) == (2.5, 2.5)
+    # The hand-computed case of test_percentile_bootstrap_by_hand, as one row of many.
+    assert bootstrap_intervals([[1.0, 2.0, 4.0], [0.0, 0.0, 0.0]])[0].low == 1.0
+    single = bootstrap_intervals([[4.0], [5.0]])
+    assert [i.estimate for i in single] == [4.0, 5.0] and not single[0].defined
+
+
+def test_many_paired_tests_at_once_are_each_rows_single_test() -> None:
+    rng = np.random.default_rng(8)
+    first, second = rng.normal(size=(6, 4)), rng.normal(size=(6, 4))
+    together = paired_permutation_tests(first, second)
+    alone = [permutation_test(a, b, paired=True) for a, b in zip(first, second, strict=True)]
+    assert together == alone
+    darwin = paired_permutation_tests(
+        [DARWIN_DIFFERENCES], [[0.0] * len(DARWIN_DIFFERENCES)], resamples=40_000
+    )
+    assert darwin[0].p_value == pytest.approx(1726 / 32768, abs=1e-12)
+    with pytest.raises(ValueError, match="must be alike"):
+        paired_permutation_tests([[1.0, 2.0]], [[1.0]])

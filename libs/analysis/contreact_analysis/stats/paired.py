@@ -1,6 +1,6 @@
 """Two models compared metric by metric: the paired difference of their runs (replica A
 with replica A, ...: the replicas of an experiment share their seeds) and a permutation
-test of it (``intervals.permutation_test``, exact for up to 13 pairs)."""
+test of it (``intervals.paired_permutation_tests``, exact for up to 13 pairs)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from contreact_analysis.exceptions import NotEnoughData
-from contreact_analysis.intervals import DEFAULT_RESAMPLES, permutation_test
+from contreact_analysis.intervals import DEFAULT_RESAMPLES, paired_permutation_tests
 from contreact_events.protocol.table1 import TABLE1
 
 COLUMNS = [
@@ -54,10 +54,9 @@ def paired_differences(
     columns = [metric.metric for metric in TABLE1]
     xs = np.asarray(a.loc[shared, columns], dtype=np.float64)
     ys = np.asarray(b.loc[shared, columns], dtype=np.float64)
+    results = paired_permutation_tests(xs.T, ys.T, resamples=resamples)
     rows = []
-    for i, metric in enumerate(TABLE1):
-        x, y = xs[:, i], ys[:, i]
-        result = permutation_test(x, y, paired=True, resamples=resamples)
+    for i, (metric, result) in enumerate(zip(TABLE1, results, strict=True)):
         rows.append(
             {
                 "first": first,
@@ -65,8 +64,8 @@ def paired_differences(
                 "metric": metric.metric,
                 "label": metric.label,
                 "n": len(shared),
-                "mean_first": float(x.mean()),
-                "mean_second": float(y.mean()),
+                "mean_first": float(xs[:, i].mean()),
+                "mean_second": float(ys[:, i].mean()),
                 "difference": result.difference,
                 "p_value": result.p_value,
                 "exact": result.exact,

@@ -9,7 +9,7 @@ from typing import Final, Literal
 import numpy as np
 import pandas as pd
 
-from contreact_analysis.intervals import DEFAULT_RESAMPLES, bootstrap_interval
+from contreact_analysis.intervals import DEFAULT_RESAMPLES, bootstrap_intervals
 from contreact_events.protocol.table1 import TABLE1, PaperTable1, paper_table1
 
 INTERVAL_METHOD: Final[Literal["percentile"]] = "percentile"
@@ -44,11 +44,11 @@ def table1(
     rows = []
     for group, members in runs.groupby(by, sort=True, dropna=False):
         name = str(group)
-        for metric in TABLE1:
-            values = np.asarray(members[metric.metric], dtype=np.float64)
-            interval = bootstrap_interval(
-                values, confidence=confidence, resamples=resamples, method=INTERVAL_METHOD
-            )
+        matrix = np.asarray(members[[m.metric for m in TABLE1]], dtype=np.float64).T
+        intervals = bootstrap_intervals(
+            matrix, confidence=confidence, resamples=resamples, method=INTERVAL_METHOD
+        )
+        for metric, values, interval in zip(TABLE1, matrix, intervals, strict=True):
             rows.append(
                 {
                     "group": name,

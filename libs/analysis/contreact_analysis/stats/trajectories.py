@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from contreact_analysis.intervals import DEFAULT_RESAMPLES, bootstrap_interval
+from contreact_analysis.intervals import DEFAULT_RESAMPLES, bootstrap_intervals
 from contreact_analysis.stats.table1 import INTERVAL_METHOD
 
 TRAJECTORY_METRICS = {
@@ -34,25 +34,34 @@ def trajectories(
     groups = runs.set_index("run_id")[by]
     ended = cycles[cycles["complete"] & cycles["run_id"].isin(groups.index)]
     ended = ended.assign(_group=ended["run_id"].map(groups))
-    rows = []
+    cells: dict[int, list[tuple[str, str, int, NDArray[np.float64]]]] = {}
     for (group, cycle), members in ended.groupby(["_group", "cycle"], sort=True):
         for metric in metrics:
             column = np.asarray(members[metric], dtype=np.float64)
             values: NDArray[np.float64] = np.asarray(column[~np.isnan(column)], dtype=np.float64)
-            if values.size == 0:
-                continue
-            interval = bootstrap_interval(
-                values, confidence=confidence, resamples=resamples, method=INTERVAL_METHOD
-            )
+            if values.size:
+                cells.setdefault(values.size, []).append(
+                    (str(group), metric, int(str(cycle)), values)
+                )
+    rows = []
+    for size, same_size in cells.items():  # one scipy call per sample size
+        intervals = bootstrap_intervals(
+            np.stack([values for *_, values in same_size]),
+            confidence=confidence,
+            resamples=resamples,
+            method=INTERVAL_METHOD,
+        )
+        for (group, metric, cycle, values), interval in zip(same_size, intervals, strict=True):
             rows.append(
                 {
-                    "group": str(group),
+                    "group": group,
                     "metric": metric,
-                    "cycle": int(str(cycle)),
-                    "n": int(values.size),
+                    "cycle": cycle,
+                    "n": size,
                     "mean": float(values.mean()),
                     "low": interval.low,
                     "high": interval.high,
                 }
             )
+    rows.sort(key=lambda r: (r["group"], r["cycle"], metrics.index(r["metric"])))
     return pd.DataFrame(rows, columns=COLUMNS)

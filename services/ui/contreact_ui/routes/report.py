@@ -20,8 +20,10 @@ from contreact_events.catalog import Event
 from contreact_events.config import RUN_ID_PATTERN
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.wire.codec import event_from_json
+from contreact_ui.assessments import Assessments
 from contreact_ui.deps import Conn
 from contreact_ui.exceptions import BadQuery, RunNotProjected
+from contreact_ui.views.assessments import table2_live
 
 router = APIRouter()
 
@@ -53,14 +55,19 @@ def experiment_logs(conn: sqlite3.Connection, experiment: str) -> dict[str, list
 @router.get(
     "/experiments/{experiment}/report.html", response_class=HTMLResponse, include_in_schema=False
 )
-def experiment_report(conn: Conn, experiment: Experiment) -> HTMLResponse:
-    """The experiment's report, as `contreact report` writes it."""
+def experiment_report(conn: Conn, reader: Assessments, experiment: Experiment) -> HTMLResponse:
+    """The experiment's report, as `contreact report` writes it; Table 2 from the
+    assessment records the compare page reads (``views.assessments.table2_live``)."""
     try:
-        frames = build_frames(experiment_logs(conn, experiment))
+        logs = experiment_logs(conn, experiment)
+        frames = build_frames(logs)
+        live = table2_live(conn, reader, list(logs), experiment=experiment, ratings_query="")
+        pei = live.matrix.pei if live.matrix is not None else None
         report = build_report(
             frames,
             title=f"Experiment {experiment}",
             command=f"contreact report {experiment} --out {experiment}.html",
+            table2=pei if pei is not None and pei.ratings else None,
         )
     except (AnalysisError, ContReActEventError) as exc:
         raise BadQuery(f"experiment {experiment}: no report ({exc})") from None
