@@ -307,3 +307,20 @@ def test_no_table2_before_assessments(cli_data: Path, tmp_path: Path) -> None:
     assert cli("report", EXPERIMENT, "--out", str(target)) == 0
     assert 'id="table2"' not in target.read_text()
     assert not (tmp_path / "tables" / "assessments.parquet").exists()
+
+
+def test_the_dashboards_report_shows_table2_once_assessed(dashboard: Path) -> None:
+    """The assessment records the compare page reads (archived here; Redis does not
+    answer) make the dashboard's report show Table 2, as `contreact report` does."""
+    from contreact_bus.assessments import append_archive
+
+    for k, letter in enumerate(REPLICAS):
+        run = run_id("beta", letter)
+        append_archive(dashboard / "runs", run, [assessed(run, "alpha-model", 2 + 2 * k)])
+    app = create_app(UISettings(data_dir=dashboard, redis_url="redis://127.0.0.1:1/0"))
+    with TestClient(app) as client:
+        page = client.get(f"/experiments/{EXPERIMENT}/report.html")
+    assert page.status_code == 200
+    table2 = page.text[page.text.index('id="table2"') : page.text.index('id="runs"')]
+    assert "<th>beta</th>" in table2 and "<th>alpha</th>" in table2
+    assert "4.0" in table2 and "n = 3" in table2  # beta's histories rated 2, 4, 6 by alpha
