@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGES := libs/events libs/bus libs/analysis services/orchestrator services/llm-worker services/memory \
-  services/embedder services/ui cli
+  services/embedder services/ui services/assessor cli
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
@@ -20,7 +20,7 @@ $(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt
 	@echo "installing the packages (the first time builds llama-cpp-python: several minutes)"
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-dev.txt \
 	  -e libs/events -e libs/bus -e libs/analysis -e services/orchestrator -e 'services/llm-worker[embedded]' \
-	  -e services/memory -e services/embedder -e services/ui -e cli
+	  -e services/memory -e services/embedder -e services/ui -e services/assessor -e cli
 	@touch $(STAMP)
 
 install: $(STAMP) redis
@@ -91,6 +91,7 @@ bench: install
 	$(BIN)/python -m bench.ui_speed
 	$(BIN)/python -m bench.experiment_scaling
 	$(BIN)/python -m bench.model_swaps
+	$(BIN)/python -m bench.analysis_speed
 
 up: install
 	$(BIN)/contreact up

@@ -29,6 +29,7 @@ SERVICE_MODULES = {
     "memory": "contreact_memory",
     "embedder": "contreact_embedder",
     "ui": "contreact_ui",
+    "assessor": "contreact_assessor",
 }
 REDIS_PROCESS = "redis"
 SUPERVISOR = "supervisor"
@@ -76,6 +77,7 @@ def up(
     memory_workers: int = 1,
     orchestrators: int = 1,
     embedders: int = 1,
+    assessors: int = 1,
 ) -> list[str]:
     """Start the supervisor (unless it runs already); return lines saying what was done.
     Readiness is `wait_until_up`'s business."""
@@ -102,6 +104,7 @@ def up(
         "llm-worker": llm_workers,
         "memory": memory_workers,
         "embedder": embedders,
+        "assessor": assessors,
     }
     for service, module in SERVICE_MODULES.items():
         for index in range(counts.get(service, 1)):

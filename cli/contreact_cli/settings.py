@@ -17,6 +17,10 @@ class CLISettings(BaseSettings):
         default=None, validation_alias=AliasChoices("CONTREACT_REDIS_URL", "REDIS_URL")
     )
     """A Redis to use. Unset: the one `contreact up` started (its URL is in the data dir)."""
+    rq_redis_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("CONTREACT_RQ_REDIS_URL")
+    )
+    """rq's Redis, for `contreact assess` (the assessor's setting); unset: the platform's."""
     data_dir: Path = Path("data")
     local_redis_port: int = 6390
     """Port of the Redis that `contreact up` starts (not 6379: a system Redis may be there)."""
@@ -39,6 +43,9 @@ class CLISettings(BaseSettings):
     @property
     def local_redis_url_file(self) -> Path:
         return self.data_dir / "redis.url"
+
+    def resolved_rq_redis_url(self) -> str:
+        return self.rq_redis_url or self.resolved_redis_url()
 
     def resolved_redis_url(self) -> str:
         if self.redis_url:

@@ -74,6 +74,10 @@ BENCHES: dict[str, Expected] = {
     ),
     "experiment_scaling": Expected(("3 runs as one experiment",), ("3 runs",)),
     "model_swaps": Expected(("model_aware: makespan", "lower bound"), ("model swaps",)),
+    "analysis_speed": Expected(
+        ("dataframes time / floor time", "report: stats, charts, HTML"),
+        ("dataframes of many runs", "report of an experiment"),
+    ),
     "compose_stack": Expected(
         ("compose plan: runs of the experiment", "contreact up: experiment wall time")
     ),

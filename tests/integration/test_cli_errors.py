@@ -61,6 +61,23 @@ BAD_ARGUMENTS: dict[str, list[list[str]]] = {
         ["launch", "x"],
     ],
     "models": [["pull", "missing.yaml"], ["check", "c.yaml", "--host", "not a url"], ["fetch"]],
+    "assess": [
+        ["matrix", "no-such-experiment"],
+        ["--experiment", "a}{b:../"],
+        ["no-such-run", "--repeats", "0"],
+    ],
+    "analyze": [
+        ["--out", "tables"],  # neither runs nor an experiment
+        ["no-such-run", "--out", "tables"],
+        ["--experiment", "no-such-experiment", "--out", "tables"],
+        ["r1", "--out", "tables", "--format", "xlsx"],
+        ["--experiment", "a}{b:../", "--out", "tables"],
+    ],
+    "report": [
+        ["no-such-experiment", "--out", "r.html"],
+        ["a}{b:../", "--out", "r.html"],
+        ["exp"],  # no --out
+    ],
 }
 
 

@@ -156,7 +156,8 @@ def concrete_paths(app: FastAPI) -> list[str]:
             path += "/app.js"
         if not path or path.startswith("/openapi"):
             continue
-        paths.append(path.replace("{run_id}", "fixture-completed").replace("{seq}", "2"))
+        path = path.replace("{run_id}", "fixture-completed").replace("{seq}", "2")
+        paths.append(path.replace("{experiment}", "hostile-exp"))
     return paths
 
 

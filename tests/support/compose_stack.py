@@ -27,9 +27,27 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILES = ("docker-compose.yml", "deploy/test/compose.yml")
 IMAGE_PREFIX = "contreact-test"
-BUILT_SERVICES = ("orchestrator", "llm-worker", "memory", "embedder", "ui", "cli", "ollama")
+BUILT_SERVICES = (
+    "orchestrator",
+    "llm-worker",
+    "memory",
+    "embedder",
+    "ui",
+    "assessor",
+    "cli",
+    "ollama",
+)
 """Services whose images Compose builds (``ollama``: the stand-in)."""
-STACK_SERVICES = ("redis", "ollama", "orchestrator", "llm-worker", "memory", "embedder", "ui")
+STACK_SERVICES = (
+    "redis",
+    "ollama",
+    "orchestrator",
+    "llm-worker",
+    "memory",
+    "embedder",
+    "ui",
+    "assessor",
+)
 """Services `up` starts (the cli is run on demand)."""
 HASHED = ("deploy", "libs", "services", "cli", "tests/support/fake_ollama.py", *COMPOSE_FILES)
 """What goes into the images: the content hash covers these (and the base and wheels)."""

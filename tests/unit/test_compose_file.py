@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 import yaml
 from jsonschema import Draft201909Validator
+from pydantic import AliasChoices
 from pydantic_settings import BaseSettings
 
+from contreact_assessor.settings import AssessorSettings
 from contreact_cli.processes import SERVICE_MODULES
 from contreact_cli.settings import CLISettings
 from contreact_embedder.settings import EmbedderSettings
@@ -32,6 +34,7 @@ SETTINGS: dict[str, type[BaseSettings]] = {
     "memory": MemorySettings,
     "embedder": EmbedderSettings,
     "ui": UISettings,
+    "assessor": AssessorSettings,
     "cli": CLISettings,
 }
 SET_BY_THE_STACK = {"redis_url", "data_dir", "consumer_name", "db_path", "memory_db_path", "host"}
@@ -174,6 +177,12 @@ def test_the_docker_test_builds_and_starts_every_service_offline() -> None:
 
 
 def env_name(settings: type[BaseSettings], field: str) -> str:
+    """The variable a setting is read from: its first alias when it has some (rq's
+    Redis is ``CONTREACT_RQ_REDIS_URL`` for the assessor and the CLI alike), else the
+    prefix and the field's name."""
+    alias = settings.model_fields[field].validation_alias
+    if isinstance(alias, AliasChoices) and isinstance(alias.choices[0], str):
+        return alias.choices[0]
     prefix = str(settings.model_config.get("env_prefix", ""))
     return f"{prefix}{field}".upper()
 

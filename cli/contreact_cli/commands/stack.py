@@ -38,6 +38,12 @@ def register(sub: Any) -> None:
         help="embedders (a second one takes over at once when one dies; each loads the model)",
     )
     p.add_argument(
+        "--assessors",
+        type=bounded_int(1, 64),
+        default=1,
+        help="assessors (rq workers rating runs: one rating at a time each)",
+    )
+    p.add_argument(
         "--wait",
         type=positive_seconds,
         default=120.0,
@@ -56,6 +62,7 @@ def cmd_up(args: argparse.Namespace, settings: CLISettings) -> int:
         memory_workers=args.memory_workers,
         orchestrators=args.orchestrators,
         embedders=args.embedders,
+        assessors=args.assessors,
     ):
         out(line)
     for line in asyncio.run(wait_until_up(settings, args.wait)):

@@ -11,6 +11,7 @@ import orjson
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 
+from contreact_bus.assessments import calls as evaluator_calls
 from contreact_bus.consumer import DeadLetterHook, Delivery
 from contreact_bus.task_stream import TaskStream
 from contreact_events.config import RUN_ID_PATTERN
@@ -20,7 +21,7 @@ from contreact_events.names import (
     inbox_shard,
     inbox_stream,
 )
-from contreact_events.wire.tasks import InboxMessage, task_failed
+from contreact_events.wire.tasks import InboxMessage, LLMTask, llm_failed, task_failed
 
 
 async def inbox_shards(redis: aioredis.Redis) -> int:
@@ -33,7 +34,7 @@ class Inbox:
     """Sends inbox messages to their run's shard. Build it with ``await Inbox.open(redis)``."""
 
     def __init__(self, redis: aioredis.Redis, shards: int) -> None:
-        self._redis = redis
+        self.redis = redis
         self.shards = shards
         self._streams = [TaskStream(redis, inbox_stream(i)) for i in range(shards)]
 
@@ -64,6 +65,9 @@ def tell_run_of_dead_letter(inbox: Inbox) -> DeadLetterHook:
             return
         if not isinstance(data, dict) or data.get("kind") == "TaskFailed":
             return
+        if data.get("reply_to"):  # an assessment job's call: the job, not the run, waits
+            await _tell_job(inbox, data, reason)
+            return
         run_id = data.get("run_id")
         task_id = data.get("task_id") or data.get("causation_id")
         if not isinstance(run_id, str) or not RUN_ID_PATTERN.match(run_id):
@@ -81,3 +85,18 @@ def tell_run_of_dead_letter(inbox: Inbox) -> DeadLetterHook:
         await inbox.send(failure)
 
     return hook
+
+
+async def _tell_job(inbox: Inbox, data: dict[str, object], reason: str) -> None:
+    """A dead-lettered evaluator call is answered to its assessment job as a failure
+    (the job retries or records it), instead of the job waiting out its timeout."""
+    try:
+        task = LLMTask.model_validate(data)
+    except ValueError:
+        return
+    if task.reply_to is None:
+        return
+    failure = llm_failed(task, f"dead-lettered: {reason[:2000]}", retryable=True, attempts=1)
+    async with inbox.redis.pipeline(transaction=False) as pipe:
+        evaluator_calls.queue_reply(pipe, task.reply_to, failure)
+        await pipe.execute()

@@ -86,7 +86,8 @@ class RouteStream(TaskStream):
 
     def queue(self, pipe: Pipeline, message: BaseModel) -> None:
         super().queue(pipe, message)
-        pipe.sadd(llm_route_runs_key(self.route.id), str(getattr(message, "run_id", "")))
+        if getattr(message, "reply_to", None) is None:  # an evaluation keeps no model in use
+            pipe.sadd(llm_route_runs_key(self.route.id), str(getattr(message, "run_id", "")))
         pipe.hset(LLM_ROUTES, self.route.id, self.route.to_json())
         pipe.publish(LLM_WAKE_CHANNEL, ROUTE_WAKE_PREFIX + self.route.id)
 

@@ -146,3 +146,36 @@ def run_fork_refusal_key(run_id: str, request_id: str) -> str:
 
 
 FORK_REFUSAL_TTL_S = 3600
+# --- assessments (issue 15): beside the run, never in its log -----------------------
+
+
+def run_assessments_key(run_id: str) -> str:
+    """A run's assessment stream: ``RunAssessed`` / ``AssessmentFailed`` records, each
+    written once (``run_assessment_index_key``). Same hash tag as the run: one slot."""
+    return f"run:{{{run_id}}}:assessments"
+
+
+def run_assessment_index_key(run_id: str) -> str:
+    """Hash of ``INSTRUMENT\\nEVALUATOR\\nREPEAT`` -> ``job:JOB_ID`` once the rating is
+    claimed (enqueued), then ``entry:STREAM_ID`` once its record is in the stream: one
+    claim and one record per (instrument, evaluator, repeat) of the run."""
+    return f"run:{{{run_id}}}:assessment-index"
+
+
+ASSESS_QUEUE = "contreact-assess"
+"""The rq queue of assessment jobs (one job per run, evaluator, instrument, repeat).
+rq's own keys (``rq:queue:...``, ``rq:job:...``) live on the rq Redis
+(``CONTREACT_RQ_REDIS_URL``), whose commands span keys."""
+
+
+def assessment_reply_key(job_id: str) -> str:
+    """List where the LLM worker puts the answer to an assessment job's evaluator call
+    (``LLMTask.reply_to`` names the job): the job waits on it (BLPOP)."""
+    return f"assess:{{{job_id}}}:reply"
+
+
+def assessment_gate_key(job_id: str) -> str:
+    """The evaluator call an assessment job waits on now: its task id and digest. The
+    LLM worker applies an assessment task only if it matches (a stale copy from a
+    killed attempt is dropped), as run tasks are checked against ``run_writer_key``."""
+    return f"assess:{{{job_id}}}:gate"

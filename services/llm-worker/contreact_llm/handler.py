@@ -13,7 +13,9 @@ import logging
 from collections.abc import Mapping
 
 import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
 
+from contreact_bus.assessments import calls as evaluator_calls
 from contreact_bus.inbox import Inbox
 from contreact_bus.task_gate import TaskGate
 from contreact_events.wire.tasks import (
@@ -46,17 +48,31 @@ class LLMTaskHandler:
 
     async def refusal(self, task: LLMTask) -> str | None:
         """Why ``task`` is not worth a call (its run waits on something else now: it
-        was cancelled, moved on, or sent the task again), else None."""
+        was cancelled, moved on, or sent the task again; an assessment job's call:
+        the job waits on another call, or on none), else None."""
         if self._gate is None:
             return None
+        if task.reply_to is not None:
+            return await evaluator_calls.refusal(self.inbox.redis, task)
         return await self._gate.refusal(task.run_id, task.task_id, task, task.deadline)
+
+    def queue_answer(self, pipe: Pipeline, task: LLMTask, message: InboxMessage) -> None:
+        """Add the answer's send to a caller's pipeline: to the run's inbox, or to the
+        reply list of the assessment job that asked (``reply_to``)."""
+        if task.reply_to is not None:
+            evaluator_calls.queue_reply(pipe, task.reply_to, message)
+        else:
+            self.inbox.queue(pipe, message)
 
     async def __call__(self, task: LLMTask) -> None:
         refusal = await self.refusal(task)
         if refusal is not None:  # no call for nothing
             log.info("LLM task dropped: %s", refusal)
             return
-        await self.inbox.send(await self.reply(task))
+        message = await self.reply(task)
+        async with self.inbox.redis.pipeline(transaction=False) as pipe:
+            self.queue_answer(pipe, task, message)
+            await pipe.execute()
 
     async def reply(self, task: LLMTask) -> InboxMessage:
         """The answer to ``task``; an unexpected error becomes its failure answer."""

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from contreact_events.catalog.cycle import CycleMetrics
+from contreact_ui.assessments import AssessmentRow, Table2Live
 
 
 class _Model(BaseModel):
@@ -174,6 +175,9 @@ class RunPage(_Model):
     config: dict[str, Any] | None
     """The run's effective configuration (from RunStarted, else RunRequested)."""
     exports: list[Link]
+    assessments: list[AssessmentRow] = []
+    """Its assessments by evaluator models (``contreact assess``), as recorded."""
+    assessments_note: str | None = None
 
 
 class MemoryEntry(_Model):
@@ -318,8 +322,10 @@ class ComparePage(_Model):
     available_runs: list[str]
     table2: PaperTable2
     assessments_available: bool
-    """False until PEI assessments exist in the event catalog (PEIAssessed)."""
+    """True once the event catalog has assessment records (``RunAssessed``)."""
     citation: str
+    assessments: Table2Live | None = None
+    """Table 2 of these runs, from their assessment records."""
 
 
 class ComposePage(_Model):

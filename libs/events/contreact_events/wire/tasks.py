@@ -71,6 +71,12 @@ class LLMTask(_Frozen):
     """Answer text past this is cut by the worker (``limits.llm_content_chars``)."""
     connect_timeout_s: float = 5.0
     """Longest wait to reach the model server (``ollama_client_config.connect_timeout_s``)."""
+    reply_to: str | None = None
+    """None: a call of a run, answered through the orchestrator's inbox and checked
+    against the run's log (``TaskGate``). Else the id of the assessment job that waits
+    for the answer: it goes to that job's reply list (``names.assessment_reply_key``)
+    and the task is checked against the job's gate record instead, so a run that has
+    ended can be rated (its log asks for nothing any more)."""
 
 
 class MemoryTask(_Frozen):

@@ -278,7 +278,7 @@ class ChatScheduler:
                 return
             message = await self._handler.reply(task.model_copy(update={"host": lease.host}))
             async with self._redis.pipeline(transaction=False) as pipe:
-                self._handler.inbox.queue(pipe, message)
+                self._handler.queue_answer(pipe, task, message)
                 pipe.xack(line.route.stream, LLM_GROUP, delivery.entry_id)
                 if lease.host != EMBEDDED_HOST:
                     self._slots.queue_release(pipe, lease)

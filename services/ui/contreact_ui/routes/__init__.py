@@ -12,12 +12,24 @@ and serve another.
 * ``downloads``: a run's log, its seed-003 export, its metrics as CSV;
 * ``compare``: runs or models side by side, with the paper's tables;
 * ``composer``: the config composer and its YAML download;
-* ``service``: health, the live-update stream, plotly.js.
+* ``service``: health, the live-update stream, plotly.js;
+* ``assessments``: the assessment records behind Table 2, with the raw answers;
+* ``report``: an experiment's report (``contreact report``'s HTML file).
 """
 
 from fastapi import APIRouter
 
-from contreact_ui.routes import compare, composer, downloads, lineage, run, runs, service
+from contreact_ui.routes import (
+    assessments,
+    compare,
+    composer,
+    downloads,
+    lineage,
+    report,
+    run,
+    runs,
+    service,
+)
 
 ROUTERS: tuple[APIRouter, ...] = (
     runs.router,
@@ -27,4 +39,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     compare.router,
     composer.router,
     service.router,
+    assessments.router,
+    report.router,
 )

@@ -4,12 +4,15 @@ per-cycle charts, and the paper's Table 2."""
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query
 
+from contreact_ui.assessments import Assessments
 from contreact_ui.deps import Conn, RunIdItem
 from contreact_ui.models import ComparePage
 from contreact_ui.pages import Pages
+from contreact_ui.views.assessments import table2_live
 from contreact_ui.views.compare import compare_page
 
 router = APIRouter()
@@ -19,10 +22,21 @@ pages = Pages(router)
 @pages.page("/compare", "compare.html")
 def compare(
     conn: Conn,
+    reader: Assessments,
     run: Annotated[list[RunIdItem] | None, Query(description="run ids to compare")] = None,
     model: Annotated[list[str] | None, Query(description="models to compare")] = None,
     experiment: str | None = None,
     by: Annotated[str | None, Query(pattern="^(model|run|experiment)$")] = None,
 ) -> ComparePage:
     """Runs or models side by side; Table 1 beside the paper's figures; Table 2."""
-    return compare_page(conn, runs=run or [], models=model or [], experiment=experiment, by=by)
+    page = compare_page(conn, runs=run or [], models=model or [], experiment=experiment, by=by)
+    scope = [("run", r) for r in run or []] + [("model", m) for m in model or []]
+    scope += [("experiment", experiment)] if experiment else []
+    table2 = table2_live(
+        conn,
+        reader,
+        [run_id for group in page.groups for run_id in group.runs],
+        experiment=experiment,
+        ratings_query=urlencode(scope),
+    )
+    return page.model_copy(update={"assessments": table2})

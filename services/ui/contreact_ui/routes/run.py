@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from contreact_ui.assessments import Assessments
 from contreact_ui.deps import MAX_POSITION, Conn, RunId, Seq
 from contreact_ui.models import (
     EventDetail,
@@ -17,6 +18,7 @@ from contreact_ui.models import (
     RunPage,
 )
 from contreact_ui.pages import Pages
+from contreact_ui.views.assessments import run_assessments
 from contreact_ui.views.events import event_detail, events_page
 from contreact_ui.views.memory import memory_page
 from contreact_ui.views.replay import replay_page
@@ -27,9 +29,12 @@ pages = Pages(router)
 
 
 @pages.page("/runs/{run_id}", "run.html")
-def run(conn: Conn, run_id: RunId) -> RunPage:
-    """One run: per-cycle metrics, similarity, reflections, operator, regenerations."""
-    return run_page(conn, run_id)
+def run(conn: Conn, run_id: RunId, reader: Assessments) -> RunPage:
+    """One run: per-cycle metrics, similarity, reflections, operator, regenerations,
+    its assessments."""
+    page = run_page(conn, run_id)
+    rows, note = run_assessments(conn, reader, run_id)
+    return page.model_copy(update={"assessments": rows, "assessments_note": note})
 
 
 @pages.page("/runs/{run_id}/memory", "memory.html")

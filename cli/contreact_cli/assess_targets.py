@@ -1,0 +1,104 @@
+"""What `contreact assess` rates, and who rates it: the runs (named, or every replica
+of an experiment) and the evaluators (named, or every model of the experiment).
+
+An evaluator named by a model that one of the rated runs (or the experiment's runs)
+ran is called as that run called it: the backend its model check resolved, its
+hosts, client settings and (scripted) script, with the rating's temperature. Any
+other is called on ``--backend`` (default ollama) at ``--host``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import redis.asyncio as aioredis
+
+from contreact_assessor.evaluators import Evaluator, evaluator_of_run, named_evaluator
+from contreact_bus.experiments import replica_entries
+from contreact_bus.runs import load_events
+from contreact_cli.exceptions import CLIError
+from contreact_cli.settings import CLISettings
+from contreact_events.catalog import Event
+from contreact_events.config import ResolvedBackend
+from contreact_events.core.fold import fold_all
+from contreact_events.core.state import AgentState
+
+
+@dataclass(frozen=True)
+class RatedRun:
+    run_id: str
+    state: AgentState
+    events: Sequence[Event]
+    label: str
+    """The history model's label (the experiment's label, else the run's model)."""
+
+
+async def experiment_runs(
+    redis: aioredis.Redis, settings: CLISettings, experiment: str
+) -> list[RatedRun]:
+    """Every replica's current run of ``experiment``, in replica order."""
+    entries = await replica_entries(redis, experiment)
+    if not entries:
+        raise CLIError(
+            f"no experiment '{experiment}' in Redis: `contreact experiment run FILE` starts one"
+        )
+    out = []
+    for replica in sorted(entries):
+        entry = entries[replica]
+        events = await load_events(redis, settings.archive_dir, entry.run_id)
+        out.append(RatedRun(entry.run_id, fold_all(events), events, entry.label))
+    return out
+
+
+async def named_runs(
+    redis: aioredis.Redis | None, settings: CLISettings, run_ids: Sequence[str]
+) -> list[RatedRun]:
+    out = []
+    for run_id in dict.fromkeys(run_ids):
+        events = await load_events(redis, settings.archive_dir, run_id)
+        state = fold_all(events)
+        out.append(RatedRun(run_id, state, events, state.model_name))
+    return out
+
+
+def require_ended(runs: Sequence[RatedRun]) -> None:
+    """A rating reads the history as the agent last saw it: only an ended run has one."""
+    going = [r.run_id for r in runs if r.state.phase != "done"]
+    if going:
+        raise CLIError(
+            f"run(s) {', '.join(going)} have not ended: rate a run once it has completed, "
+            "failed or been cancelled (`contreact runs` shows their status)"
+        )
+
+
+def evaluators_for(
+    runs: Sequence[RatedRun],
+    models: Sequence[str] | None,
+    *,
+    backend: ResolvedBackend | None,
+    host: str | None,
+    temperature: float,
+) -> list[Evaluator]:
+    """``models`` (None: every model the runs ran, in order), each as described above."""
+    ran: dict[str, AgentState] = {}
+    for run in runs:
+        if run.state.backend is not None:
+            ran.setdefault(run.state.model_name, run.state)
+    if models is None:
+        if not ran:
+            raise CLIError("none of the runs reached its model: name the evaluators (--evaluator)")
+        models = list(ran)
+    out = []
+    for model in dict.fromkeys(models):
+        state = ran.get(model)
+        try:
+            if state is not None and backend is None:
+                out.append(evaluator_of_run(state, temperature))
+            else:
+                out.append(
+                    named_evaluator(model, backend or "ollama", host=host, temperature=temperature)
+                )
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
+    return out

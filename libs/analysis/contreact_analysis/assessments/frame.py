@@ -1,0 +1,104 @@
+"""The ratings frame: one row per assessment record (``RunAssessed`` or
+``AssessmentFailed``), joined to the rated run's model label and replica.
+
+An evaluator is named by the label of the experiment's model it is (the evaluator
+``openai/gpt-5`` of an experiment that runs it as ``GPT5`` is ``GPT5``), so a model
+rating its own histories lands on the diagonal; an evaluator that ran no history keeps
+its model name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pandas as pd
+
+from contreact_analysis.assessments.columns import RATED, ratings_from_rows
+from contreact_analysis.exceptions import AnalysisError
+from contreact_events.catalog.assessment import AssessmentEvent, AssessmentFailed
+
+__all__ = ["RatedRun", "ReplicaLike", "evaluator_labels", "rated_runs", "ratings_frame"]
+
+
+@dataclass(frozen=True)
+class RatedRun:
+    """A rated run (a history): its model label (Table 2's row), replica and model."""
+
+    run_id: str
+    label: str
+    replica: str
+    model: str
+
+
+class ReplicaLike(Protocol):
+    """An experiment's replica as ``contreact_bus.experiments.ReplicaEntry`` holds it."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def letter(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+
+
+def rated_runs(entries: Iterable[ReplicaLike]) -> list[RatedRun]:
+    """The rated runs of an experiment's replicas (their current attempts)."""
+    return [RatedRun(e.run_id, e.label, e.letter, e.model) for e in entries]
+
+
+def evaluator_labels(runs: Iterable[RatedRun]) -> dict[str, str]:
+    """Model name -> label, for the models that ran under one label only."""
+    labels: dict[str, set[str]] = {}
+    for run in runs:
+        labels.setdefault(run.model, set()).add(run.label)
+    return {model: next(iter(names)) for model, names in labels.items() if len(names) == 1}
+
+
+def ratings_frame(
+    records: Iterable[AssessmentEvent], runs: Iterable[RatedRun] | Mapping[str, RatedRun]
+) -> pd.DataFrame:
+    """One row per record (columns in ``columns.COLUMNS``). ``records``: the
+    ``RunAssessed`` and ``AssessmentFailed`` events of the rated runs (any order).
+    A record of a run not in ``runs`` is refused: its row and column are unknown."""
+    by_id = dict(runs) if isinstance(runs, Mapping) else {r.run_id: r for r in runs}
+    labels = evaluator_labels(by_id.values())
+    rows = []
+    for record in records:
+        run = by_id.get(record.run_id)
+        if run is None:
+            raise AnalysisError(
+                f"an assessment of run {record.run_id!r}, which is not among the runs given "
+                "(pass every rated run with its model label and replica)"
+            )
+        rows.append(_row(record, run, labels))
+    return ratings_from_rows(rows)
+
+
+def _row(record: AssessmentEvent, run: RatedRun, labels: dict[str, str]) -> dict[str, Any]:
+    evaluator = record.evaluator
+    row: dict[str, Any] = {
+        "run_id": run.run_id,
+        "history_model": run.label,
+        "replica": run.replica,
+        "evaluator": labels.get(evaluator, evaluator),
+        "evaluator_model": evaluator,
+        "instrument": record.instrument,
+        "repeat": record.repeat,
+        "event_id": record.event_id,
+        "ts": record.ts,
+    }
+    if isinstance(record, AssessmentFailed):
+        return row | {"status": "failed", "raw": record.error}
+    rated = record.status == RATED
+    return row | {
+        "status": record.status,
+        "value": float(record.value) if rated and record.value is not None else None,
+        "label": record.label if rated else None,
+        "reason": record.reason,
+        "raw": record.raw_answer,
+        "note": record.parse_note,
+    }

@@ -1,0 +1,194 @@
+"""What the assessment statistics answer, as frozen pydantic models: the same objects
+are the CLI's ``--json`` and the dashboard's JSON. Kept apart from the code that
+computes them, so a reader of results (the dashboard's page models) imports neither
+pandas nor the statistics libraries."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "Agreement",
+    "AlphaResult",
+    "AssessmentMatrix",
+    "Cell",
+    "EvaluatorSummary",
+    "ICCResult",
+    "IntervalOut",
+    "KappaResult",
+    "PEIMatrix",
+    "PaperReference",
+    "PatternRow",
+    "PatternsGrid",
+    "SelfPreference",
+    "SpearmanResult",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class AlphaResult(_Model):
+    alpha: float | None
+    units: int
+    """Histories rated by at least two evaluators (the pairable ones)."""
+    raters: int
+    low: float | None = None
+    high: float | None = None
+    """Bootstrap 95% interval over histories (BCa; None when it cannot be estimated)."""
+    resamples: int = 0
+    method: str = "krippendorff.alpha, interval"
+
+
+class ICCResult(_Model):
+    icc: float | None
+    low: float | None
+    high: float | None
+    """pingouin's 95% interval (F distribution)."""
+    targets: int
+    """Histories rated by every evaluator (the only ones the model uses)."""
+    raters: int
+    kind: str
+    """``ICC(2,1)`` or ``ICC(3,1)``."""
+    method: str = "pingouin.intraclass_corr"
+
+
+class SpearmanResult(_Model):
+    mean: float | None
+    pairs: int
+    """Pairs of evaluators with a defined correlation (the mean is over these)."""
+    undefined_pairs: list[tuple[str, str]]
+    """Pairs with fewer than three common histories or a constant rater."""
+    rho: dict[str, float]
+    """``"A|B"`` -> Spearman's rho of evaluators A and B."""
+    method: str = "scipy.stats.spearmanr, pairwise complete"
+
+
+class KappaResult(_Model):
+    kappa: float | None
+    subjects: int
+    """Runs labelled by every evaluator (Fleiss' kappa needs as many raters for each)."""
+    raters: int
+    categories: list[str]
+    method: str = "statsmodels.stats.inter_rater.fleiss_kappa"
+
+
+class IntervalOut(_Model):
+    low: float | None
+    high: float | None
+    n: int
+    confidence: float
+    method: str
+
+
+class Cell(_Model):
+    history: str
+    evaluator: str
+    mean: float | None
+    n: int
+    """Rated answers counted (over replicas and repeats)."""
+    histories: int
+    """Histories (replicas) with at least one rated answer."""
+    unrated: dict[str, int]
+    """Answers that are not ratings, by status (never averaged in)."""
+    interval: IntervalOut | None
+    self_rating: bool
+    paper: float | None
+    """The paper's Table 2 cell for the same labels, when the labels are the paper's."""
+
+
+class EvaluatorSummary(_Model):
+    evaluator: str
+    mean: float | None
+    histories: int
+    n: int
+    unrated: int
+    interval: IntervalOut | None
+    paper_mean: float | None
+    """The mean the paper's text states for this evaluator (same label)."""
+
+
+class SelfPreference(_Model):
+    evaluator: str
+    index: float | None
+    """Own rating minus the other evaluators' mean, averaged over its own histories."""
+    self_mean: float | None
+    others_mean: float | None
+    histories: int
+    interval: IntervalOut | None
+
+
+class Agreement(_Model):
+    alpha: AlphaResult
+    icc2: ICCResult
+    icc3: ICCResult
+    spearman: SpearmanResult
+
+
+class PaperReference(_Model):
+    evaluators: list[str]
+    histories: dict[str, list[float | None]]
+    evaluator_means: dict[str, float]
+    inter_rater_correlation: float | None
+    citation: str
+
+
+class PEIMatrix(_Model):
+    instrument: str
+    histories: list[str]
+    """Row order: history models."""
+    evaluators: list[str]
+    """Column order: evaluators (the history models first, so the diagonal is one)."""
+    cells: list[Cell]
+    evaluator_summaries: list[EvaluatorSummary]
+    self_preference: list[SelfPreference]
+    agreement: Agreement
+    ratings: int
+    unrated: dict[str, int]
+    paper: PaperReference
+    resamples: int
+
+    def cell(self, history: str, evaluator: str) -> Cell | None:
+        return next(
+            (c for c in self.cells if c.history == history and c.evaluator == evaluator), None
+        )
+
+    @property
+    def diagonal(self) -> list[Cell]:
+        return [c for c in self.cells if c.self_rating]
+
+
+class PatternRow(_Model):
+    run_id: str
+    history: str
+    replica: str
+    paper_label: str | None
+    """The paper's label for the run of the same model label and replica (``GPT5-A``)."""
+    labels: dict[str, str | None]
+    """Evaluator -> its label (None: no rated answer)."""
+    unrated: dict[str, str]
+    """Evaluator -> why it gave no label (the last unrated answer's status)."""
+    agree_with_paper: int
+    """Evaluators whose label is the paper's."""
+
+
+class PatternsGrid(_Model):
+    instrument: str
+    evaluators: list[str]
+    categories: list[str]
+    rows: list[PatternRow]
+    kappa: KappaResult
+    ratings: int
+    unrated: dict[str, int]
+
+
+class AssessmentMatrix(_Model):
+    experiment: str | None
+    runs: int
+    """Rated runs (histories) in the frame."""
+    records: int
+    pei: PEIMatrix | None
+    """None when no run has a PEI answer."""
+    patterns: PatternsGrid | None
+    """None when no run has a patterns answer."""

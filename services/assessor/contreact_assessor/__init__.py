@@ -1,0 +1,1 @@
+"""The assessor: rq jobs that have evaluator models rate finished runs."""

@@ -1,0 +1,3 @@
+from contreact_assessor.main import main
+
+main()
