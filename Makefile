@@ -81,6 +81,7 @@ bench: install
 	$(BIN)/python -m bench.bus_overhead
 	$(BIN)/python -m bench.fold_speed
 	$(BIN)/python -m bench.replay_speed
+	$(BIN)/python -m bench.what_if_speed
 	$(BIN)/python -m bench.log_growth
 	$(BIN)/python -m bench.embedder_throughput
 	$(BIN)/python -m bench.similarity_search
@@ -90,6 +91,7 @@ bench: install
 	$(BIN)/python -m bench.ui_speed
 	$(BIN)/python -m bench.experiment_scaling
 	$(BIN)/python -m bench.model_swaps
+	$(BIN)/python -m bench.analysis_speed
 
 up: install
 	$(BIN)/contreact up

@@ -1,6 +1,7 @@
 # The dashboard: read-only pages and a JSON API over projections of the run logs.
 # Build from the repository root: docker build -f deploy/ui.Dockerfile .
-# Carries: contreact-events, contreact-bus, contreact-ui (FastAPI, plotly.js). No PyTorch.
+# Carries: contreact-events, contreact-bus, contreact-analysis (pandas, scipy, matplotlib:
+# the experiment report), contreact-ui (FastAPI, plotly.js). No PyTorch.
 ARG BASE_IMAGE=python:3.11-slim
 ARG WHEELS_IMAGE=no-wheels
 
@@ -17,12 +18,14 @@ COPY deploy/pip-install.sh /usr/local/bin/pip-install
 RUN python3 -m venv /opt/venv
 COPY libs/events/pyproject.toml /src/libs/events/
 COPY libs/bus/pyproject.toml /src/libs/bus/
+COPY libs/analysis/pyproject.toml /src/libs/analysis/
 COPY services/ui/pyproject.toml /src/services/ui/
-RUN pip-install deps libs/events libs/bus services/ui
+RUN pip-install deps libs/events libs/bus libs/analysis services/ui
 COPY libs/events /src/libs/events
 COPY libs/bus /src/libs/bus
+COPY libs/analysis /src/libs/analysis
 COPY services/ui /src/services/ui
-RUN pip-install code libs/events libs/bus services/ui
+RUN pip-install code libs/events libs/bus libs/analysis services/ui
 
 FROM ${BASE_IMAGE}
 RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/contreact contreact \

@@ -14,8 +14,8 @@ cd "$(dirname "$0")/.."
 OUT=${1:-build/wheelhouse}
 PY=${PYTHON:-.venv/bin/python}
 TORCH_VERSION=${TORCH_VERSION:-2.13.0}
-PACKAGES=(libs/events libs/bus services/orchestrator services/llm-worker services/memory
-  services/embedder services/ui services/assessor cli)
+PACKAGES=(libs/events libs/bus libs/analysis services/orchestrator services/llm-worker
+  services/memory services/embedder services/ui services/assessor cli)
 
 say() { printf 'wheelhouse: %s\n' "$*" >&2; }
 
@@ -50,8 +50,8 @@ say "downloading wheels into $OUT (the pip cache makes a second time fast)"
 # async-timeout: redis-py needs it below Python 3.11.3 (Debian bookworm's 3.11.2), a
 # marker the host's newer 3.11 does not meet, so pip would not fetch it.
 download "$tmp/common" --only-binary=:all: hatchling async-timeout \
-  ./libs/events ./libs/bus ./services/orchestrator ./services/llm-worker ./services/memory \
-  ./services/ui ./services/assessor ./cli
+  ./libs/events ./libs/bus ./libs/analysis ./services/orchestrator ./services/llm-worker \
+  ./services/memory ./services/ui ./services/assessor ./cli
 download "$tmp/embedder" --no-deps "torch==$TORCH_VERSION"
 download "$tmp/embedder" --only-binary=:all: --constraint "$constraint" hatchling async-timeout \
   ./libs/events ./libs/bus ./services/embedder

@@ -14,15 +14,26 @@ import sys
 
 from redis.exceptions import RedisError
 
+from contreact_analysis.exceptions import AnalysisError
 from contreact_bus.exceptions import BusError
 from contreact_cli.args import Parser
-from contreact_cli.commands import assess, corpus, experiment, inspect, models, runs, stack
+from contreact_cli.commands import (
+    analysis,
+    assess,
+    corpus,
+    experiment,
+    forks,
+    inspect,
+    models,
+    runs,
+    stack,
+)
 from contreact_cli.exceptions import CLIError
 from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_events.exceptions import ContReActEventError
 
-GROUPS = (stack, runs, inspect, corpus, models, experiment, assess)
+GROUPS = (stack, runs, forks, inspect, corpus, models, experiment, assess, analysis)
 """The command groups, in the order ``contreact --help`` lists their commands."""
 
 BROKEN_PIPE_EXIT = 141
@@ -40,7 +51,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Run the parsed command; every error it can name is one line on stderr."""
     try:
         return int(args.func(args, CLISettings()))
-    except (CLIError, ContReActEventError, BusError) as exc:
+    except (CLIError, ContReActEventError, BusError, AnalysisError) as exc:
         error(safe(str(exc), 2000, one_line=True))
     except RedisError as exc:  # Redis went away in the middle of a command
         error(f"Redis failed: {safe(str(exc), 300, one_line=True)}")

@@ -53,13 +53,18 @@ async def run_meta(redis: aioredis.Redis, run_id: str) -> dict[str, str]:
     return meta
 
 
-async def load_state(settings: CLISettings, run_id: str) -> tuple[list[Any], AgentState]:
+async def load_run_events(settings: CLISettings, run_id: str) -> list[Event]:
+    """The run's events, from Redis or, once it left Redis, from the archive."""
     redis = await optional_redis(settings)
     try:
-        events = await load_events(redis, settings.archive_dir, run_id)
+        return await load_events(redis, settings.archive_dir, run_id)
     finally:
         if redis is not None:
             await redis.aclose()
+
+
+async def load_state(settings: CLISettings, run_id: str) -> tuple[list[Any], AgentState]:
+    events = await load_run_events(settings, run_id)
     return events, fold_all(events)
 
 

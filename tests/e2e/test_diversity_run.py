@@ -152,7 +152,8 @@ def test_the_search_memory_tool_when_switched_on(stack: Stack, tmp_path: Path) -
     (result,) = [
         e for e in on if e["type"] == "ToolCallCompleted" and e["tool_name"] == "search_memory"
     ]
-    assert result["ok"] and "1. memory 'tides' (similarity" in result["output"]
+    assert result["ok"] and "1. memory 'tides' (score" in result["output"]
+    assert "method: hybrid" in result["output"]
     assert "primes" not in result["output"]  # k=1
     started = next(e for e in on if e["type"] == "RunStarted")
     assert "search_memory" in {t["function"]["name"] for t in started["tools"]}

@@ -138,6 +138,14 @@ def test_a_ten_cycle_scripted_run_end_to_end(stack: Stack, tmp_path: Path) -> No
     forget.close()
     assert stack.json("replay", run_id, "--check")["divergence"] is None
     assert stack.json("rebuild", run_id)["equal"] is True  # the final digest is kept
+    # What if the policy had answered? The person's recorded reply is not reused.
+    what_if = stack.cli("replay", run_id, "--what-if", "operator.mode=auto", "--json")
+    assert what_if.returncode == 1, what_if.stdout + what_if.stderr
+    divergence = json.loads(what_if.stdout)["divergence"]
+    assert (divergence["cycle"], divergence["kind"]) == (1, "recorded_waited")
+    assert divergence["recorded"]["text"] == "Yes, I am here."
+    unchanged = stack.cli("replay", run_id, "--what-if", "max_steps_per_cycle=3")
+    assert unchanged.returncode == 0 and "nothing changes" in unchanged.stdout
     again = tmp_path / "again"
     stack.cli("export", run_id, "--out", str(again), check=True)
     assert (again / f"{run_id}.jsonl").read_text() == (

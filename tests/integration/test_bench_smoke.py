@@ -52,6 +52,7 @@ BENCHES: dict[str, Expected] = {
         ("RunLog.read (decode + validate)", "rebuild: RunLog.read + fold_all"), ("fold speed",)
     ),
     "replay_speed": Expected(("events", "replay with prompt hashes"), ("replay speed",)),
+    "what_if_speed": Expected(("events", "what-if, nothing changes"), ("what-if speed",)),
     "log_growth": Expected(("LLM task bytes over the run / log bytes",), ("log growth",)),
     "embedder_throughput": Expected(
         ("service throughput", "raw throughput (mean of both)", "lone task overhead"),
@@ -74,6 +75,10 @@ BENCHES: dict[str, Expected] = {
     "experiment_scaling": Expected(("3 runs as one experiment",), ("3 runs",)),
     "model_swaps": Expected(("model_aware: makespan", "lower bound"), ("model swaps",)),
     "assessment_matrix": Expected(("makespan", "lower bound"), ("assessment matrix",)),
+    "analysis_speed": Expected(
+        ("dataframes time / floor time", "report: stats, charts, HTML"),
+        ("dataframes of many runs", "report of an experiment"),
+    ),
     "compose_stack": Expected(
         ("compose plan: runs of the experiment", "contreact up: experiment wall time")
     ),

@@ -24,8 +24,21 @@ BAD_ARGUMENTS: dict[str, list[list[str]]] = {
     "show": [["no-such-run"], ["\x1b[31mred"]],
     "reply": [["no-such-run", "hello"], ["r1", "x" * 30_000]],
     "cancel": [["no-such-run"], ["r1", "--reason", "x" * 30_000]],
+    "fork": [
+        ["no-such-run", "--at-cycle", "2"],
+        ["r1"],
+        ["r1", "--at-cycle", "two"],
+        ["r1", "--at-cycle", "2", "--set", "nonsense"],
+        ["r1", "--at-cycle", "2", "--set", "no_such_setting=1"],
+        ["r1", "--at-cycle", "2", "--run-id", "a}{b:../"],
+    ],
     "rebuild": [["no-such-run"], ["a b"]],
-    "replay": [["no-such-run"]],
+    "replay": [
+        ["no-such-run"],
+        ["r1", "--what-if", "model_name=other"],
+        ["r1", "--what-if", "diversity.moderate_threshold"],
+        ["no-such-run", "--what-if", "cycle_count=2"],
+    ],
     "export": [["no-such-run"], ["r1", "--out", "FILE"], ["r1", "--out", "/proc/nope/x"]],
     "memory-rebuild": [["a}{b"], ["no-such-run", "--out", "FILE"]],
     "similarity": [["no-such-run"]],
@@ -60,6 +73,20 @@ BAD_ARGUMENTS: dict[str, list[list[str]]] = {
         ["export", "r1"],
         ["status", "--evaluator", "m"],
         ["matrix", "no-such-experiment"],
+        ["--experiment", "a}{b:../"],
+        ["no-such-run", "--repeats", "0"],
+    ],
+    "analyze": [
+        ["--out", "tables"],  # neither runs nor an experiment
+        ["no-such-run", "--out", "tables"],
+        ["--experiment", "no-such-experiment", "--out", "tables"],
+        ["r1", "--out", "tables", "--format", "xlsx"],
+        ["--experiment", "a}{b:../", "--out", "tables"],
+    ],
+    "report": [
+        ["no-such-experiment", "--out", "r.html"],
+        ["a}{b:../", "--out", "r.html"],
+        ["exp"],  # no --out
     ],
 }
 

@@ -108,7 +108,13 @@ def test_generated_requests_get_documented_answers(api_schema: Any) -> None:
         check()
 
 
-RUN_IDS = ["fixture-completed", "fixture-diversity", "fixture-regenerate", HOSTILE_RUN]
+RUN_IDS = [
+    "fixture-completed",
+    "fixture-diversity",
+    "fixture-regenerate",
+    "fixture-v4-fork",
+    HOSTILE_RUN,
+]
 
 
 @pytest.mark.parametrize("run_id", RUN_IDS)
@@ -119,6 +125,7 @@ def test_real_runs_validate_against_the_schema(api_schema: Any, run_id: str) -> 
         "/runs/{run_id}/events.json": {},
         "/runs/{run_id}/replay.json": {},
         "/runs/{run_id}/events/{seq}.json": {"seq": 3},
+        "/runs/{run_id}/lineage.json": {},
     }
     for path, extra in operations.items():
         case = api_schema[path]["GET"].Case(path_parameters={"run_id": run_id, **extra})
@@ -149,7 +156,8 @@ def concrete_paths(app: FastAPI) -> list[str]:
             path += "/app.js"
         if not path or path.startswith("/openapi"):
             continue
-        paths.append(path.replace("{run_id}", "fixture-completed").replace("{seq}", "2"))
+        path = path.replace("{run_id}", "fixture-completed").replace("{seq}", "2")
+        paths.append(path.replace("{experiment}", "hostile-exp"))
     return paths
 
 
@@ -314,3 +322,23 @@ def test_the_stream_sends_the_rows_of_the_runs_that_changed(
     body = json.loads(data.removeprefix("data: "))
     listed = client.get("/runs.json", params={"q": "fixture-completed"}).json()["runs"]
     assert body == {"generation": 1, "everything": False, "runs": listed}
+
+
+def test_a_forks_lineage_names_its_parent_what_changed_and_the_cycles_after(
+    api_schema: Any, client: TestClient
+) -> None:
+    case = api_schema["/runs/{run_id}/lineage.json"]["GET"].Case(
+        path_parameters={"run_id": "fixture-v4-fork"}
+    )
+    page = case.call_and_validate().json()
+    assert page["parent_run_id"] == "fixture-v4-parent" and page["at_cycle"] == 2
+    assert page["parent_shown"] is False  # the parent is not among the fixtures
+    assert page["changes"] == [{"key": "model_name", "parent": "test-model", "fork": "other-model"}]
+    assert [c["cycle"] for c in page["cycles"]] == [3, 4, 5, 6]
+    assert all(c["parent"] is None and c["fork"] is not None for c in page["cycles"])
+    assert 'href="/runs/fixture-v4-fork/lineage"' in client.get("/runs/fixture-v4-fork").text
+    html = client.get("/runs/fixture-v4-fork/lineage").text
+    assert "fixture-v4-parent" in html and "other-model" in html
+    plain = client.get("/runs/fixture-completed/lineage.json").json()
+    assert plain["parent_run_id"] is None and plain["cycles"] == []
+    assert "is not a fork" in client.get("/runs/fixture-completed/lineage").text

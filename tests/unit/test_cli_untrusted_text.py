@@ -1,7 +1,8 @@
 """Text that an agent or a config supplies reaches the terminal without control
 characters and on one line: the model's name in `contreact run`'s header (a newline
 and an ANSI escape in ``model_name`` were printed raw), the model that answered, tool
-names and argument keys, and the backend in every listing."""
+names and argument keys, the backend in every listing, and the replies a what-if
+report quotes."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from datetime import UTC, datetime
 from contreact_cli.commands.runs import show_state, what_ran
 from contreact_cli.experiment_view import summary, table
 from contreact_cli.progress import ProgressPrinter
+from contreact_cli.what_if_view import print_what_if
 from contreact_events.catalog.run import ModelChecked, RunRequested
 from contreact_events.catalog.tool import ToolCallRequested
+from contreact_events.config.overrides import parse_assignments
 from contreact_events.core.fold import fold_all
-from tests.support.sim import make_config
+from contreact_events.core.what_if import what_if
+from tests.support.sim import Sim, make_config, say
 
 HOSTILE = "evil\n\x1b[2J\x1b[31mred\r\x07\u202etxt"
 
@@ -71,3 +75,18 @@ def test_show_and_the_listings_print_the_configs_text_clean() -> None:
     lines += table([row]) + summary([row])
     assert len("\n".join(lines).splitlines()) == len(lines)
     clean(lines)
+
+
+def test_the_what_if_report_prints_the_agents_and_operators_text_clean() -> None:
+    """A person's reply and the policy's (both agent-facing text) in a what-if report."""
+    sim = Sim(make_config(cycle_count=1, operator={"mode": "human", "auto_reply": HOSTILE}))
+    sim.drive([say("", ("send_message_to_operator", {"message": HOSTILE})), say(HOSTILE)])
+    head = sim.state.waiting_for
+    assert head is not None
+    sim.send("OperatorReplied", task_id=head.task_id, text=HOSTILE, by="operator")
+    sim.drive([say(HOSTILE)])
+    for pairs in (["operator.mode=auto"], ["operator.auto_reply=ok", "cycle_count=2"]):
+        lines: list[str] = []
+        print_what_if(what_if(sim.log, parse_assignments(pairs)), lines.append)
+        assert len(lines) >= 2
+        clean(lines)

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {
     "contreact_events": ROOT / "libs/events/contreact_events",
     "contreact_bus": ROOT / "libs/bus/contreact_bus",
+    "contreact_analysis": ROOT / "libs/analysis/contreact_analysis",
     "contreact_orchestrator": ROOT / "services/orchestrator/contreact_orchestrator",
     "contreact_llm": ROOT / "services/llm-worker/contreact_llm",
     "contreact_memory": ROOT / "services/memory/contreact_memory",

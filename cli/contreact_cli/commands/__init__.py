@@ -3,6 +3,7 @@ adds its subcommands (with their handlers) to the top-level parser.
 
 - ``stack``: up, down, status
 - ``runs``: run, watch, runs, show, reply, cancel
+- ``forks``: fork
 - ``inspect``: rebuild, replay, export, memory-rebuild, deadletters
 - ``corpus``: similarity, corpus, search
 - ``models``: models

@@ -30,13 +30,16 @@ from contreact_cli.args import experiment as experiment_name
 from contreact_cli.config_file import load_experiment
 from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
+from contreact_cli.experiment_forks import ForkSender
 from contreact_cli.experiment_view import ExperimentProgress, LiveTable, summary, table
 from contreact_cli.export_file import write_export
 from contreact_cli.output import Printer, out, warn
 from contreact_cli.run_records import SKIPPED_EXIT, events_or_skip, skipped_line
 from contreact_cli.service_waits import required_services, wait_for_services
 from contreact_cli.settings import CLISettings
+from contreact_cli.text import safe
 from contreact_events.config.experiment import ACTIVE_STATUSES, Submission, resume
+from contreact_events.core.experiment_forks import planned_forks
 from contreact_events.wire.tasks import run_cancelled, run_requested
 
 REFRESH_S = 0.5
@@ -46,6 +49,7 @@ async def run_experiment(
     settings: CLISettings, path: Path, out: Printer, *, follow: bool = True, wait_s: float = 60.0
 ) -> int:
     experiment, planned = load_experiment(path)
+    forks = ForkSender(experiment.experiment, planned_forks(experiment, planned, source=str(path)))
     name = experiment.experiment
     async with redis_client(settings) as redis:
         needed = {service for run in planned for service in required_services(run.config)}
@@ -67,10 +71,15 @@ async def run_experiment(
         await _send(redis, name, plan)
         for line in _plan_lines(name, plan):
             out(line)
+        if forks.forks:
+            sent = await forks.send_ready(redis)
+            out(f"{len(forks.forks)} fork(s) at cycle {forks.forks[0].at_cycle}, {len(sent)} sent")
         if not follow:
+            if forks.forks:
+                out("forks are sent once their parents end their cycle: run the file again")
             out(f"follow it with `contreact experiment status {name}`")
             return 0
-        return await _follow(redis, settings, name, out)
+        return await _follow(redis, settings, name, out, forks)
 
 
 async def _send(redis: Any, name: str, plan: list[Submission]) -> None:
@@ -106,19 +115,33 @@ def _plan_lines(name: str, plan: list[Submission]) -> list[str]:
     return lines
 
 
-async def _follow(redis: Any, settings: CLISettings, name: str, out: Printer) -> int:
-    """The live table until every run has ended, then the summary. Ctrl-C stops
-    following; the runs go on."""
-    progress = ExperimentProgress.of(
-        list((await replica_entries(redis, name)).values()), settings.archive_dir
-    )
+async def _follow(
+    redis: Any, settings: CLISettings, name: str, out: Printer, forks: ForkSender
+) -> int:
+    """The live table until every run has ended (sending the forks as their parents get
+    there), then the summary. Ctrl-C stops following; the runs go on."""
+
+    async def everything() -> ExperimentProgress:
+        entries = await replica_entries(redis, name)
+        return ExperimentProgress.of(list(entries.values()), settings.archive_dir)
+
+    progress = await everything()
     live = LiveTable(out)
     try:
         while True:
+            if forks.forks:
+                sent = await forks.send_ready(redis)
+                refused = await forks.refused(redis)
+                for run_id, why in refused.items():
+                    warn(f"fork {run_id} refused: {safe(why, 500, one_line=True)}")
+                if sent or refused:
+                    progress = await everything()
             if await progress.poll(redis):
                 live.show(progress.rows())
+            if progress.done and not (forks.forks and await forks.send_ready(redis)):
+                break  # every run ended, and no fork is due any more
             if progress.done:
-                break
+                progress = await everything()
             await asyncio.sleep(REFRESH_S)
     except (KeyboardInterrupt, asyncio.CancelledError):
         out(

@@ -1,5 +1,6 @@
 """``contreact rebuild|replay|export|memory-rebuild|deadletters``: a run's log checked
-against what the services hold, written out, or the messages nothing could process."""
+against what the services hold or against a changed setting (``replay --what-if``),
+written out, or the messages nothing could process."""
 
 from __future__ import annotations
 
@@ -19,11 +20,22 @@ from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
 from contreact_cli.export_file import check_out_dir, write_export
 from contreact_cli.output import out, print_json, warn
-from contreact_cli.run_records import SKIPPED_EXIT, events_or_skip, load_state, runs, skipped_line
+from contreact_cli.run_records import (
+    SKIPPED_EXIT,
+    events_or_skip,
+    load_run_events,
+    load_state,
+    runs,
+    skipped_line,
+)
 from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
+from contreact_cli.what_if_view import WHAT_IF_EXITS, print_what_if
+from contreact_events.config.overrides import parse_assignments
 from contreact_events.core.replay import replay_check
 from contreact_events.core.state import AgentState
+from contreact_events.core.what_if import what_if
+from contreact_events.core.what_if_keys import check_keys
 from contreact_events.names import DEAD_LETTER_STREAM, run_digest_key, run_meta_key
 from contreact_events.wire.tasks import DIGEST_REQUEST, InboxMessage
 
@@ -50,11 +62,22 @@ def register(sub: Any) -> None:
         sub,
         "replay",
         cmd_replay,
-        "re-run decide over a logged run; report the first divergence",
+        "re-run decide over a logged run; report the first divergence from the log, or "
+        "(--what-if) where a changed setting would have changed the run",
         listing=True,
+        epilog=WHAT_IF_EXITS,
     )
     p.add_argument("run", type=run_id)
-    p.add_argument("--check", action="store_true", help="compare with the log (the default)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="compare with the log (the default)")
+    mode.add_argument(
+        "--what-if",
+        dest="what_if",
+        action="append",
+        metavar="KEY=VALUE",
+        help="re-drive the recorded inputs with this setting changed (repeatable; the "
+        "same key=value as fork --set), calling no model",
+    )
     p = add_command(sub, "export", cmd_export, "write the run as seed-003 JSONL LogRecords")
     p.add_argument("run", type=run_id)
     p.add_argument("--out", default="logs", help="output folder (default: logs)")
@@ -91,6 +114,8 @@ def cmd_rebuild(args: argparse.Namespace, settings: CLISettings) -> int:
 
 
 def cmd_replay(args: argparse.Namespace, settings: CLISettings) -> int:
+    if args.what_if:
+        return cmd_what_if(args, settings)
     events, inputs, divergence = asyncio.run(replay(settings, args.run))
     if args.json:
         print_json(
@@ -101,6 +126,18 @@ def cmd_replay(args: argparse.Namespace, settings: CLISettings) -> int:
     else:
         out(f"run {args.run}: first divergence at {safe(divergence, one_line=True)}")
     return 0 if divergence is None else 1
+
+
+def cmd_what_if(args: argparse.Namespace, settings: CLISettings) -> int:
+    assignments = parse_assignments(args.what_if, option="--what-if")
+    check_keys(assignments)  # a refused key is named before any run is read
+    events = asyncio.run(load_run_events(settings, args.run))
+    report = what_if(events, assignments)
+    if args.json:
+        print_json(report.as_json())
+    else:
+        print_what_if(report, out)
+    return 1 if report.changes_anything else 0
 
 
 def cmd_export(args: argparse.Namespace, settings: CLISettings) -> int:
@@ -225,7 +262,9 @@ async def export(settings: CLISettings, run_id: str, out_dir: Path) -> tuple[Pat
 
 
 async def replay(settings: CLISettings, run_id: str) -> tuple[int, int, str | None]:
-    events, _state = await load_state(settings, run_id)
+    """``replay --check``: the log is not folded first (a log that no longer folds is
+    what the check is for: it reports where, exit 1, instead of failing on the fold)."""
+    events = await load_run_events(settings, run_id)
     report = replay_check(events)
     divergence = report.divergence.describe() if report.divergence else None
     return report.events, report.inputs, divergence

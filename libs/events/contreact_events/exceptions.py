@@ -31,6 +31,15 @@ class InvalidTransition(ContReActEventError):
     """An event does not fit the state it is applied to (a corrupt or reordered log)."""
 
 
+class NotReplayable(ContReActEventError):
+    """A log cannot be re-driven: it is empty, does not begin with its request, or no
+    longer replays under this code (``contreact replay RUN --check`` says where)."""
+
+
+class ForkRefused(ContReActEventError):
+    """A fork that cannot be made or cannot be honest (the message names why and the fix)."""
+
+
 class UnknownInstrument(ConfigError):
     """An assessment names an instrument this code does not ship."""
 

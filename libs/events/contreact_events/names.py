@@ -139,6 +139,13 @@ def run_digest_key(run_id: str) -> str:
     return f"run:{{{run_id}}}:digest"
 
 
+def run_fork_refusal_key(run_id: str, request_id: str) -> str:
+    """Why the orchestrator refused the fork request ``request_id`` (an inbox message id)
+    that asked for run ``run_id``: one line, expiring (``contreact fork`` waits on it)."""
+    return f"run:{{{run_id}}}:fork:{request_id}"
+
+
+FORK_REFUSAL_TTL_S = 3600
 # --- assessments (issue 15): beside the run, never in its log -----------------------
 
 

@@ -140,7 +140,9 @@ class EmbedHandler:
         if not isinstance(query, Embedding):
             output = f"Error: the query could not be embedded ({query}). Try other words."
             return tool_result(task.run_id, task.task_id, SEARCH_TOOL, output, ok=False)
-        output = await self._search.search(task.run_id, query.as_floats(), task.text, task.k)
+        output = await self._search.search(
+            task.run_id, query.as_floats(), task.text, task.k, task.task_id
+        )
         return tool_result(task.run_id, task.task_id, SEARCH_TOOL, output, ok=True)
 
     def serves(self, model: str) -> bool:

@@ -1,6 +1,17 @@
 """Seed 004's ``search_memory`` tool: the run's memory values and earlier reflections
-closest in meaning to the agent's query, exact cosine (an index rebuilt from the
-run log; memory values are embedded once and cached).
+that best match the agent's query, by the hybrid ranking of
+``contreact_events.cognition.retrieval`` (meaning, shared words, recency; each score is
+shown with each result). Memory values are embedded once and cached; reflections'
+vectors come from the log.
+
+Before contreact-embedder 0.2.0 the ranking was the cosine alone ("similarity" in
+the output). A recorded run is not affected: the tool's output is an input logged in
+its ``ToolCallCompleted`` and replayed from there, never searched again; a new run's
+results may differ. The output's first line names the method (``method: hybrid``).
+
+Recency is measured at the time the search was requested (its ``ToolCallRequested``;
+the newest event read when the log has none for the task), so the same log always
+gives the same ranking.
 
 The search is the asking run's own: its log is in Redis while it runs (retention
 starts when it ends). It is read as the paragraph corpora are
@@ -16,11 +27,13 @@ import redis.asyncio as aioredis
 
 from contreact_bus.scope_logs import RunCursor, read_since
 from contreact_embedder.embedding_service import EmbeddingService
+from contreact_events.cognition.retrieval import Candidate, Scored, rank
 from contreact_events.diversity.memory_projection import MemoryProjection
-from contreact_events.diversity.vector_index import VectorIndex
 
 PREVIEW = 300
 """Characters of each result shown to the model."""
+METHOD = "hybrid"
+"""Named in the output's first line (the ranking was the cosine alone before 0.2.0)."""
 
 
 @dataclass
@@ -37,12 +50,15 @@ class MemorySearch:
         self._runs: dict[str, _Run] = {}
         self._value_vectors: dict[tuple[str, str], list[float]] = {}
 
-    async def search(self, run_id: str, query_vector: list[float], query: str, k: int) -> str:
-        """The tool's output: numbered results, most similar first."""
+    async def search(
+        self, run_id: str, query_vector: list[float], query: str, k: int, task_id: str = ""
+    ) -> str:
+        """The tool's output: numbered results, best first, each with its scores."""
         run = self._runs.setdefault(run_id, _Run(RunCursor(run_id)))
         (events,) = await read_since(self._redis, self._archive_dir, [run.cursor])
-        run.projection.feed(events)
-        values = run.projection.values
+        projection = run.projection
+        projection.feed(events)
+        values = projection.values
         missing = [
             (key, value) for key, value in values.items() if (key, value) not in self._value_vectors
         ]
@@ -50,30 +66,38 @@ class MemorySearch:
             embedded = await self._service.aembed_batch([value for _, value in missing])
             for pair, embedding in zip(missing, embedded, strict=True):
                 self._value_vectors[pair] = embedding.as_floats()
-        index = VectorIndex()
-        for key, value in values.items():
-            index.add(
+        candidates = [
+            Candidate(
                 f"memory:{key}",
+                value,
+                projection.written_at[key],
                 self._value_vectors[(key, value)],
-                scope=run_id,
-                text=value,
-                metadata={"label": f"memory '{key}'"},
             )
-        for cycle, (text, vector) in run.projection.reflections.items():
-            index.add(
-                f"reflection:{cycle}",
-                vector,
-                scope=run_id,
-                text=text,
-                metadata={"label": f"reflection of cycle {cycle}"},
-            )
-        hits = index.search(query_vector, k=k, scope=run_id)
-        if not hits:
+            for key, value in values.items()
+        ]
+        candidates += [
+            Candidate(f"reflection:{cycle}", text, projection.reflected_at[cycle], vector)
+            for cycle, (text, vector) in projection.reflections.items()
+        ]
+        now = projection.searched_at.get(task_id) or projection.last_ts
+        if not candidates or now is None:
             return "Nothing to search yet: your memory is empty and no reflection is recorded."
-        lines = [f"Closest to {query[:100]!r}, most similar first:"]
-        for number, hit in enumerate(hits, start=1):
-            preview = hit.text if len(hit.text) <= PREVIEW else hit.text[:PREVIEW] + "..."
-            lines.append(
-                f"{number}. {hit.metadata['label']} (similarity {hit.score:.2f}): {preview}"
-            )
-        return "\n".join(lines)
+        ranked = rank(query, query_vector, candidates, now=now, k=k)
+        return render(query, ranked)
+
+
+def render(query: str, ranked: list[Scored]) -> str:
+    """Numbered results with their combined score and each part of it."""
+    lines = [
+        f"Best matches for {query[:100]!r}, best first (method: {METHOD}: "
+        "meaning, shared words and recency):"
+    ]
+    for number, hit in enumerate(ranked, start=1):
+        kind, _, name = hit.id.partition(":")
+        label = f"memory {name!r}" if kind == "memory" else f"reflection of cycle {name}"
+        preview = hit.text if len(hit.text) <= PREVIEW else hit.text[:PREVIEW] + "..."
+        lines.append(
+            f"{number}. {label} (score {hit.combined:.2f}; meaning {hit.cosine or 0.0:.2f}, "
+            f"words {hit.keyword:.2f}, recency {hit.recency:.2f}): {preview}"
+        )
+    return "\n".join(lines)

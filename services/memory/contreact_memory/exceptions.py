@@ -20,3 +20,8 @@ class StoreUnavailable(MemoryServiceError):
 
 class RebuildTargetExists(MemoryServiceError):
     """A rebuild was asked to write into a store file that already exists."""
+
+
+class SeedUnavailable(MemoryServiceError):
+    """A fork's seed cannot be applied yet (its log cannot be read here, or holds fewer
+    events than the seed replays): left pending and tried again."""

@@ -8,6 +8,7 @@ import asyncio
 from contreact_bus.connection import connect
 from contreact_bus.consumer import Consumer
 from contreact_bus.inbox import Inbox, tell_run_of_dead_letter
+from contreact_bus.run_log import RunLog
 from contreact_bus.service import run_consumer, setup_logging
 from contreact_bus.task_gate import TaskGate
 from contreact_events.names import MEMORY_GROUP, MEMORY_TASKS_STREAM
@@ -30,7 +31,7 @@ async def run(settings: MemorySettings, *, burst: bool = False) -> int:
         on_dead_letter=tell_run_of_dead_letter(inbox),
     )
     try:
-        handler = MemoryHandler(store, inbox, TaskGate(redis))
+        handler = MemoryHandler(store, inbox, TaskGate(redis), RunLog(redis))
         return await run_consumer(
             redis,
             consumer,

@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from contreact_events.core.memory_calls import MemoryCall
 from contreact_events.core.tools import TOOL_SPECS, check_arguments
 from contreact_events.wire.tasks import MemoryTask
 from contreact_memory.exceptions import StoreUnavailable, ToolError
@@ -151,20 +152,28 @@ class MemoryStore:
     def apply(self, task: MemoryTask) -> ToolOutcome:
         """Run the task's tool once; a task id seen before gets its recorded result."""
         with self._transaction() as conn:
-            seen = conn.execute(
-                "SELECT output, ok FROM processed_tasks WHERE task_id = ?", (task.task_id,)
-            ).fetchone()
+            return _apply(conn, task)
+
+    def seed(self, task: MemoryTask, calls: Sequence[MemoryCall]) -> ToolOutcome:
+        """A fork's memory seed (``task``, tool ``seed``): apply the memory calls of its
+        copied prefix (already re-keyed to the fork: its task ids, its run id) exactly as
+        ``apply`` would have, all in one transaction with the seed's own processed mark,
+        so a crash leaves none of them and a repeat changes nothing. Not ok when a
+        replayed result differs from the logged one (the fork's memory was not empty)."""
+        with self._transaction() as conn:
+            seen = _recorded(conn, task.task_id)
             if seen is not None:
-                return ToolOutcome(output=seen[0], ok=bool(seen[1]))
-            try:
-                outcome = ToolOutcome(output=_run_tool(conn, task), ok=True)
-            except ToolError as exc:
-                outcome = ToolOutcome(output=str(exc), ok=False)
-            conn.execute(
-                "INSERT INTO processed_tasks (task_id, run_id, tool, output, ok) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (task.task_id, task.run_id, task.tool, outcome.output, int(outcome.ok)),
-            )
+                return seen
+            differ = []
+            for call in calls:
+                outcome = _apply(conn, call.task)
+                if (outcome.output, outcome.ok) != (call.result.output, call.result.ok):
+                    differ.append(f"{call.task.task_id} ({call.task.tool}) answers otherwise")
+            text = f"Seeded {len(calls)} memory call(s)."
+            if differ:
+                text = f"{len(differ)} replayed call(s) differ from the log: {differ[0]}"
+            outcome = ToolOutcome(output=text, ok=not differ)
+            _mark(conn, task, outcome)
             return outcome
 
     def recorded(self, task_id: str) -> ToolOutcome | None:
@@ -190,6 +199,32 @@ class MemoryStore:
                 (run_id,),
             ).fetchall()
         return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+def _apply(conn: sqlite3.Connection, task: MemoryTask) -> ToolOutcome:
+    seen = _recorded(conn, task.task_id)
+    if seen is not None:
+        return seen
+    try:
+        outcome = ToolOutcome(output=_run_tool(conn, task), ok=True)
+    except ToolError as exc:
+        outcome = ToolOutcome(output=str(exc), ok=False)
+    _mark(conn, task, outcome)
+    return outcome
+
+
+def _recorded(conn: sqlite3.Connection, task_id: str) -> ToolOutcome | None:
+    row = conn.execute(
+        "SELECT output, ok FROM processed_tasks WHERE task_id = ?", (task_id,)
+    ).fetchone()
+    return None if row is None else ToolOutcome(output=row[0], ok=bool(row[1]))
+
+
+def _mark(conn: sqlite3.Connection, task: MemoryTask, outcome: ToolOutcome) -> None:
+    conn.execute(
+        "INSERT INTO processed_tasks (task_id, run_id, tool, output, ok) VALUES (?, ?, ?, ?, ?)",
+        (task.task_id, task.run_id, task.tool, outcome.output, int(outcome.ok)),
+    )
 
 
 def _run_tool(conn: sqlite3.Connection, task: MemoryTask) -> str:

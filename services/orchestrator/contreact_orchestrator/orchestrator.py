@@ -28,7 +28,7 @@ from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import PendingTask, RunLog, append_result
 from contreact_bus.runs import active_run_ids, meta_fields, register_run
 from contreact_events.catalog import Event
-from contreact_events.core.decide import Decision, Task, decide
+from contreact_events.core.decide import ANSWERED_IN, Decision, Task, decide
 from contreact_events.core.fold import fold_all
 from contreact_events.core.outbox import pending_tasks
 from contreact_events.core.state import AgentState
@@ -40,9 +40,9 @@ from contreact_events.names import (
     inbox_stream,
     run_meta_key,
 )
-from contreact_events.protocol import paper_system_prompt
 from contreact_events.wire.tasks import (
     DIGEST_REQUEST,
+    FORK_REQUEST,
     InboxMessage,
     task_digest,
 )
@@ -52,6 +52,7 @@ from contreact_orchestrator.digests import write_digest
 from contreact_orchestrator.exceptions import LeaseLost
 from contreact_orchestrator.leases import Lease
 from contreact_orchestrator.rejections import dead_letter, rejection
+from contreact_orchestrator.run_requests import completed_request, decide_fork
 from contreact_orchestrator.task_sender import TaskSender
 
 log = logging.getLogger(__name__)
@@ -60,17 +61,8 @@ QUARANTINED = "quarantined"
 """Listing status of a run the orchestrator cannot read or decide (reason beside it)."""
 MAX_REFOLDS = 5
 """Refolds of one input in a row (its log moved under it) before it is let go."""
-RESULT_KINDS = frozenset(
-    {
-        "ModelChecked",
-        "LLMResponded",
-        "LLMFailed",
-        "ToolCallCompleted",
-        "ReflectionEmbedded",
-        "EmbeddingFailed",
-        "ParagraphsChecked",
-    }
-)
+RESULT_KINDS = frozenset(ANSWERED_IN)
+"""Worker results: one the core cannot accept, for the pending task, is its failure."""
 
 
 class Orchestrator:
@@ -238,6 +230,9 @@ class Orchestrator:
         if message.kind == DIGEST_REQUEST:
             await self._answer_digest(run_id)
             return
+        if message.kind == FORK_REQUEST:
+            await self._fork(message, lease)
+            return
         state = await self._state(run_id)
         if state is None:
             log.warning("run %s is quarantined: %s ignored", run_id, message.kind)
@@ -254,6 +249,16 @@ class Orchestrator:
             log.info("run %s: ignored %s: %s", run_id, message.kind, decision.ignored)
             return
         await self._commit(state, decision, lease.token)
+
+    async def _fork(self, message: InboxMessage, lease: Lease) -> None:
+        """A fork request (see ``forks``): the child's first append, expected length 0."""
+        state = await self._state(message.run_id)
+        decided = await decide_fork(
+            self._redis, self._archive_dir, message, state, version=self._version
+        )
+        if decided is not None:
+            prefix, decision = decided
+            await self._commit(AgentState(run_id=message.run_id), decision, lease.token, prefix)
 
     async def _decide(self, state: AgentState, message: InboxMessage) -> Decision | None:
         """``decide``. A result of the pending task that the core cannot accept (a
@@ -294,12 +299,15 @@ class Orchestrator:
             await self._quarantine(state.run_id, f"TaskFailed could not be decided ({exc})")
             return None
 
-    async def _commit(self, before: AgentState, decision: Decision, fence: int) -> None:
+    async def _commit(
+        self, before: AgentState, decision: Decision, fence: int, prefix: Sequence[Event] = ()
+    ) -> None:
+        """Write the decision (after ``prefix``: a fork's copied events) and hold its state."""
         state = decision.state
         if before.phase == "new":
             experiment = state.config.experiment if state.config else None
             await register_run(self._redis, state.run_id, experiment)
-        await self._write(before, state, decision.events, decision.tasks, fence)
+        await self._write(before, state, [*prefix, *decision.events], decision.tasks, fence)
         self._states[state.run_id] = state
         if state.terminal:
             await self._finish(state)
@@ -428,12 +436,3 @@ class Orchestrator:
 def _pending_of(state: AgentState) -> PendingTask | None:
     tasks = pending_tasks(state)
     return PendingTask(tasks[0].task_id, task_digest(tasks[0])) if tasks else None
-
-
-def completed_request(message: InboxMessage, version: str) -> InboxMessage:
-    """Stamp the code version; use the paper's prompt when none was given."""
-    data: dict[str, Any] = {**message.data, "orchestrator_version": version}
-    config = data.get("config")
-    if isinstance(config, dict) and not config.get("system_prompt"):
-        data["config"] = {**config, "system_prompt": paper_system_prompt()}
-    return message.model_copy(update={"data": data})

@@ -6,13 +6,11 @@ copy for the whole platform."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import Any
 
 from contreact_events.catalog.assessment import ASSESSMENT_EVENT_CLASSES
-from contreact_events.config.strict_yaml import load_yaml
 from contreact_events.protocol import CITATION
+from contreact_events.protocol.table1 import paper_results
 
 __all__ = ["CITATION", "Table1", "Table2", "assessments_available", "table1", "table2"]
 
@@ -31,11 +29,8 @@ class Table2:
     inter_rater_correlation: float | None
 
 
-@cache
 def _results() -> dict[str, Any]:
-    path = resources.files("contreact_events").joinpath("protocol", "paper_results.yaml")
-    data: dict[str, Any] = load_yaml(path.read_text("utf-8"))
-    return data
+    return paper_results()
 
 
 def table1() -> Table1:

@@ -44,6 +44,7 @@ from contreact_events.catalog.diversity import (
     TopicExhausted,
 )
 from contreact_events.catalog.envelope import EventBase
+from contreact_events.catalog.fork import MemorySeeded, RunForked
 from contreact_events.catalog.run import (
     ModelChecked,
     RunCancelled,
@@ -88,7 +89,9 @@ Event: TypeAlias = Annotated[
     | ParagraphsAccepted
     | TopicExhausted
     | TaskFailed
-    | TaskRetried,
+    | TaskRetried
+    | RunForked
+    | MemorySeeded,
     Field(discriminator="type"),
 ]
 

@@ -122,6 +122,21 @@ class ExperimentModel(RunOptions):
         return self.label or default_label(self.model_name)
 
 
+class ForkSection(BaseModel):
+    """``fork:``: every replica of the ``from`` models (default: all), once it has ended
+    cycle ``at_cycle``, is forked to each of the ``to`` models (default: every other
+    one), which runs the cycles after it up to ``cycle_count`` (the paper's model swap,
+    made general). A fork runs under the target model's own settings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    at_cycle: StrictInt = Field(gt=0, le=100_000)
+    cycle_count: StrictInt = Field(gt=0, le=100_000)
+    """The forks' ``cycle_count``: above ``at_cycle``."""
+    from_labels: tuple[str, ...] | None = Field(default=None, alias="from")
+    to: tuple[str, ...] | None = None
+
+
 class ExperimentConfig(RunOptions):
     experiment: str
     description: str = ""
@@ -131,6 +146,8 @@ class ExperimentConfig(RunOptions):
     """With a ``model_options.seed``: replica A runs with it, B with seed + 1, and so on,
     so replicas are independent samples (``same``: every replica gets the seed)."""
     models: tuple[ExperimentModel, ...] = Field(min_length=1)
+    fork: ForkSection | None = None
+    """Forks of the replicas at a cycle, to the other models (see ``ForkSection``)."""
 
     @field_validator("experiment")
     @classmethod

@@ -33,6 +33,7 @@ from contreact_events.catalog.diversity import (
     TopicExhausted,
 )
 from contreact_events.catalog.envelope import EventBase
+from contreact_events.catalog.fork import RunForked
 from contreact_events.catalog.run import RunCompleted, RunFailed, RunRequested, RunStarted
 from contreact_events.catalog.tool import (
     OperatorMessageSent,
@@ -115,6 +116,7 @@ ANSWERED_IN: dict[str, tuple[Phase, ...]] = {
     "ReflectionEmbedded": ("embedding",),
     "ParagraphsChecked": ("checking_paragraphs",),
     "EmbeddingFailed": ("embedding", "checking_paragraphs"),
+    "MemorySeeded": ("seeding",),
 }
 """Worker results: the phases in which the run waits for each (on its pending task)."""
 
@@ -123,6 +125,8 @@ def rejection(state: AgentState, event: Event) -> str | None:
     """None if the run waits for this input now; otherwise why it is ignored."""
     if isinstance(event, RunRequested):
         return None if state.phase == "new" else f"run {state.run_id} already exists"
+    if isinstance(event, RunForked):
+        return _fork_rejection(state, event)
     if state.terminal:
         return f"run {state.run_id} has ended ({state.status})"
     if state.phase == "new":
@@ -144,6 +148,17 @@ def rejection(state: AgentState, event: Event) -> str | None:
         case "TaskFailed":
             return _failure_rejection(state, event)
     return f"{event.type} is not an input event"
+
+
+def _fork_rejection(state: AgentState, event: RunForked) -> str | None:
+    """A fork's first own event comes right after its copied prefix, which ends with the
+    parent's ``CycleEnded(at_cycle)`` (a state no run holds between two inputs)."""
+    at_end = state.phase == "cycle_end" and state.cycle_number == event.at_cycle
+    if at_end and state.seq == event.prefix_len and event.config.run_id == state.run_id:
+        return None
+    if state.phase == "new":
+        return f"run {state.run_id} has no copied prefix for RunForked to follow"
+    return f"run {state.run_id} exists: RunForked follows only a copied prefix"
 
 
 def _failure_rejection(state: AgentState, event: TaskFailed) -> str | None:
@@ -405,6 +420,7 @@ def _next_tool_step(state: AgentState, stamp: _Stamper) -> list[Event]:
 
 
 TASK_KINDS: dict[Phase, str] = {
+    "seeding": "the fork's memory seed",
     "checking": "the model check",
     "awaiting_llm": "the LLM call",
     "embedding": "the reflection embedding",

@@ -35,6 +35,7 @@ from contreact_events.catalog.diversity import (
     TopicExhausted,
 )
 from contreact_events.catalog.envelope import EventBase
+from contreact_events.catalog.fork import MemorySeeded, RunForked
 from contreact_events.catalog.run import (
     ModelChecked,
     RunCancelled,
@@ -135,12 +136,45 @@ def _(event: RunStarted, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "starting")
     return {
         "status": "running",
-        "phase": "cycle_start",
+        # A fork starts after its copied cycles: the next cycle, or the end, comes next
+        # (and the advisory the last copied cycle earned goes with it).
+        "phase": "cycle_end" if state.cycle_number > 0 else "cycle_start",
         "config": event.config,
         "backend": event.backend,
         "system_prompt": event.system_prompt,
         "tools": event.tools,
     }
+
+
+@_apply.register
+def _(event: RunForked, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "cycle_end")
+    if event.at_cycle != state.cycle_number or event.prefix_len != state.seq:
+        raise InvalidTransition(
+            f"RunForked {event.event_id} forks at cycle {event.at_cycle} after "
+            f"{event.prefix_len} events, but the log holds {state.seq} events ending "
+            f"cycle {state.cycle_number}"
+        )
+    seeding = event.memory_calls > 0
+    task = fork_task_id(state.run_id, event.at_cycle, "seed" if seeding else "check")
+    return {
+        "status": "checking",
+        "phase": "seeding" if seeding else "checking",
+        "config": event.config,
+        "pending_task_id": task,
+        "code_version": event.orchestrator_version,
+        "fork_prefix": event.prefix_len,
+    }
+
+
+@_apply.register
+def _(event: MemorySeeded, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "seeding")
+    if not event.ok:
+        reason = f"the fork's memory seed failed: {event.detail}"
+        return {"phase": "failing", "pending_task_id": None, "failure_reason": reason}
+    check = fork_task_id(state.run_id, state.cycle_number, "check")
+    return {"phase": "checking", "pending_task_id": check}
 
 
 @_apply.register
@@ -481,6 +515,7 @@ def _(event: RunCancelled, state: AgentState) -> dict[str, Any]:
 
 
 WAITING_PHASES: tuple[Phase, ...] = (
+    "seeding",
     "checking",
     "awaiting_llm",
     "tools",
@@ -551,6 +586,12 @@ def _head(state: AgentState, event: EventBase, task_id: str) -> QueuedToolCall:
 
 def check_task_id(run_id: str) -> str:
     return f"{run_id}/check"
+
+
+def fork_task_id(run_id: str, at_cycle: int, what: str) -> str:
+    """A fork's own tasks (``seed``, ``check``): named by the cycle it forks at, so a
+    fork of a fork never reuses its parent's copied ids."""
+    return f"{run_id}/fork/c{at_cycle}/{what}"
 
 
 def llm_task_id(run_id: str, cycle: int, step: int) -> str:

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from contreact_events.config import RunConfig
 from contreact_events.core.prompt import offered_tools_now, prompt_messages
 from contreact_events.core.state import AgentState
-from contreact_events.core.tools import MEMORY_TOOLS, SEARCH_TOOL
+from contreact_events.core.tools import MEMORY_TOOLS, SEARCH_TOOL, SEED_TOOL
 from contreact_events.diversity.corpus import scope_for
 from contreact_events.wire.tasks import EmbedTask, LLMTask, MemoryTask
 
@@ -44,6 +44,8 @@ def _deadline_s(state: AgentState, config: RunConfig) -> float:
             return config.llm_deadline_s
         case "embedding" | "checking_paragraphs":
             return deadlines.embed_s
+        case "seeding":
+            return deadlines.memory_s
     head = state.tool_queue[0] if state.tool_queue else None
     return deadlines.embed_s if head and head.tool_name == SEARCH_TOOL else deadlines.memory_s
 
@@ -93,6 +95,16 @@ def _pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
                 step=state.step,
                 script=config.script,
                 max_content_chars=config.limits.llm_content_chars,
+            )
+        ]
+    if state.phase == "seeding":
+        return [
+            MemoryTask(
+                task_id=task_id,
+                run_id=state.run_id,
+                tool=SEED_TOOL,
+                arguments={"events": state.fork_prefix},
+                ts=state.pending_since or datetime.min,
             )
         ]
     if state.phase == "checking_paragraphs":

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contreact_events.catalog import Event
-from contreact_events.core.decide import decide
+from contreact_events.core.decide import Decision, decide
+from contreact_events.core.fold import fold_all
 from contreact_events.core.state import AgentState
 from contreact_events.wire.tasks import INPUT_EVENT_TYPES
 
@@ -65,6 +66,10 @@ def replay_check(events: Sequence[Event]) -> ReplayReport:
         if decision.ignored is not None:
             reason = f"decide now ignores this logged input: {decision.ignored}"
             return ReplayReport(len(events), inputs, state, Divergence(index, reason, None, event))
+        cut = fork_cut(events, index, state, decision)
+        if cut is not None:  # a fork's prefix ends inside this decision
+            state, index = cut
+            continue
         for offset, expected in enumerate(decision.events):
             position = index + offset
             if position >= len(events):
@@ -79,6 +84,26 @@ def replay_check(events: Sequence[Event]) -> ReplayReport:
         state = decision.state
         index += len(decision.events)
     return ReplayReport(len(events), inputs, state, None)
+
+
+def fork_cut(
+    events: Sequence[Event], index: int, before: AgentState, decision: Decision
+) -> tuple[AgentState, int] | None:
+    """A fork's log copies its parent's up to ``CycleEnded(K)``; the decision that logged
+    it may have gone on (cycle K+1), and the copy ends there. When the logged
+    ``RunForked`` stands where ``decision`` (taken in state ``before``) has more events,
+    and every event before it matches, the decision ends at the cut: returns the fold
+    of what matched and the ``RunForked``'s position. None otherwise (compared as usual)."""
+    logged = events[index : index + len(decision.events)]
+    at = next((i for i, e in enumerate(logged) if e.type == "RunForked"), None)
+    if not at:  # no RunForked in the decision's span, or the input itself is one
+        return None
+    matched = decision.events[:at]
+    if matched[-1].type != "CycleEnded" or any(
+        _as_recorded(e, log) != log for e, log in zip(matched, logged, strict=False)
+    ):
+        return None
+    return fold_all(matched, before), index + at
 
 
 NOT_RECORDED: dict[str, dict[str, object]] = {

@@ -21,6 +21,7 @@ TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 
 Phase = Literal[
     "new",  # nothing folded yet
+    "seeding",  # a fork: the memory service replays the prefix's memory calls
     "checking",  # the LLM worker is checking backend and model
     "starting",  # the check passed: RunStarted comes next
     "cycle_start",  # CycleStarted comes next
@@ -131,6 +132,8 @@ class AgentState(BaseModel):
     cycle_metrics: tuple[CycleMetrics, ...] = ()
     failure_reason: str | None = None
     code_version: str = ""
+    fork_prefix: int = 0
+    """A fork: how many events its log copied from the parent (0: not a fork)."""
 
     @property
     def model_name(self) -> str:

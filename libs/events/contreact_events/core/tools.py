@@ -17,6 +17,9 @@ OPERATOR_TOOL = "send_message_to_operator"
 ALL_TOOLS = (*MEMORY_TOOLS, OPERATOR_TOOL)
 """The paper's tools: what every run is offered."""
 SEARCH_TOOL = "search_memory"
+SEED_TOOL = "seed"
+"""A fork's memory seed task (not an agent tool): ``arguments = {"events": N}``, the
+memory service replays the executed memory calls of the log's first N events."""
 """Seed 004's semantic search, offered only when a config switches it on."""
 WORKER_TOOLS = (*MEMORY_TOOLS, SEARCH_TOOL)
 """Tools a worker answers (the memory service; the embedder for search_memory)."""

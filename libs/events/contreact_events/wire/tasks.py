@@ -27,6 +27,7 @@ from contreact_events.catalog.diversity import (
     ReflectionEmbedded,
 )
 from contreact_events.catalog.envelope import EventBase, InputEvent
+from contreact_events.catalog.fork import MemorySeeded
 from contreact_events.catalog.run import ModelChecked, RunCancelled, RunRequested
 from contreact_events.catalog.tool import OperatorReplied, ToolCallCompleted
 from contreact_events.config import RUN_ID_PATTERN, Backend, RunConfig, ScriptConfig
@@ -124,6 +125,28 @@ decided."""
 
 DIGEST_REQUEST = "StateDigestRequested"
 """Inbox control message: write the held state's digest to ``run_digest_key``."""
+
+
+FORK_REQUEST = "ForkRequested"
+"""Inbox control message, on the child's shard: fork a run (``ForkRequest``); the
+orchestrator reads the parent and logs the child's first append, or refuses
+(``run_fork_refusal_key``)."""
+
+
+class ForkRequest(_Frozen):
+    """What ``contreact fork`` asks for (the data of a ``FORK_REQUEST`` message)."""
+
+    parent_run_id: str = Field(pattern=RUN_ID_PATTERN.pattern)
+    at_cycle: int
+    model: str | None = None
+    settings: tuple[str, ...] = ()
+    """``key=value`` texts, parsed by ``config.overrides.parse_assignments``."""
+
+
+def fork_requested(child_run_id: str, request: ForkRequest) -> InboxMessage:
+    return InboxMessage(
+        run_id=child_run_id, kind=FORK_REQUEST, data=request.model_dump(mode="json")
+    )
 
 
 class InboxMessage(_Frozen):
@@ -262,6 +285,18 @@ def task_digest(task: BaseModel) -> str:
     from anyone else, or a stale copy, has no effect)."""
     canonical = orjson.dumps(task.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(canonical).hexdigest()
+
+
+def memory_seeded(task: MemoryTask, calls: int, *, ok: bool, detail: str = "") -> InboxMessage:
+    return input_message(
+        MemorySeeded,
+        task.run_id,
+        task.task_id,
+        task_id=task.task_id,
+        calls=calls,
+        ok=ok,
+        detail=detail,
+    )
 
 
 def tool_completed(task: MemoryTask, output: str, *, ok: bool) -> InboxMessage:

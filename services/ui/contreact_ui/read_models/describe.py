@@ -20,6 +20,7 @@ from contreact_events.catalog.diversity import (
     RegenerationRequested,
     SimilarityAssessed,
 )
+from contreact_events.catalog.fork import RunForked
 from contreact_events.catalog.run import (
     ModelChecked,
     RunCancelled,
@@ -87,6 +88,9 @@ def describe(event: Event) -> str:
             text = f"attempt {event.attempt} asked for"
         case ReflectionEmbedded():
             text = f"cycle {event.cycle}, {len(event.vector)}-d ({event.model})"
+        case RunForked():
+            changed = ", ".join(event.changes) or "nothing but the run id"
+            text = f"forked from {event.parent_run_id} after cycle {event.at_cycle}; {changed}"
         case _:
             data = event.model_dump(
                 mode="json",

@@ -31,15 +31,14 @@ from contreact_events.catalog.tool import (
     ToolCallRequested,
 )
 from contreact_events.core.fold import fold
+from contreact_events.core.memory_ledger import UNKNOWN_TOOL, apply_effect, memory_effect, tool_kind
 from contreact_events.core.run_summary import run_summary
 from contreact_events.core.state import AgentState
-from contreact_events.core.tools import ALL_TOOLS, SEARCH_TOOL
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.wire.codec import bulk, event_to_json
 from contreact_ui.exceptions import ProjectionError
 from contreact_ui.models import CycleView, OperatorExchange, RegenerationAttempt
 from contreact_ui.read_models.rows import (
-    ChangeKind,
     Delta,
     Entry,
     EventRow,
@@ -51,11 +50,15 @@ from contreact_ui.read_models.rows import (
     new_exchange,
 )
 
-KNOWN_TOOLS = (*ALL_TOOLS, SEARCH_TOOL)
-UNKNOWN_TOOL = "(unknown tool)"
-"""Calls of tools the agent made up are counted under this name in the charts (their
-names, agent text, stay in the event log)."""
-
+__all__ = [
+    "SNAPSHOT_EVERY",
+    "UNKNOWN_TOOL",
+    "RunProjector",
+    "similarities",
+    "snapshot_bytes",
+    "state_from_snapshot",
+    "task_key",
+]
 SNAPSHOT_EVERY = 5
 """Cycles between snapshots of the fold's state (taken at cycles 1, 6, 11, ...): the
 replay page folds at most this many cycles of events from the nearest one."""
@@ -179,7 +182,7 @@ class RunProjector:
                 if (event.cycle - 1) % SNAPSHOT_EVERY == 0:
                     delta.snapshots.append(Snapshot(state.seq, event.cycle, snapshot_bytes(state)))
             case ToolCallRequested():
-                tool = event.tool_name if event.tool_name in KNOWN_TOOLS else UNKNOWN_TOOL
+                tool = tool_kind(event.tool_name)
                 row = self._cycle(event.cycle)
                 row.tools[tool] = row.tools.get(tool, 0) + 1
                 self._requests[event.task_id] = (event.tool_name, dict(event.arguments))
@@ -257,20 +260,10 @@ class RunProjector:
 
     def _memory_effect(self, seq: int, cycle: int, tool: str, arguments: dict[str, Any]) -> None:
         assert self._delta is not None
-        if tool not in ("write", "delete"):
-            return
-        key = str(arguments.get("key", ""))
-        change: ChangeKind
-        if tool == "write":
-            value = str(arguments.get("value", ""))
-            if self.memory.get(key) == value:
-                return
-            change = "changed" if key in self.memory else "added"
-            self.memory[key] = value
-            self._delta.memory.append(MemoryChange(seq, cycle, key, change, value))
-        elif key in self.memory:
-            del self.memory[key]
-            self._delta.memory.append(MemoryChange(seq, cycle, key, "deleted", None))
+        effect = memory_effect(self.memory, tool, arguments)
+        if effect is not None:
+            apply_effect(self.memory, effect)
+            self._delta.memory.append(MemoryChange(seq, cycle, *effect))
 
     def _summarize(self) -> None:
         """The run's summary after a batch: ``run_summary`` (the figures the CLI and the

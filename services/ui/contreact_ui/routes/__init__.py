@@ -8,23 +8,37 @@ and serve another.
 
 * ``runs``: the runs list (``/runs``);
 * ``run``: a run's page and its sub-pages: memory, the event log, one event, replay;
+* ``lineage``: a fork's parent, what changed, and the two runs cycle by cycle;
 * ``downloads``: a run's log, its seed-003 export, its metrics as CSV;
 * ``compare``: runs or models side by side, with the paper's tables;
 * ``composer``: the config composer and its YAML download;
 * ``service``: health, the live-update stream, plotly.js;
-* ``assessments``: the assessment records behind Table 2, with the raw answers.
+* ``assessments``: the assessment records behind Table 2, with the raw answers;
+* ``report``: an experiment's report (``contreact report``'s HTML file).
 """
 
 from fastapi import APIRouter
 
-from contreact_ui.routes import assessments, compare, composer, downloads, run, runs, service
+from contreact_ui.routes import (
+    assessments,
+    compare,
+    composer,
+    downloads,
+    lineage,
+    report,
+    run,
+    runs,
+    service,
+)
 
 ROUTERS: tuple[APIRouter, ...] = (
     runs.router,
     run.router,
+    lineage.router,
     downloads.router,
     compare.router,
     composer.router,
     service.router,
     assessments.router,
+    report.router,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from contreact_events.protocol.table1 import TABLE1
 from contreact_ui import paper
 from contreact_ui.exceptions import BadQuery, RunNotProjected
 from contreact_ui.models import (
@@ -19,14 +20,6 @@ from contreact_ui.views.runs import distinct, run_rows
 
 MAX_COMPARE_RUNS = 500
 
-TABLE1 = (
-    ("memory_tools", "Memory operations", "memory_ops_total", 1.0),
-    ("messages", "Messages to the operator", "messages_to_operator", 1.0),
-    ("memory_keys", "Final unique memory keys", None, 1.0),
-    ("reflection_kchars", "Reflection characters (k)", "reflection_chars", 1000.0),
-    ("response_kchars", "Response characters (k)", "response_chars", 1000.0),
-    ("memory_write_kchars", "Memory-write characters (k)", "memory_write_chars", 1000.0),
-)
 SERIES = {
     "memory_ops_total": "Memory operations",
     "messages_to_operator": "Messages to the operator",

@@ -1,0 +1,119 @@
+"""``contreact analyze|report``: finished runs as dataframes, and an experiment as one
+self-contained HTML report (``contreact_analysis``, imported when one of these runs:
+pandas and matplotlib are not loaded for the other commands)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shlex
+from pathlib import Path
+from typing import Any
+
+from contreact_cli.args import add_command, experiment, run_id
+from contreact_cli.connection import optional_redis
+from contreact_cli.exceptions import CLIError
+from contreact_cli.output import out, print_json
+from contreact_cli.settings import CLISettings
+
+
+def register(sub: Any) -> None:
+    p = add_command(
+        sub,
+        "analyze",
+        cmd_analyze,
+        "runs as dataframes: one table per level (runs, cycles, tool calls, messages, "
+        "events, operator exchanges, memory changes, and an experiment's assessments) "
+        "written as parquet or CSV",
+        listing=True,
+    )
+    p.add_argument("runs", nargs="*", type=run_id, metavar="RUN", help="the runs to analyse")
+    p.add_argument("--experiment", type=experiment, help="every run of this experiment")
+    p.add_argument("--out", type=Path, required=True, help="folder for the tables")
+    p.add_argument("--format", choices=("parquet", "csv"), default="parquet")
+    p = add_command(
+        sub,
+        "report",
+        cmd_report,
+        "an experiment as one self-contained HTML file (Table 1 with intervals, Table 2 "
+        "once assessed, charts, every run's reflections, how to reproduce it)",
+    )
+    p.add_argument("experiment", type=experiment)
+    p.add_argument("--out", type=Path, required=True, help="the HTML file to write")
+
+
+async def _frames(settings: CLISettings, runs: list[str], name: str | None) -> tuple[Any, Any]:
+    """The runs' tables, and the experiment's assessment matrix when Redis holds the
+    experiment's record and its runs were assessed (else None)."""
+    from contreact_analysis.exceptions import AnalysisError
+    from contreact_analysis.frames import collect_frames
+
+    redis = await optional_redis(settings)
+    try:
+        frames = await collect_frames(redis, settings.archive_dir, run_ids=runs, experiment=name)
+        matrix = None
+        if redis is not None and name:
+            from contreact_analysis.assessments.experiment import experiment_matrix
+
+            try:
+                matrix = await experiment_matrix(redis, settings.archive_dir, name)
+            except AnalysisError:
+                matrix = None  # no record of the experiment in Redis: no Table 2
+        return frames, matrix
+    finally:
+        if redis is not None:
+            await redis.aclose()
+
+
+async def _ratings(settings: CLISettings, experiment: str) -> Any:
+    from contreact_analysis.frames.ratings import experiment_ratings
+
+    redis = await optional_redis(settings)
+    if redis is None:
+        return None
+    try:
+        return await experiment_ratings(redis, settings.archive_dir, experiment)
+    finally:
+        await redis.aclose()
+
+
+def cmd_analyze(args: argparse.Namespace, settings: CLISettings) -> int:
+    """Fold each run's log (Redis, or its archive) into the tables and write them."""
+    from contreact_analysis.frames import write_frames
+
+    if bool(args.runs) == bool(args.experiment):
+        raise CLIError("name runs (contreact analyze RUN ...) or --experiment NAME, not both")
+    frames, _matrix = asyncio.run(_frames(settings, args.runs, args.experiment))
+    written = write_frames(frames, args.out, args.format)
+    sizes = {path.stem: len(frames.tables()[path.stem]) for path in written}
+    ratings = asyncio.run(_ratings(settings, args.experiment)) if args.experiment else None
+    if ratings is not None:  # once the experiment's runs were assessed
+        path = args.out / f"assessments.{args.format}"
+        if args.format == "parquet":
+            ratings.to_parquet(path, index=False)
+        else:
+            ratings.to_csv(path, index=False, na_rep="\\N")
+        written.append(path)
+        sizes[path.stem] = len(ratings)
+    if args.json:
+        print_json({"files": [str(p) for p in written], "rows": sizes})
+        return 0
+    for path in written:
+        out(f"{path}  {sizes[path.stem]} rows")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace, settings: CLISettings) -> int:
+    """Write the experiment's report: one HTML file that needs no server and no network."""
+    from contreact_analysis.report import build_report, render_report
+
+    frames, matrix = asyncio.run(_frames(settings, [], args.experiment))
+    command = shlex.join(["contreact", "report", args.experiment, "--out", str(args.out)])
+    pei = matrix.pei if matrix is not None and matrix.pei and matrix.pei.ratings else None
+    report = build_report(
+        frames, title=f"Experiment {args.experiment}", command=command, table2=pei
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(render_report(report), encoding="utf-8")
+    out(f"{args.out}  ({len(frames.runs)} runs)")
+    return 0

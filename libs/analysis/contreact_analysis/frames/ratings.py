@@ -1,0 +1,28 @@
+"""The assessments table of an experiment: its runs' ratings (``RunAssessed`` and
+``AssessmentFailed`` records) as the assessment statistics read them
+(``assessments.frame.ratings_frame``), one row per record joined to the rated run's
+model label and replica. None when Redis holds no record of the experiment's replicas
+or nothing was assessed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import redis.asyncio as aioredis
+
+from contreact_analysis.assessments.frame import rated_runs, ratings_frame
+from contreact_bus.assessments import read_assessments
+from contreact_bus.experiments import replica_entries
+
+
+async def experiment_ratings(
+    redis: aioredis.Redis, archive_dir: Path, experiment: str
+) -> pd.DataFrame | None:
+    entries = await replica_entries(redis, experiment)
+    if not entries:
+        return None
+    runs = rated_runs(entries.values())
+    records = await read_assessments(redis, archive_dir, [r.run_id for r in runs])
+    frame = ratings_frame([e for r in runs for e in records.get(r.run_id, [])], runs)
+    return frame if not frame.empty else None

@@ -1,0 +1,198 @@
+"""The dataframes: one table per level, each with the ids that join it to the others
+(``run_id``; ``run_id`` + ``cycle``; ``task_id`` for tool calls and operator exchanges),
+and a declared dtype for every column, so a parquet or CSV file reads back the same."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from operator import itemgetter
+from typing import Any, Final
+
+import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]  # no stubs published
+
+from contreact_analysis.frames.run_rows import TOOL_COLUMNS, RunRows, run_rows
+from contreact_events.catalog import Event
+from contreact_events.catalog.cycle import CycleMetrics
+from contreact_events.protocol.table1 import TABLE1
+from contreact_events.wire.codec import bulk
+
+TS: Final = "datetime64[ns, UTC]"
+STR = "string"
+
+RUNS: dict[str, str] = {
+    "run_id": STR,
+    "experiment": STR,
+    "label": STR,
+    "replica": STR,
+    "model": STR,
+    "resolved_model": STR,
+    "backend": STR,
+    "model_digest": STR,
+    "status": STR,
+    "failure_reason": STR,
+    "cycle_count": "int64",
+    "cycles_done": "int64",
+    "seed": "Int64",
+    "created_at": TS,
+    "started_at": TS,
+    "ended_at": TS,
+    "duration_s": "float64",
+    "llm_calls": "int64",
+    "prompt_tokens": "int64",
+    "completion_tokens": "int64",
+    "tokens": "int64",
+    "llm_seconds": "float64",
+    "events": "int64",
+    "memory_keys": "int64",
+    "code_version": STR,
+    "config_sha256": STR,
+    "prompt_hashes": STR,
+    "config": STR,
+    "state_digest": STR,
+    **{row.metric: "float64" for row in TABLE1},
+}
+CYCLES: dict[str, str] = {
+    "run_id": STR,
+    "cycle": "int64",
+    "started_at": TS,
+    "ended_at": TS,
+    "ended_by": STR,
+    "complete": "bool",
+    **{
+        name: ("float64" if info.annotation is float else "int64")
+        for name, info in CycleMetrics.model_fields.items()
+    },
+    **dict.fromkeys(TOOL_COLUMNS.values(), "int64"),
+    "steps": "int64",
+    "tokens": "int64",
+    "memory_keys": "int64",
+    "advisory": STR,
+    "reflection": STR,
+    "reflection_complete": "bool",
+    "similarity_level": STR,
+    "max_similarity": "float64",
+    "most_similar_cycle": "Int64",
+    "advisory_given": STR,
+}
+TOOL_CALLS: dict[str, str] = {
+    "run_id": STR,
+    "task_id": STR,
+    "cycle": "int64",
+    "step": "int64",
+    "index": "int64",
+    "tool": STR,
+    "tool_name": STR,
+    "arguments": STR,
+    "arguments_error": STR,
+    "requested_at": TS,
+    "completed_at": TS,
+    "ok": "boolean",
+    "output": STR,
+    "output_chars": "Int64",
+}
+MESSAGES: dict[str, str] = {
+    "run_id": STR,
+    "index": "int64",
+    "cycle": "int64",
+    "role": STR,
+    "content": STR,
+    "chars": "int64",
+    "tool_calls": "int64",
+    "tool_name": STR,
+}
+EVENTS: dict[str, str] = {
+    "run_id": STR,
+    "seq": "int64",
+    "event_id": STR,
+    "type": STR,
+    "schema_version": "int64",
+    "ts": TS,
+    "cycle": "int64",
+    "task_id": STR,
+}
+OPERATOR: dict[str, str] = {
+    "run_id": STR,
+    "task_id": STR,
+    "cycle": "int64",
+    "message": STR,
+    "sent_at": TS,
+    "reply": STR,
+    "replied_by": STR,
+    "replied_at": TS,
+}
+MEMORY: dict[str, str] = {
+    "run_id": STR,
+    "seq": "int64",
+    "cycle": "int64",
+    "key": STR,
+    "change": STR,
+    "value": STR,
+    "ts": TS,
+}
+
+
+@dataclass(frozen=True)
+class RunFrames:
+    """The tables of a set of runs (see ``SCHEMAS`` for every column's dtype)."""
+
+    runs: pd.DataFrame
+    cycles: pd.DataFrame
+    tool_calls: pd.DataFrame
+    messages: pd.DataFrame
+    events: pd.DataFrame
+    operator: pd.DataFrame
+    memory: pd.DataFrame
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+SCHEMAS: dict[str, dict[str, str]] = {
+    "runs": RUNS,
+    "cycles": CYCLES,
+    "tool_calls": TOOL_CALLS,
+    "messages": MESSAGES,
+    "events": EVENTS,
+    "operator": OPERATOR,
+    "memory": MEMORY,
+}
+
+
+def frame(rows: Sequence[Mapping[str, Any]], schema: Mapping[str, str]) -> pd.DataFrame:
+    """``rows`` (each with every column of ``schema``) as a dataframe with exactly
+    ``schema``'s columns and dtypes. Timestamps go through pyarrow, which converts
+    pydantic's timezone-aware datetimes about three times as fast as ``to_datetime``."""
+    out: dict[str, pd.Series[Any]] = {}
+    for column, dtype in schema.items():
+        values = list(map(itemgetter(column), rows))
+        if dtype == TS:
+            stamps = pa.array(values, type=pa.timestamp("ns", tz="UTC"))
+            out[column] = pd.Series(stamps.to_pandas(), dtype=TS)
+        else:
+            out[column] = pd.Series(values, dtype=pd.api.types.pandas_dtype(dtype))
+    return pd.DataFrame(out, columns=list(schema))
+
+
+def frames_from_rows(runs: Iterable[RunRows]) -> RunFrames:
+    collected: dict[str, list[Mapping[str, Any]]] = {name: [] for name in SCHEMAS}
+    for rows in runs:
+        collected["runs"].append(rows.run)
+        collected["cycles"].extend(rows.cycles)
+        collected["tool_calls"].extend(rows.tool_calls)
+        collected["messages"].extend(rows.messages)
+        collected["events"].extend(rows.events)
+        collected["operator"].extend(rows.operator)
+        collected["memory"].extend(rows.memory)
+    return RunFrames(**{name: frame(collected[name], SCHEMAS[name]) for name in SCHEMAS})
+
+
+def build_frames(logs: Mapping[str, Iterable[Event]], *, digest: bool = True) -> RunFrames:
+    """The tables of the runs in ``logs`` (run id -> its events, in log order), each run
+    folded once (the cyclic garbage collector paused: ``bulk``). UnreadableRun names
+    a run whose log does not fold."""
+    with bulk():
+        return frames_from_rows(
+            run_rows(run_id, events, digest=digest) for run_id, events in logs.items()
+        )

@@ -1,0 +1,10 @@
+"""Statistics across replicas: Table 1 per model with intervals (``table1``), paired
+differences between two models with a permutation test (``paired``), per-cycle
+trajectories (``trajectories``). The resampling itself is ``contreact_analysis.intervals``
+(scipy)."""
+
+from contreact_analysis.stats.paired import paired_differences
+from contreact_analysis.stats.table1 import finished, table1
+from contreact_analysis.stats.trajectories import TRAJECTORY_METRICS, trajectories
+
+__all__ = ["TRAJECTORY_METRICS", "finished", "paired_differences", "table1", "trajectories"]

@@ -1,0 +1,203 @@
+"""Forks: a new run that begins with another run's events up to the end of cycle K,
+re-keyed to it, and goes on from cycle K+1 under another model or other settings. Pure.
+
+``plan_fork`` is the whole rule, shared by the orchestrator (which writes the plan as
+the child's first append) and the CLI (which refuses a bad request before sending it):
+
+- the parent's log is cut right after its ``CycleEnded(K)`` (``cut_at_cycle``): the
+  decision that logged it may have gone on to cycle K+1, and that part is not copied;
+- every id that names the parent is re-keyed to the child (``rekey``): run and
+  correlation ids, task ids and the causation ids that are task ids, ``config.run_id``,
+  the run-scope corpus (``run:PARENT``) and the corpus matches of its chunks. Event ids
+  stay (they are inbox message ids and ``{input}.{n}``, unique within a log);
+- the child's config is the parent's as submitted (the last ``RunForked.config``, else
+  ``RunRequested.config``) with the child's run id, the model and ``--set`` applied
+  (``config.overrides``); what cannot be honest is refused with one line
+  (``fork_refusal``).
+
+The fold of the prefix is the parent's state at the end of cycle K under the child's
+id: memory calls, message history, similarity history and the advisory cycle K earned
+all come with it. ``RunForked`` then starts the memory seed (the memory service replays
+the prefix's executed memory calls, ``memory_calls``), the new model's check and
+``RunStarted``, which hands over to cycle K+1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from contreact_events.catalog import EVENT_ADAPTER, Event
+from contreact_events.catalog.cycle import CycleEnded
+from contreact_events.catalog.fork import RunForked
+from contreact_events.catalog.run import RunRequested
+from contreact_events.config import RunConfig
+from contreact_events.config.overrides import Assignment, apply_assignments, changed_settings
+from contreact_events.core.fold import fold_all
+from contreact_events.core.memory_calls import memory_calls
+from contreact_events.core.state import AgentState
+from contreact_events.diversity.corpus import run_scope, scope_for
+from contreact_events.exceptions import ContReActEventError, ForkRefused
+from contreact_events.wire.codec import bulk
+
+_ID_FIELDS = ("task_id", "causation_id", "matched_id")
+"""Fields whose value is an id under the run's own (``RUN/...``): re-keyed by prefix."""
+
+
+@dataclass(frozen=True)
+class ForkPlan:
+    """The child's first append: the re-keyed prefix, then ``forked``; and the state
+    the prefix folds to (the parent's at the end of cycle K, under the child's id)."""
+
+    prefix: tuple[Event, ...]
+    forked: RunForked
+    state: AgentState
+
+
+def plan_fork(
+    parent_events: Sequence[Event],
+    *,
+    child_run_id: str,
+    at_cycle: int,
+    model: str | None = None,
+    assignments: Iterable[Assignment] = (),
+    event_id: str = "fork",
+    ts: datetime,
+    version: str = "",
+) -> ForkPlan:
+    """The fork of the run logged in ``parent_events`` at the end of cycle ``at_cycle``
+    as run ``child_run_id``. Raises ``ForkRefused`` (one line) for a fork that cannot be
+    honest or cannot be made."""
+    if not parent_events:
+        raise ForkRefused(f"run {child_run_id}: the parent's log is empty")
+    parent_id = parent_events[0].run_id
+    if child_run_id == parent_id:
+        raise ForkRefused(f"a fork needs a run id of its own, not its parent's ({parent_id})")
+    if at_cycle < 1:
+        raise ForkRefused(f"--at-cycle {at_cycle}: a fork starts after a whole cycle (1 or more)")
+    cut = cut_at_cycle(parent_events, at_cycle)
+    before = requested_config(cut)  # the configuration in force at the cut
+    child_config = fork_config(before, child_run_id, model, assignments)
+    refusal = fork_refusal(before, child_config, at_cycle)
+    if refusal is not None:
+        raise ForkRefused(refusal)
+    prefix = tuple(rekey(cut, parent_id, child_run_id))
+    try:
+        parent_state = fold_all(cut)
+        state = fold_all(prefix)
+        calls = len(memory_calls(prefix))
+    except ContReActEventError as exc:
+        reason = f"run {parent_id} cannot be forked: its log does not fold ({exc})"
+        raise ForkRefused(reason) from None
+    changes = changed_settings(before, child_config)
+    changes.pop("run_id", None)
+    forked = RunForked(
+        event_id=event_id,
+        run_id=child_run_id,
+        ts=ts,
+        correlation_id=child_run_id,
+        parent_run_id=parent_id,
+        at_cycle=at_cycle,
+        prefix_len=len(prefix),
+        parent_digest=parent_state.digest(),
+        config=child_config,
+        changes=changes,
+        memory_calls=calls,
+        orchestrator_version=version,
+    )
+    return ForkPlan(prefix=prefix, forked=forked, state=state)
+
+
+def requested_config(events: Sequence[Event]) -> RunConfig:
+    """The run's configuration as submitted: its fork's, else its request's."""
+    for event in reversed(events):
+        if isinstance(event, RunForked | RunRequested):
+            return event.config
+    raise ForkRefused(f"run {events[0].run_id} has no RunRequested: not a run log")
+
+
+def fork_config(
+    parent: RunConfig, child_run_id: str, model: str | None, assignments: Iterable[Assignment]
+) -> RunConfig:
+    """The parent's config with the child's run id, ``model`` and the assignments."""
+    base = parent.model_copy(update={"run_id": child_run_id})
+    if model:
+        base = base.model_copy(update={"model_name": model})
+    try:
+        config = apply_assignments(base, assignments, source="fork --set")
+    except ContReActEventError as exc:
+        raise ForkRefused(str(exc)) from None
+    if config.run_id != child_run_id:
+        raise ForkRefused("--set run_id: a fork's run id is given with --run-id")
+    return config
+
+
+def fork_refusal(parent: RunConfig, child: RunConfig, at_cycle: int) -> str | None:
+    """Why a fork of ``parent`` at the end of ``at_cycle`` as ``child`` cannot be
+    honest, in one line naming the fix; None when it can."""
+    if child.cycle_count <= at_cycle:
+        return (
+            f"a fork at cycle {at_cycle} needs cycle_count above {at_cycle} "
+            f"(it is {child.cycle_count}): add --set cycle_count={at_cycle + 1} or more"
+        )
+    was, now = parent.diversity.embedding_model, child.diversity.embedding_model
+    if was != now:
+        return (
+            f"the fork changes diversity.embedding_model ({was} -> {now}): the copied "
+            "reflections were embedded by the parent's model, so their similarities would "
+            "not compare; fork with the parent's embedding model"
+        )
+    shared = scope_for(parent, parent.run_id)
+    if child.diversity.corpus_scope == "experiment" and scope_for(child, child.run_id) == shared:
+        return (
+            f"the fork would share the experiment corpus {shared} with its parent, whose "
+            "copied paragraphs are in it already (they would count twice): set "
+            "diversity.corpus_scope=run, or another experiment"
+        )
+    return None
+
+
+def cut_at_cycle(events: Sequence[Event], at_cycle: int) -> list[Event]:
+    """The log up to and including ``CycleEnded(at_cycle)``; ``ForkRefused`` when the
+    run has not reached the end of that cycle (yet, or ever)."""
+    for index, event in enumerate(events):
+        if isinstance(event, CycleEnded) and event.cycle == at_cycle:
+            return list(events[: index + 1])
+    ended = [e.cycle for e in events if isinstance(e, CycleEnded)]
+    reached = f"its last ended cycle is {ended[-1]}" if ended else "no cycle of it has ended"
+    raise ForkRefused(
+        f"run {events[0].run_id} has not reached the end of cycle {at_cycle} ({reached}): "
+        "fork at an ended cycle, or once it has ended"
+    )
+
+
+def rekey(events: Iterable[Event], parent_id: str, child_id: str) -> list[Event]:
+    """``events`` of run ``parent_id`` as run ``child_id``'s (see the module text)."""
+    ids = (f"{parent_id}/", f"{child_id}/")
+    scopes = (run_scope(parent_id), run_scope(child_id))
+    out = []
+    with bulk():
+        for event in events:
+            data = event.model_dump()
+            data["run_id"] = data["correlation_id"] = child_id
+            _rekey_fields(data, ids, scopes, child_id)
+            out.append(EVENT_ADAPTER.validate_python(data))
+    return out
+
+
+def _rekey_fields(
+    data: dict[str, Any], ids: tuple[str, str], scopes: tuple[str, str], child_id: str
+) -> None:
+    for name in _ID_FIELDS:
+        value = data.get(name)
+        if isinstance(value, str) and value.startswith(ids[0]):
+            data[name] = ids[1] + value[len(ids[0]) :]
+    if data.get("scope") == scopes[0]:
+        data["scope"] = scopes[1]
+    config = data.get("config")
+    if isinstance(config, dict):  # RunRequested, RunStarted, and a fork of a fork's RunForked
+        config["run_id"] = child_id
+    for match in data.get("matches") or ():
+        _rekey_fields(match, ids, scopes, child_id)

@@ -1,0 +1,141 @@
+"""Requests that start a run: a run request (``completed_request``), and a fork request.
+
+Fork requests: read the parent (from Redis, or its archive once it left), plan the
+child with the pure core (``core.fork.plan_fork``: the cut after ``CycleEnded(K)``, the
+re-keyed prefix, ``RunForked``), or say in one line why not.
+
+The child's first append (prefix, ``RunForked`` and what ``decide`` derives from it)
+is the orchestrator's usual write with expected length 0 under the child's fence: of
+two requests for one id, one is logged, the other finds the log moved and is refused
+when decided again. A refusal is written where ``contreact fork`` waits for it
+(``run_fork_refusal_key``); the parent is only ever read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import redis.asyncio as aioredis
+from pydantic import ValidationError
+
+from contreact_bus.archive import read_archive
+from contreact_bus.run_log import RunLog
+from contreact_events.catalog import Event
+from contreact_events.config.overrides import parse_assignments
+from contreact_events.core.decide import Decision, decide
+from contreact_events.core.fork import ForkPlan, plan_fork
+from contreact_events.core.state import AgentState
+from contreact_events.exceptions import ConfigError, ForkRefused
+from contreact_events.names import FORK_REFUSAL_TTL_S, run_fork_refusal_key
+from contreact_events.protocol import paper_system_prompt
+from contreact_events.wire.tasks import ForkRequest, InboxMessage
+
+log = logging.getLogger(__name__)
+
+
+def completed_request(message: InboxMessage, version: str) -> InboxMessage:
+    """Stamp the code version; use the paper's prompt when none was given."""
+    data: dict[str, Any] = {**message.data, "orchestrator_version": version}
+    config = data.get("config")
+    if isinstance(config, dict) and not config.get("system_prompt"):
+        data["config"] = {**config, "system_prompt": paper_system_prompt()}
+    return message.model_copy(update={"data": data})
+
+
+async def decide_fork(
+    redis: aioredis.Redis,
+    archive_dir: Path,
+    message: InboxMessage,
+    state: AgentState | None,
+    *,
+    version: str,
+) -> tuple[tuple[Event, ...], Decision] | None:
+    """The re-keyed prefix of the fork ``message`` asks for, and ``decide`` of its
+    ``RunForked`` in the state the prefix folds to; None when refused (the reason written for
+    ``contreact fork``) or already logged (a redelivered request). ``state`` is the
+    child id's state as the orchestrator holds it (None: quarantined)."""
+    child = message.run_id
+    if state is None or state.phase != "new":
+        prefix = state.fork_prefix if state is not None else 0
+        if prefix and await logged_fork_id(RunLog(redis), child, prefix) == message.msg_id:
+            return None  # this very request was logged before (a redelivery)
+        await refuse_fork(redis, message, f"run {child} exists: fork with another --run-id")
+        return None
+    try:
+        plan = await fork_plan(redis, archive_dir, message, now=datetime.now(UTC), version=version)
+    except ForkRefused as exc:
+        await refuse_fork(redis, message, str(exc))
+        return None
+    decision = decide(plan.state, plan.forked)
+    if decision.ignored is not None:
+        await refuse_fork(redis, message, decision.ignored)
+        return None
+    log.info(
+        "run %s: forked from %s at cycle %d (%d events copied)",
+        child,
+        plan.forked.parent_run_id,
+        plan.forked.at_cycle,
+        len(plan.prefix),
+    )
+    return plan.prefix, decision
+
+
+async def parent_events(redis: aioredis.Redis, archive_dir: Path, parent_id: str) -> list[Event]:
+    """The parent's log as it is now: Redis, else its archive file."""
+    events = await RunLog(redis).events(parent_id)
+    if events:
+        return events
+    archived = await asyncio.to_thread(read_archive, archive_dir, parent_id)
+    if not archived:
+        raise ForkRefused(f"no run {parent_id} in Redis or in {archive_dir}: fork an existing run")
+    return archived
+
+
+async def fork_plan(
+    redis: aioredis.Redis,
+    archive_dir: Path,
+    message: InboxMessage,
+    *,
+    now: datetime,
+    version: str,
+) -> ForkPlan:
+    """The plan of the fork ``message`` asks for; ``ForkRefused`` says why not."""
+    try:
+        request = ForkRequest.model_validate(message.data)
+        assignments = parse_assignments(request.settings)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ForkRefused(f"fork request {message.msg_id}: {first['msg']}") from None
+    except ConfigError as exc:
+        raise ForkRefused(str(exc)) from None
+    events = await parent_events(redis, archive_dir, request.parent_run_id)
+    return plan_fork(
+        events,
+        child_run_id=message.run_id,
+        at_cycle=request.at_cycle,
+        model=request.model,
+        assignments=assignments,
+        event_id=message.msg_id,
+        ts=now,
+        version=version,
+    )
+
+
+async def refuse_fork(redis: aioredis.Redis, message: InboxMessage, reason: str) -> None:
+    """Tell ``contreact fork`` (waiting on this request's key) why its fork was refused."""
+    log.warning("run %s: fork refused: %s", message.run_id, reason)
+    key = run_fork_refusal_key(message.run_id, message.msg_id)
+    await redis.set(key, reason[:2000], ex=FORK_REFUSAL_TTL_S)
+
+
+async def logged_fork_id(log: RunLog, run_id: str, prefix_len: int) -> str | None:
+    """The event id of the run's own ``RunForked`` (None when it has none): a
+    redelivered request that was logged before finds its own id here."""
+    entries = await log.read(run_id, limit=prefix_len + 1) if prefix_len else []
+    if len(entries) > prefix_len and entries[prefix_len][1].type == "RunForked":
+        return entries[prefix_len][1].event_id
+    return None

@@ -1,0 +1,74 @@
+"""An experiment's report (``/experiments/{name}/report.html``): the same HTML file
+``contreact report NAME`` writes, made by the same code (``contreact_analysis.report``)
+from the same logs (the events the dashboard's store holds, as stored). One
+self-contained page: no script, styles and charts inline. An HTML page, like the
+other pages' HTML, it is not in the OpenAPI document (which describes the JSON)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Annotated
+
+from fastapi import APIRouter
+from fastapi import Path as PathParam
+from fastapi.responses import HTMLResponse
+
+from contreact_analysis.exceptions import AnalysisError
+from contreact_analysis.frames import build_frames
+from contreact_analysis.report import build_report, render_report
+from contreact_events.catalog import Event
+from contreact_events.config import RUN_ID_PATTERN
+from contreact_events.exceptions import ContReActEventError
+from contreact_events.wire.codec import event_from_json
+from contreact_ui.assessments import Assessments
+from contreact_ui.deps import Conn
+from contreact_ui.exceptions import BadQuery, RunNotProjected
+from contreact_ui.views.assessments import table2_live
+
+router = APIRouter()
+
+Experiment = Annotated[
+    str,
+    PathParam(pattern=RUN_ID_PATTERN.pattern, max_length=128, description="an experiment name"),
+]
+
+
+def experiment_logs(conn: sqlite3.Connection, experiment: str) -> dict[str, list[Event]]:
+    """Every projected run of ``experiment`` with its stored events, in log order."""
+    run_ids = [
+        r[0]
+        for r in conn.execute(
+            "SELECT run_id FROM runs WHERE experiment = ? ORDER BY run_id", (experiment,)
+        )
+    ]
+    if not run_ids:
+        raise RunNotProjected(f"no run of experiment {experiment!r} here (see /runs)")
+    logs: dict[str, list[Event]] = {}
+    for run_id in run_ids:
+        rows = conn.execute(
+            "SELECT payload FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
+        ).fetchall()
+        logs[run_id] = [event_from_json(bytes(r[0]), where=f"run {run_id}") for r in rows]
+    return logs
+
+
+@router.get(
+    "/experiments/{experiment}/report.html", response_class=HTMLResponse, include_in_schema=False
+)
+def experiment_report(conn: Conn, reader: Assessments, experiment: Experiment) -> HTMLResponse:
+    """The experiment's report, as `contreact report` writes it; Table 2 from the
+    assessment records the compare page reads (``views.assessments.table2_live``)."""
+    try:
+        logs = experiment_logs(conn, experiment)
+        frames = build_frames(logs)
+        live = table2_live(conn, reader, list(logs), experiment=experiment, ratings_query="")
+        pei = live.matrix.pei if live.matrix is not None else None
+        report = build_report(
+            frames,
+            title=f"Experiment {experiment}",
+            command=f"contreact report {experiment} --out {experiment}.html",
+            table2=pei if pei is not None and pei.ratings else None,
+        )
+    except (AnalysisError, ContReActEventError) as exc:
+        raise BadQuery(f"experiment {experiment}: no report ({exc})") from None
+    return HTMLResponse(render_report(report))

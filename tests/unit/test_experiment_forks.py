@@ -1,0 +1,89 @@
+"""An experiment file's ``fork`` section: each replica forked at cycle K to each other
+model, under that model's own settings, carried as ``--set`` assignments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from contreact_events.config.experiment import expand, parse_experiment
+from contreact_events.config.overrides import parse_assignments
+from contreact_events.core.experiment_forks import planned_forks
+from contreact_events.core.fork import fork_config
+from contreact_events.exceptions import ConfigError
+
+
+def swap(**fork: Any) -> dict[str, Any]:
+    """The paper's swap: 2 models x 2 replicas, each forked at its last cycle to the other."""
+    return {
+        "experiment": "swap",
+        "replicas": 2,
+        "cycle_count": 2,
+        "backend": "scripted",
+        "script": {"replies": [{"content": "cycle {cycle}"}], "repeat": True},
+        "model_options": {"seed": 7},
+        "models": [
+            {"label": "A", "model_name": "model-a", "model_options": {"temperature": 0.2}},
+            {"label": "B", "model_name": "model-b", "max_steps_per_cycle": 5},
+        ],
+        "fork": {"at_cycle": 2, "cycle_count": 3, **fork},
+    }
+
+
+def forks_of(data: dict[str, Any]) -> list[Any]:
+    experiment = parse_experiment(data)
+    return planned_forks(experiment, expand(experiment))
+
+
+def test_every_replica_is_forked_to_each_other_model() -> None:
+    forks = forks_of(swap())
+    assert [f.replica for f in forks] == ["A-A-to-B", "A-B-to-B", "B-A-to-A", "B-B-to-A"]
+    assert [f.run_id(f.parent.config.run_id) for f in forks][:2] == [
+        "swap-A-A-to-B",
+        "swap-A-B-to-B",
+    ]
+    a_to_b = forks[0]
+    assert a_to_b.model_name == "model-b" and a_to_b.config.cycle_count == 3
+    # The target's own settings: its step cap, no per-model temperature, its replica's seed.
+    assert a_to_b.config.max_steps_per_cycle == 5
+    assert a_to_b.config.model_options.temperature is None
+    assert forks[1].config.model_options.seed == 8  # replica B: seed + 1
+    assert set(a_to_b.settings) == {
+        "cycle_count=3",
+        "max_steps_per_cycle=5",
+        "model_options.temperature=null",
+    }
+    # What the orchestrator will make of the request is the planned configuration.
+    made = fork_config(
+        a_to_b.parent.config,
+        a_to_b.config.run_id,
+        a_to_b.model_name,
+        parse_assignments(a_to_b.settings),
+    )
+    assert made == a_to_b.config
+
+
+def test_from_and_to_choose_the_models() -> None:
+    forks = forks_of(swap(**{"from": ["A"], "to": ["B"]}))
+    assert [f.replica for f in forks] == ["A-A-to-B", "A-B-to-B"]
+
+
+def test_no_section_no_forks() -> None:
+    data = swap()
+    del data["fork"]
+    assert forks_of(data) == []
+
+
+@pytest.mark.parametrize(
+    ("fork", "words"),
+    [
+        ({"cycle_count": 2}, "needs cycle_count above 2"),
+        ({"to": ["C"]}, "model 'C', which is not a label"),
+        ({"at_cycle": 0}, "at_cycle"),
+    ],
+)
+def test_a_bad_section_is_one_line(fork: dict[str, Any], words: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        forks_of(swap(**fork))
+    assert words in str(refused.value) and "\n" not in str(refused.value)
