@@ -25,10 +25,10 @@ import redis
 
 from contreact_assessor.queueing import JobPolicy, Placed, Wanted, enqueue, queue
 from contreact_bus.assessments import read_assessments
-from contreact_cli import assess_reports
 from contreact_cli.args import add_command, bounded_int, run_id
 from contreact_cli.args import experiment as experiment_name
-from contreact_cli.assess_targets import (
+from contreact_cli.assessing import reports as assess_reports
+from contreact_cli.assessing.targets import (
     RatedRun,
     evaluators_for,
     experiment_runs,
