@@ -5,6 +5,7 @@ hostile text. ``ArchiveUI`` serves them with the real ``contreact-ui`` process."
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -168,6 +169,19 @@ class ArchiveUI:
                 pass
             time.sleep(0.2)
         raise AssertionError("contreact-ui did not answer in time")
+
+    def wait_projected(self, statuses: dict[str, str], timeout: float = 300.0) -> None:
+        """Until every run is projected to its final status (the service answers before
+        its follower has read the archives)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status, _, body = self.get("/runs.json?limit=1000")
+            if status == 200:
+                found = {r["run_id"]: r["status"] for r in json.loads(body)["runs"]}
+                if all(found.get(run_id) == want for run_id, want in statuses.items()):
+                    return
+            time.sleep(0.5)
+        raise AssertionError(f"the runs were not projected in time: {statuses}")
 
     def get(
         self, path: str, headers: dict[str, str] | None = None

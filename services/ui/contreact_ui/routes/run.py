@@ -15,9 +15,9 @@ from contreact_ui.models import (
     MemoryPage,
     ReplayPage,
     RunPage,
-    TimelinePage,
 )
 from contreact_ui.pages import Pages
+from contreact_ui.timeline_models import TimelinePage
 from contreact_ui.views.events import event_detail, events_page
 from contreact_ui.views.memory import memory_page
 from contreact_ui.views.replay import replay_page

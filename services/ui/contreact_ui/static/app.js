@@ -32,7 +32,7 @@
   const SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x", "cross"];
   // Legend above the plot, under the title: never over an axis title.
   const LAYOUT = {
-    margin: { l: 56, r: 16, t: 64, b: 48 },
+    margin: { l: 56, r: 16, t: 64, b: 72 },
     height: 320,
     title: { y: 0.97, yanchor: "top", x: 0.01, xanchor: "left", font: { size: 13 } },
     legend: { orientation: "h", x: 0, xanchor: "left", y: 1.0, yanchor: "bottom",
