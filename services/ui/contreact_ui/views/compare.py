@@ -61,18 +61,18 @@ def compare_page(
     for row in rows:
         label = {"model": ran(row), "run": row.run_id, "experiment": row.experiment}[grouping]
         groups.setdefault(label or "(none)", []).append(row)
+    basis = {label: counted(members) for label, members in groups.items()}
     totals = _run_totals(conn, selected)
     per_cycle = _per_cycle(conn, selected)
     table1 = []
     reference = paper.table1()
     for metric, label, source, scale in TABLE1:
         summaries = []
-        for members in groups.values():
+        for members in basis.values():
             figures = [
                 (row.memory_keys if source is None else totals.get(row.run_id, {}).get(source, 0))
                 / scale
                 for row in members
-                if row.status == "completed"
             ]
             summaries.append(summarize(figures))
         table1.append(
@@ -115,12 +115,12 @@ def compare_page(
                 models=sorted({ran(r) for r in members}),
                 configured_models=sorted({r.model for r in members}),
                 cycle_counts=sorted({r.cycle_count for r in members}),
-                left_out=[f"{r.run_id} ({r.status})" for r in members if r.status != "completed"],
+                left_out=[f"{r.run_id} ({r.status})" for r in members if r not in basis[label]],
             )
             for label, members in groups.items()
         ],
         table1=table1,
-        table1_warnings=table1_warnings(rows),
+        table1_warnings=table1_warnings(rows, groups, basis),
         paper_columns=reference.columns,
         series=series,
         metrics=SERIES,
@@ -149,7 +149,16 @@ def ran(row: RunRow) -> str:
     return row.resolved_model or row.model
 
 
-def table1_warnings(rows: Sequence[RunRow]) -> list[str]:
+def counted(members: list[RunRow]) -> list[RunRow]:
+    """The runs Table 1 counts: the completed ones; a group with none yet (a live run)
+    counts what its runs did so far, and says so."""
+    completed = [r for r in members if r.status == "completed"]
+    return completed or members
+
+
+def table1_warnings(
+    rows: Sequence[RunRow], groups: dict[str, list[RunRow]], basis: dict[str, list[RunRow]]
+) -> list[str]:
     """What keeps these figures from comparing one to one with the paper's."""
     out = []
     other = sorted({r.cycle_count for r in rows if r.cycle_count != PAPER_CYCLES})
@@ -159,12 +168,17 @@ def table1_warnings(rows: Sequence[RunRow]) -> list[str]:
             f"runs of {counts} cycle(s) are here: the paper's figures are totals over "
             f"{PAPER_CYCLES} cycles, so compare the columns of equal cycle counts only"
         )
-    left = [r for r in rows if r.status != "completed"]
+    left = [r for label, members in groups.items() for r in members if r not in basis[label]]
     if left:
         statuses = ", ".join(sorted({r.status for r in left}))
         out.append(
             f"{len(left)} run(s) not completed ({statuses}) are left out of the figures "
             "(n counts the completed runs)"
+        )
+    so_far = [label for label, members in basis.items() if members[0].status != "completed"]
+    if so_far:
+        out.append(
+            f"no run of {', '.join(so_far)} has completed: its figures are what its runs did so far"
         )
     swapped = sorted({f"{r.resolved_model} for {r.model}" for r in rows if ran(r) != r.model})
     if swapped:

@@ -33,6 +33,7 @@ WINDOW = 100
 
 CYCLE_VIEW = TypeAdapter(CycleView)
 CHART_CYCLE = TypeAdapter(ChartCycle)
+CHART_CYCLES = TypeAdapter(list[ChartCycle])
 OPERATOR_EXCHANGE = TypeAdapter(OperatorExchange)
 REGENERATION_ATTEMPT = TypeAdapter(RegenerationAttempt)
 
@@ -142,7 +143,7 @@ def chart_data(page: RunPage) -> dict[str, Any]:
     configuration: a long run's page would carry its text twice)."""
     return {
         "run": {"run_id": page.run.run_id, "status": page.run.status},
-        "cycles": [c.model_dump(mode="json") for c in page.chart],
+        "cycles": CHART_CYCLES.dump_python(page.chart, mode="json"),
         "similarity": page.similarity.model_dump(mode="json"),
     }
 
@@ -184,15 +185,16 @@ def similarity_band(
     index = {c: i for i, c in enumerate(cycles)}
     band: list[list[float | None]] = [[None] * len(cycles) for _ in range(BAND_WIDTH)]
     rows = conn.execute(
-        "SELECT s.cycle, s.other, s.value FROM cycles AS c CROSS JOIN similarities AS s "
+        "SELECT s.cycle - s.other - 1, s.cycle, round(s.value, 3) "
+        "FROM cycles AS c CROSS JOIN similarities AS s "
         "ON s.run_id = c.run_id AND s.cycle = c.cycle "
         "AND s.other BETWEEN c.cycle - ? AND c.cycle - 1 WHERE c.run_id = ?",
         (BAND_WIDTH, run_id),
     )
-    for cycle, other, value in rows:
+    for lag, cycle, value in rows:
         i = index.get(cycle)
-        if i is not None and 0 < cycle - other <= BAND_WIDTH:
-            band[cycle - other - 1][i] = round(value, 3)
+        if i is not None:
+            band[lag][i] = value
     return SimilarityMatrix(
         cycles=cycles,
         view="band",
