@@ -1,13 +1,12 @@
 """Summaries of a sample of runs for the tables (Table 1's mean, SD, range and n),
-computed by scipy, never by hand-rolled formulas."""
+computed by numpy, never by hand-rolled formulas."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -23,15 +22,11 @@ class Summary:
 def summarize(values: Sequence[float], digits: int = 3) -> Summary:
     if not values:
         return Summary(n=0, mean=None, sd=None, low=None, high=None)
-    if len(values) == 1:
-        only = round(float(values[0]), digits)
-        return Summary(n=1, mean=only, sd=None, low=only, high=only)
-    found = stats.describe(list(values), ddof=1)
-    sd = math.sqrt(float(found.variance))
+    sample = np.asarray(values, dtype=np.float64)
     return Summary(
-        n=int(found.nobs),
-        mean=round(float(found.mean), digits),
-        sd=round(sd, digits),
-        low=round(float(found.minmax[0]), digits),
-        high=round(float(found.minmax[1]), digits),
+        n=int(sample.size),
+        mean=round(float(np.mean(sample)), digits),
+        sd=round(float(np.std(sample, ddof=1)), digits) if sample.size > 1 else None,
+        low=round(float(np.min(sample)), digits),
+        high=round(float(np.max(sample)), digits),
     )
