@@ -1,5 +1,6 @@
 """The dashboard's app: settings and the follower's notifier in ``app.state``, the
-security headers, the error pages, and one router per page family (``routes/``)."""
+security headers, compression, the error pages, and one router per page family
+(``routes/``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.gzip import GZipMiddleware
 
 from contreact_ui.follower import Notifier
 from contreact_ui.pages import add_error_handlers
@@ -44,6 +46,9 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
     app.state.notifier = notifier or Notifier()
     app.state.renderer = Renderer()
     app.middleware("http")(security_headers)
+    # Gzip when the browser takes it (Starlette leaves the live stream, text/event-stream,
+    # and responses already compressed, plotly.js, alone).
+    app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=6)
     add_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

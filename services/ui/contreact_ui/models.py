@@ -125,9 +125,17 @@ class CycleView:
 
 class SimilarityMatrix(_Model):
     cycles: list[int]
+    """The cycles whose reflection was embedded."""
+    view: Literal["matrix", "band"] = "matrix"
+    """``matrix`` up to ``MATRIX_MAX_CYCLES`` reflections; past that ``band``: each cycle
+    against the ``band_width`` cycles before it (a long run's square is unreadable)."""
     values: list[list[float | None]]
-    """Cosine similarity of cycle i's reflection to cycle j's (symmetric; None where a
-    cycle was not embedded)."""
+    """matrix: cosine similarity of cycle i's reflection to cycle j's (symmetric; None
+    where a cycle was not embedded). band: empty."""
+    band_width: int = 0
+    band: list[list[float | None]] = Field(default_factory=list)
+    """band: row k (0-based) holds, for each of ``cycles``, its similarity to the
+    reflection k + 1 cycles before it (None where there is none)."""
     high_threshold: float
     moderate_threshold: float
 
@@ -166,9 +174,35 @@ class Link(_Model):
     href: str
 
 
+class ChartCycle(_Model):
+    """A cycle's figures as the run page's charts draw them."""
+
+    cycle: int
+    ended_by: str | None
+    """None while the cycle runs, or when the run stopped in it."""
+    level: str | None
+    tools: dict[str, int]
+    metrics: CycleMetrics
+
+
+class CycleWindow(_Model):
+    """Which cycles a long run's page shows in full (its tables and reflections)."""
+
+    first: int
+    last: int
+    size: int
+    """Cycles a page shows (``from_cycle`` picks the page)."""
+    cycles: int
+    """The run's cycles in all."""
+
+
 class RunPage(_Model):
     run: RunRow
     cycles: list[CycleView]
+    """The cycles of ``window`` in full (all of them, up to ``window.size``)."""
+    window: CycleWindow
+    chart: list[ChartCycle]
+    """Every cycle's figures, for the charts."""
     similarity: SimilarityMatrix
     operator: list[OperatorExchange]
     regenerations: list[RegenerationAttempt]
@@ -208,6 +242,9 @@ class EventRowView(_Model):
     summary: str
     payload: dict[str, Any] | None = None
     """The whole event (current schema version), in the event log's listing."""
+    duration_s: float | None = None
+    """On the answer to a task (an LLM call's response, a tool's result, a reply): the
+    seconds since the task's first event, its request."""
 
 
 class TypeCount(_Model):
@@ -232,6 +269,12 @@ class EventsPage(_Model):
     filters: EventFilters
     next_after: int | None
     """Pass as ``after`` for the next page (None: this is the last)."""
+    last_cycle: int = 0
+    """The run's highest cycle (the log is paged by cycle from 0, before the first, to
+    this)."""
+    by_cycle: bool = False
+    """True when a long run's log opened a cycle at a time (no cycle, position or limit
+    was asked for)."""
 
 
 class EventDetail(_Model):
@@ -268,7 +311,10 @@ class ReplayPage(_Model):
     next_advisory: str | None
     memory: list[MemoryEntry]
     prompt: list[PromptMessage]
-    """The messages the next LLM call is (or the last one was) sent."""
+    """The messages the next LLM call is (or the last one was) sent: all of them with
+    ``all_messages``, else the system prompt and the latest ``PROMPT_SHOWN``."""
+    prompt_total: int = 0
+    """How many messages the prompt has in all."""
     prompt_is_next: bool
     """True when the run is about to call the model or waits for its answer."""
     metrics: CycleMetrics
@@ -284,6 +330,14 @@ class Table1Row(_Model):
     metric: str
     label: str
     ours: list[float | None]
+    """Per group: the mean over its completed runs (None: no completed run)."""
+    sd: list[float | None] = Field(default_factory=list)
+    """Per group: the sample standard deviation (n - 1; None below two runs)."""
+    low: list[float | None] = Field(default_factory=list)
+    high: list[float | None] = Field(default_factory=list)
+    """Per group: the range over its completed runs."""
+    n: list[int] = Field(default_factory=list)
+    """Per group: how many completed runs the figures are over."""
     paper: list[float | None]
 
 
@@ -291,6 +345,13 @@ class CompareGroup(_Model):
     label: str
     runs: list[str]
     models: list[str]
+    """The models that ran (the configured one where nothing else ran)."""
+    configured_models: list[str] = Field(default_factory=list)
+    """The models the runs' configs named."""
+    cycle_counts: list[int] = Field(default_factory=list)
+    """The distinct cycle counts of the group's runs (the paper's runs have 10)."""
+    left_out: list[str] = Field(default_factory=list)
+    """Runs not in Table 1's figures (not completed), each as ``run_id (status)``."""
 
 
 class CycleSeries(_Model):
@@ -313,6 +374,9 @@ class ComparePage(_Model):
     experiment: str | None
     groups: list[CompareGroup]
     table1: list[Table1Row]
+    table1_warnings: list[str] = Field(default_factory=list)
+    """Why these figures and the paper's do not compare one to one (cycle counts other
+    than the paper's, runs left out, substituted models)."""
     paper_columns: list[str]
     series: list[CycleSeries]
     metrics: dict[str, str]

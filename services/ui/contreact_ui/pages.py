@@ -16,9 +16,11 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException
 
 from contreact_ui.exceptions import BadQuery, RunNotProjected, StoreUnavailable
 from contreact_ui.render import Renderer
+from contreact_ui.text import display
 
 V = TypeVar("V", bound=Callable[..., BaseModel])
 
@@ -146,7 +148,7 @@ def error_response(request: Request, status: int, message: str) -> Response:
     path = request.url.path
     if path.endswith(".json"):
         return JSONResponse({"detail": message}, status_code=status)
-    if path.endswith((".jsonl", ".csv", ".yaml")):
+    if path.endswith((".jsonl", ".csv", ".yaml")) or path.startswith("/static/"):
         return PlainTextResponse(f"{message}\n", status_code=status)
     return HTMLResponse(renderer(request).error(status, message), status_code=status)
 
@@ -157,6 +159,7 @@ def add_error_handlers(app: FastAPI) -> None:
     for error, status in ((RunNotProjected, 404), (StoreUnavailable, 503), (BadQuery, 400)):
         app.add_exception_handler(error, _handler(status))
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
+    app.add_exception_handler(HTTPException, _http)  # type: ignore[arg-type]
 
 
 def _handler(status: int) -> Callable[[Request, Exception], Awaitable[Response]]:
@@ -164,6 +167,19 @@ def _handler(status: int) -> Callable[[Request, Exception], Awaitable[Response]]
         return error_response(request, status, str(exc))
 
     return handle
+
+
+async def _http(request: Request, exc: HTTPException) -> Response:
+    """Starlette's own answers (no route, a static file missing, a method refused) in
+    the same form as the named errors: the site's page for a browser."""
+    if exc.status_code == 404:
+        message = f"there is no page at {display(request.url.path)}: the runs are listed at /runs"
+    else:
+        message = str(exc.detail)
+    response = error_response(request, exc.status_code, message)
+    for name, value in (exc.headers or {}).items():
+        response.headers[name] = value
+    return response
 
 
 async def _invalid(request: Request, exc: RequestValidationError) -> Response:

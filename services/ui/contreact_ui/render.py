@@ -9,12 +9,33 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
+import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 from pydantic import BaseModel
 
 from contreact_events.catalog.cycle import CycleMetrics
 from contreact_ui.text import display, shorten
+
+METRIC_LABELS = {
+    "memory_ops_total": "memory ops",
+    "messages_to_operator": "to operator",
+    "response_chars": "response chars",
+    "memory_write_chars": "memory-write chars",
+    "reflection_chars": "reflection chars",
+    "tool_calls": "tool calls",
+    "tool_errors": "tool errors",
+    "regenerations": "regenerations",
+    "llm_calls": "LLM calls",
+    "prompt_tokens": "prompt tokens",
+    "completion_tokens": "completion tokens",
+    "llm_seconds": "LLM s",
+}
+"""Column heads of the cycle metrics (a field not named here shows with spaces)."""
+
+
+def metric_label(name: str) -> str:
+    return METRIC_LABELS.get(name, name.replace("_", " "))
 
 
 def _when(value: datetime | str | None) -> str:
@@ -23,6 +44,26 @@ def _when(value: datetime | str | None) -> str:
     if isinstance(value, str):
         return value
     return value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _instant(value: datetime | str | None) -> str:
+    """A time of day to the millisecond (the date is in the title of the cell)."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.strftime("%H:%M:%S.%f")[:-3]
+
+
+def _seconds(value: float | None) -> str:
+    """A duration: milliseconds under a second, else seconds (minutes past 100 s)."""
+    if value is None:
+        return ""
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    if value < 100:
+        return f"{value:.2f} s"
+    return f"{value / 60:.1f} min"
 
 
 def _number(value: float | int | None, digits: int = 0) -> str:
@@ -58,6 +99,12 @@ def _finalize(value: Any) -> Any:
     return value
 
 
+def _json_text(value: Any, **_: Any) -> str:
+    """``tojson``'s encoder: orjson (a long run's chart data is a megabyte; Jinja still
+    escapes ``<``, ``>``, ``&`` and ``'`` in what this returns)."""
+    return orjson.dumps(value, default=str).decode()
+
+
 def environment() -> Environment:
     env = Environment(
         finalize=_finalize,
@@ -67,13 +114,17 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.policies["json.dumps_function"] = _json_text
     env.filters["display"] = display
     env.filters["shorten"] = shorten
     env.filters["when"] = _when
     env.filters["number"] = _number
+    env.filters["instant"] = _instant
+    env.filters["seconds"] = _seconds
     env.filters["pretty"] = _pretty
     env.globals["query_with"] = _query
     env.globals["metric_fields"] = tuple(CycleMetrics.model_fields)
+    env.globals["metric_label"] = metric_label
     return env
 
 

@@ -4,13 +4,15 @@ plotly.js from the installed package."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 from collections.abc import AsyncIterator
+from functools import cache
 from importlib import resources
 from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import FileResponse, StreamingResponse
+from fastapi.responses import FileResponse, Response, StreamingResponse
 from pydantic import TypeAdapter
 
 from contreact_ui.deps import Conn, RunIdItem, open_readonly
@@ -47,18 +49,29 @@ async def stream(
     )
 
 
+PLOTLY_HEADERS = {"Cache-Control": "public, max-age=86400", "Vary": "Accept-Encoding"}
+
+
 @router.get("/static/plotly.min.js", include_in_schema=False)
-def plotly_js() -> FileResponse:
-    """plotly.js from the installed plotly package: never a CDN."""
-    return FileResponse(
-        plotly_path(),
-        media_type="text/javascript",
-        headers={"Cache-Control": "public, max-age=86400"},
-    )
+def plotly_js(request: Request) -> Response:
+    """plotly.js from the installed plotly package, never a CDN: compressed once (4.8 MB
+    as shipped, about a third of that gzipped) and kept, for browsers that take gzip."""
+    if "gzip" in request.headers.get("accept-encoding", "").lower():
+        return Response(
+            plotly_gzipped(),
+            media_type="text/javascript",
+            headers={**PLOTLY_HEADERS, "Content-Encoding": "gzip"},
+        )
+    return FileResponse(plotly_path(), media_type="text/javascript", headers=PLOTLY_HEADERS)
 
 
 def plotly_path() -> Any:
     return resources.files("plotly").joinpath("package_data", "plotly.min.js")
+
+
+@cache
+def plotly_gzipped() -> bytes:
+    return gzip.compress(plotly_path().read_bytes(), compresslevel=9, mtime=0)
 
 
 async def changes(

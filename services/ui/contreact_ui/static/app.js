@@ -28,78 +28,173 @@
   const PAGE = document.body.dataset.page;
   const COLORS = ["#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2", "#db2777",
     "#65a30d", "#475569"];
+  const DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"];
+  const SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x", "cross"];
+  // Legend above the plot, under the title: never over an axis title.
   const LAYOUT = {
-    margin: { l: 50, r: 10, t: 36, b: 70 },
-    height: 300,
-    legend: { orientation: "h", y: -0.28 },
+    margin: { l: 56, r: 16, t: 64, b: 72 },
+    height: 320,
+    title: { y: 0.97, yanchor: "top", x: 0.01, xanchor: "left", font: { size: 13 } },
+    legend: { orientation: "h", x: 0, xanchor: "left", y: 1.0, yanchor: "bottom",
+      font: { size: 11 } },
+    hovermode: "x unified",
     font: { family: "system-ui, sans-serif", size: 12 },
     paper_bgcolor: "rgba(0,0,0,0)",
     plot_bgcolor: "rgba(0,0,0,0)",
   };
   const CONFIG = { displaylogo: false, responsive: true };
+  const MAX_TICKS = 12;
 
   function plot(id, traces, layout) {
     const el = document.getElementById(id);
     if (!el || typeof Plotly === "undefined") return;
-    Plotly.react(el, traces, Object.assign({}, LAYOUT, layout), CONFIG);
+    const merged = Object.assign({}, LAYOUT, layout);
+    merged.title = Object.assign({}, LAYOUT.title, layout.title || {});
+    Plotly.react(el, traces, merged, CONFIG);
     el.dataset.traces = String(traces.length);
+  }
+
+  // A step between ticks that is a whole number, 1, 2 or 5 times a power of ten, and
+  // gives at most MAX_TICKS ticks over ``span`` (a count never reads 2, 2, 3, 3).
+  function wholeStep(span) {
+    const rough = Math.max(1, span / MAX_TICKS);
+    const power = Math.pow(10, Math.floor(Math.log10(rough)));
+    for (const m of [1, 2, 5, 10]) if (m * power >= rough) return m * power;
+    return 10 * power;
+  }
+
+  function cycleAxis(cycles, extra) {
+    const span = cycles.length ? cycles[cycles.length - 1] - cycles[0] + 1 : 1;
+    return Object.assign({ title: { text: "cycle" }, tickmode: "linear",
+      tick0: cycles.length ? cycles[0] : 1, dtick: wholeStep(span), tickformat: "d",
+      automargin: true }, extra || {});
+  }
+
+  function countAxis(values, extra) {
+    const top = Math.max(1, ...values.filter((v) => v !== null && v !== undefined));
+    return Object.assign({ rangemode: "tozero", tickmode: "linear", tick0: 0,
+      dtick: wholeStep(top), tickformat: ",d", automargin: true }, extra || {});
+  }
+
+  // Lines and markers differ by dash and symbol too, so equal series stay visible.
+  function line(name, x, y, i, extra) {
+    return Object.assign({ type: "scatter", mode: "lines+markers", name: name, x: x, y: y,
+      connectgaps: false, line: { color: COLORS[i % COLORS.length], dash: DASHES[i % DASHES.length] },
+      marker: { symbol: SYMBOLS[i % SYMBOLS.length], size: 6 } }, extra || {});
   }
 
   // --- a run ---------------------------------------------------------------------
 
+  // A cycle without an end (running, or the one a failed run stopped in) has no final
+  // figures: left out of the series (null, not 0) and shaded with what it is.
+  function unfinished(data) {
+    const status = data.run ? data.run.status : "";
+    const what = status === "failed" ? "failed" : status === "cancelled" ? "cancelled"
+      : ["completed"].includes(status) ? "unfinished" : "running";
+    return data.cycles.filter((c) => !c.ended_by).map((c) => ({ cycle: c.cycle, what: what }));
+  }
+
+  function shading(open) {
+    const shapes = open.map((o) => ({ type: "rect", xref: "x", yref: "paper", x0: o.cycle - 0.5,
+      x1: o.cycle + 0.5, y0: 0, y1: 1, fillcolor: o.what === "running" ? "#dbeafe" : "#fee2e2",
+      opacity: 0.6, line: { width: 0 }, layer: "below" }));
+    const annotations = open.map((o) => ({ x: o.cycle, xref: "x", y: 1, yref: "paper",
+      yanchor: "top", text: o.what, showarrow: false, font: { size: 10, color: "#475569" } }));
+    return { shapes: shapes, annotations: annotations };
+  }
+
   function runCharts(data) {
     const cycles = data.cycles.map((c) => c.cycle);
+    const open = unfinished(data);
+    const done = new Set(data.cycles.filter((c) => c.ended_by).map((c) => c.cycle));
+    const shade = shading(open);
+    const axis = cycleAxis(cycles);
+    const value = (c, v) => (done.has(c.cycle) ? v : null);
+    const metric = (name) => data.cycles.map((c) => value(c, c.metrics[name]));
+    const mark = (id) => {
+      const el = document.getElementById(id);
+      if (el) el.dataset.unfinished = open.map((o) => o.cycle + ":" + o.what).join(",");
+    };
     const tools = new Set();
     data.cycles.forEach((c) => Object.keys(c.tools).forEach((t) => tools.add(t)));
     const toolTraces = Array.from(tools).sort().map((tool, i) => ({
       type: "bar", name: plotText(tool), x: cycles,
-      y: data.cycles.map((c) => c.tools[tool] || 0), marker: { color: COLORS[i % COLORS.length] },
+      y: data.cycles.map((c) => value(c, c.tools[tool] || 0)),
+      marker: { color: COLORS[i % COLORS.length] },
     }));
-    plot("chart-tools", toolTraces, {
-      title: { text: "Tool calls by tool" }, barmode: "stack", showlegend: true,
-      xaxis: { title: { text: "cycle" }, dtick: 1 },
-    });
-    const metric = (name) => data.cycles.map((c) => c.metrics[name]);
-    plot("chart-lengths", [
-      { type: "scatter", mode: "lines+markers", name: "response chars", x: cycles, y: metric("response_chars") },
-      { type: "scatter", mode: "lines+markers", name: "reflection chars", x: cycles, y: metric("reflection_chars") },
-      { type: "scatter", mode: "lines+markers", name: "memory-write chars", x: cycles, y: metric("memory_write_chars") },
-    ], { title: { text: "Response and reflection length" }, xaxis: { title: { text: "cycle" }, dtick: 1 } });
+    const perCycle = data.cycles.map((c) => value(c, Object.values(c.tools).reduce((a, b) => a + b, 0)));
+    plot("chart-tools", toolTraces, Object.assign({
+      title: { text: toolTraces.length ? "Tool calls by tool" : "Tool calls by tool: none was called" },
+      barmode: "stack", showlegend: true, xaxis: axis, yaxis: countAxis(perCycle),
+    }, shade));
+    mark("chart-tools");
+    const lengths = [["response chars", "response_chars"], ["reflection chars", "reflection_chars"],
+      ["memory-write chars", "memory_write_chars"]];
+    plot("chart-lengths", lengths.map(([label, name], i) => line(label, cycles, metric(name), i)),
+      Object.assign({ title: { text: "Response and reflection length" }, xaxis: axis,
+        yaxis: countAxis([].concat(...lengths.map(([, n]) => metric(n)))) }, shade));
+    mark("chart-lengths");
+    const tokens = data.cycles.map((c) => value(c, c.metrics.prompt_tokens + c.metrics.completion_tokens));
     plot("chart-tokens", [
-      { type: "bar", name: "prompt tokens", x: cycles, y: metric("prompt_tokens") },
-      { type: "bar", name: "completion tokens", x: cycles, y: metric("completion_tokens") },
-    ], { title: { text: "Tokens" }, barmode: "stack", xaxis: { title: { text: "cycle" }, dtick: 1 } });
+      { type: "bar", name: "prompt tokens", x: cycles, y: metric("prompt_tokens"), marker: { color: COLORS[0] } },
+      { type: "bar", name: "completion tokens", x: cycles, y: metric("completion_tokens"), marker: { color: COLORS[3] } },
+    ], Object.assign({ title: { text: "Tokens" }, barmode: "stack", xaxis: axis, yaxis: countAxis(tokens) }, shade));
+    mark("chart-tokens");
+    const calls = metric("llm_calls");
     plot("chart-llm", [
       { type: "bar", name: "LLM seconds", x: cycles, y: metric("llm_seconds"), marker: { color: "#7c3aed" } },
-      { type: "scatter", mode: "lines+markers", name: "LLM calls", x: cycles, y: metric("llm_calls"), yaxis: "y2" },
-    ], {
-      title: { text: "LLM time" }, xaxis: { title: { text: "cycle" }, dtick: 1 },
-      yaxis: { title: { text: "seconds" } },
-      yaxis2: { title: { text: "calls" }, overlaying: "y", side: "right" },
-    });
+      line("LLM calls", cycles, calls, 1, { yaxis: "y2" }),
+    ], Object.assign({
+      title: { text: "LLM time" }, xaxis: axis,
+      yaxis: { title: { text: "seconds" }, rangemode: "tozero", automargin: true },
+      yaxis2: countAxis(calls, { title: { text: "calls" }, overlaying: "y", side: "right", showgrid: false }),
+      margin: Object.assign({}, LAYOUT.margin, { r: 56 }),
+    }, shade));
+    mark("chart-llm");
+    similarityChart(data);
+  }
+
+  function similarityChart(data) {
     const sim = data.similarity;
-    const labels = sim.cycles.map((c) => "cycle " + c);
+    if (!document.getElementById("chart-similarity")) return;
+    const colorscale = [[0, "#f8fafc"], [sim.moderate_threshold, "#fde68a"],
+      [sim.high_threshold, "#f97316"], [1, "#b91c1c"]];
+    const colorbar = { tickvals: [0, sim.moderate_threshold, sim.high_threshold, 1],
+      ticktext: ["0", "moderate " + sim.moderate_threshold, "high " + sim.high_threshold, "1"] };
+    if (sim.view === "band") {
+      const lags = sim.band.map((_, k) => k + 1);
+      plot("chart-similarity", [{
+        type: "heatmap", x: sim.cycles, y: lags, z: sim.band, zmin: 0, zmax: 1, colorscale: colorscale,
+        hovertemplate: "cycle %{x} vs %{y} cycle(s) before: %{z:.3f}<extra></extra>", colorbar: colorbar,
+      }], {
+        height: 380, hovermode: "closest",
+        title: { text: "Reflection similarity to the " + sim.band_width + " cycles before" },
+        xaxis: cycleAxis(sim.cycles),
+        yaxis: { title: { text: "cycles back" }, autorange: "reversed", dtick: 5, automargin: true },
+      });
+      return;
+    }
     const levels = {};
     data.cycles.forEach((c) => { levels[c.cycle] = c.level; });
     const annotations = [];
-    sim.cycles.forEach((c, i) => {
+    sim.cycles.forEach((c) => {
       const lvl = levels[c];
       if (lvl === "high" || lvl === "moderate") {
-        annotations.push({ x: labels[i], y: labels[i], text: lvl === "high" ? "H" : "M",
+        annotations.push({ x: c, y: c, text: lvl === "high" ? "H" : "M",
           showarrow: false, font: { color: "#fff", size: 11 } });
       }
     });
+    const size = Math.min(720, Math.max(320, 90 + 22 * sim.cycles.length));
     plot("chart-similarity", [{
-      type: "heatmap", x: labels, y: labels, z: sim.values, zmin: 0, zmax: 1,
-      colorscale: [[0, "#f8fafc"], [sim.moderate_threshold, "#fde68a"],
-        [sim.high_threshold, "#f97316"], [1, "#b91c1c"]],
-      hovertemplate: "%{y} vs %{x}: %{z:.3f}<extra></extra>",
-      colorbar: { tickvals: [0, sim.moderate_threshold, sim.high_threshold, 1],
-        ticktext: ["0", "moderate " + sim.moderate_threshold, "high " + sim.high_threshold, "1"] },
+      type: "heatmap", x: sim.cycles, y: sim.cycles, z: sim.values, zmin: 0, zmax: 1,
+      colorscale: colorscale, xgap: 1, ygap: 1,
+      hovertemplate: "cycle %{y} vs cycle %{x}: %{z:.3f}<extra></extra>", colorbar: colorbar,
     }], {
-      height: Math.max(320, 60 + 28 * sim.cycles.length),
+      height: size, hovermode: "closest",
       title: { text: "Reflection similarity (H/M: the level that cycle's assessment gave)" },
-      annotations: annotations, yaxis: { autorange: "reversed" },
+      annotations: annotations,
+      xaxis: cycleAxis(sim.cycles, { constrain: "domain" }),
+      yaxis: cycleAxis(sim.cycles, { autorange: "reversed", scaleanchor: "x" }),
     });
   }
 
@@ -107,20 +202,36 @@
 
   function compareCharts(data) {
     for (const [metric, label] of Object.entries(data.metrics)) {
-      const traces = data.series.map((s, i) => ({
-        type: "scatter", mode: "lines+markers", name: plotText(s.label),
-        x: s.cycles, y: s.values[metric], line: { color: COLORS[i % COLORS.length] },
-      }));
+      const traces = data.series.map((s, i) => line(plotText(s.label), s.cycles, s.values[metric], i));
+      const cycles = Array.from(new Set([].concat(...data.series.map((s) => s.cycles)))).sort((a, b) => a - b);
       plot("chart-" + metric, traces, {
-        title: { text: plotText(label) }, xaxis: { title: { text: "cycle" }, dtick: 1 },
+        title: { text: plotText(label) }, xaxis: cycleAxis(cycles), yaxis: { rangemode: "tozero", automargin: true },
       });
     }
+  }
+
+  // --- the timeline: where each cycle's time went -------------------------------------
+
+  function timelineChart(data) {
+    const rows = data.by_cycle;
+    if (!rows || !rows.length) return;
+    const cycles = rows.map((r) => r.cycle);
+    const parts = [["LLM calls", "llm_s", "#7c3aed"], ["tool calls", "tool_s", "#059669"],
+      ["operator", "operator_s", "#d97706"], ["the rest", "other_s", "#94a3b8"]];
+    plot("chart-time", parts.map(([name, key, color]) => ({
+      type: "bar", name: name, x: cycles, y: rows.map((r) => (r.total_s === null ? null : r[key])),
+      marker: { color: color },
+    })), {
+      title: { text: "Seconds per cycle, by what they went to" }, barmode: "stack",
+      xaxis: cycleAxis(cycles), yaxis: { title: { text: "seconds" }, rangemode: "tozero", automargin: true },
+    });
   }
 
   function draw() {
     if (!DATA) return;
     if (PAGE === "run") runCharts(DATA);
     if (PAGE === "compare") compareCharts(DATA);
+    if (PAGE === "timeline") timelineChart(DATA);
   }
 
   // --- live updates ----------------------------------------------------------------

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from contreact_events.protocol.table1 import TABLE1
 from contreact_ui import paper
 from contreact_ui.exceptions import BadQuery, RunNotProjected
+from contreact_ui.figures import summarize
 from contreact_ui.models import (
     CompareGroup,
     ComparePage,
@@ -19,6 +20,8 @@ from contreact_ui.models import (
 from contreact_ui.views.runs import distinct, run_rows
 
 MAX_COMPARE_RUNS = 500
+PAPER_CYCLES = 10
+"""Cycles per run in the paper's Table 1."""
 
 SERIES = {
     "memory_ops_total": "Memory operations",
@@ -49,23 +52,33 @@ def compare_page(
         raise BadQuery(f"by={grouping!r}: group by model, run or experiment")
     groups: dict[str, list[RunRow]] = {}
     for row in rows:
-        label = {"model": row.model, "run": row.run_id, "experiment": row.experiment}[grouping]
+        label = {"model": ran(row), "run": row.run_id, "experiment": row.experiment}[grouping]
         groups.setdefault(label or "(none)", []).append(row)
+    basis = {label: counted(members) for label, members in groups.items()}
     totals = _run_totals(conn, selected)
     per_cycle = _per_cycle(conn, selected)
     table1 = []
     reference = paper.table1()
     for metric, label, source, scale in TABLE1:
-        ours: list[float | None] = []
-        for members in groups.values():
+        summaries = []
+        for members in basis.values():
             figures = [
                 (row.memory_keys if source is None else totals.get(row.run_id, {}).get(source, 0))
                 / scale
                 for row in members
             ]
-            ours.append(round(sum(figures) / len(figures), 3) if figures else None)
+            summaries.append(summarize(figures))
         table1.append(
-            Table1Row(metric=metric, label=label, ours=ours, paper=reference.rows.get(metric, []))
+            Table1Row(
+                metric=metric,
+                label=label,
+                ours=[f.mean for f in summaries],
+                sd=[f.sd for f in summaries],
+                low=[f.low for f in summaries],
+                high=[f.high for f in summaries],
+                n=[f.n for f in summaries],
+                paper=reference.rows.get(metric, []),
+            )
         )
     series = []
     for label, members in groups.items():
@@ -92,15 +105,21 @@ def compare_page(
             CompareGroup(
                 label=label,
                 runs=[r.run_id for r in members],
-                models=sorted({r.model for r in members}),
+                models=sorted({ran(r) for r in members}),
+                configured_models=sorted({r.model for r in members}),
+                cycle_counts=sorted({r.cycle_count for r in members}),
+                left_out=[f"{r.run_id} ({r.status})" for r in members if r not in basis[label]],
             )
             for label, members in groups.items()
         ],
         table1=table1,
+        table1_warnings=table1_warnings(rows, groups, basis),
         paper_columns=reference.columns,
         series=series,
         metrics=SERIES,
-        available_models=distinct(conn, "model"),
+        available_models=sorted(
+            set(distinct(conn, "model")) | set(distinct(conn, "resolved_model"))
+        ),
         available_experiments=distinct(conn, "experiment"),
         available_runs=[
             r[0]
@@ -118,6 +137,52 @@ def compare_page(
     )
 
 
+def ran(row: RunRow) -> str:
+    """The model that ran: the configured one unless another answered instead."""
+    return row.resolved_model or row.model
+
+
+def counted(members: list[RunRow]) -> list[RunRow]:
+    """The runs Table 1 counts: the completed ones; a group with none yet (a live run)
+    counts what its runs did so far, and says so."""
+    completed = [r for r in members if r.status == "completed"]
+    return completed or members
+
+
+def table1_warnings(
+    rows: Sequence[RunRow], groups: dict[str, list[RunRow]], basis: dict[str, list[RunRow]]
+) -> list[str]:
+    """What keeps these figures from comparing one to one with the paper's."""
+    out = []
+    other = sorted({r.cycle_count for r in rows if r.cycle_count != PAPER_CYCLES})
+    if other:
+        counts = ", ".join(str(c) for c in other)
+        out.append(
+            f"runs of {counts} cycle(s) are here: the paper's figures are totals over "
+            f"{PAPER_CYCLES} cycles, so compare the columns of equal cycle counts only"
+        )
+    left = [r for label, members in groups.items() for r in members if r not in basis[label]]
+    if left:
+        statuses = ", ".join(sorted({r.status for r in left}))
+        out.append(
+            f"{len(left)} run(s) not completed ({statuses}) are left out of the figures "
+            "(n counts the completed runs)"
+        )
+    so_far = [label for label, members in basis.items() if members[0].status != "completed"]
+    if so_far:
+        out.append(
+            f"no run of {', '.join(so_far)} has completed: its figures are what its runs did so far"
+        )
+    swapped = sorted({f"{r.resolved_model} for {r.model}" for r in rows if ran(r) != r.model})
+    if swapped:
+        out.append(
+            "a model ran INSTEAD OF the configured one: "
+            + "; ".join(swapped)
+            + " (filed under the model that ran)"
+        )
+    return out
+
+
 def _select_runs(
     conn: sqlite3.Connection, runs: Sequence[str], models: Sequence[str], experiment: str | None
 ) -> list[str]:
@@ -129,8 +194,12 @@ def _select_runs(
         return list(dict.fromkeys(runs))
     where, args = [], []
     if models:
-        where.append(f"model IN ({', '.join('?' * len(models))})")
-        args += list(models)
+        marks = ", ".join("?" * len(models))
+        where.append(
+            f"(CASE resolved_model WHEN '' THEN model ELSE resolved_model END IN ({marks}) "
+            f"OR model IN ({marks}))"
+        )
+        args += [*models, *models]
     if experiment:
         where.append("experiment = ?")
         args.append(experiment)
@@ -167,7 +236,8 @@ def _per_cycle(
     for r in conn.execute(
         "SELECT run_id, cycle, memory_ops_total, messages_to_operator, tool_calls, "
         "response_chars, reflection_chars, prompt_tokens + completion_tokens AS tokens, "
-        f"llm_seconds, max_similarity FROM cycles WHERE run_id IN ({marks})",
+        f"llm_seconds, max_similarity FROM cycles WHERE run_id IN ({marks}) "
+        "AND ended_by IS NOT NULL",
         list(run_ids),
     ):
         row = dict(r)

@@ -4,6 +4,7 @@ log as stored (a download)."""
 from __future__ import annotations
 
 import sqlite3
+from datetime import datetime
 
 from contreact_events.wire.codec import bulk, event_from_json
 from contreact_ui.exceptions import BadQuery
@@ -12,11 +13,20 @@ from contreact_ui.read_models import describe
 from contreact_ui.views.runs import run_row
 
 EVENT_COLUMNS = "seq, type, ts, cycle, task_key, payload"
+BY_CYCLE_OVER = 20
+"""A run of more cycles opens its log a cycle at a time."""
 
 
-def event_view(row: sqlite3.Row, *, payload: bool = False) -> EventRowView:
-    """An event row of the store as the log shows it (its one-line summary made here)."""
+def event_view(
+    row: sqlite3.Row, *, payload: bool = False, started: str | None = None
+) -> EventRowView:
+    """An event row of the store as the log shows it (its one-line summary made here);
+    ``started``: when its task's request was logged, for an answer's duration."""
     event = event_from_json(bytes(row["payload"]))
+    duration = None
+    if started is not None and started != row["ts"]:
+        took = datetime.fromisoformat(row["ts"]) - datetime.fromisoformat(started)
+        duration = round(took.total_seconds(), 3)
     return EventRowView(
         seq=row["seq"],
         type=row["type"],
@@ -25,11 +35,41 @@ def event_view(row: sqlite3.Row, *, payload: bool = False) -> EventRowView:
         task_key=row["task_key"],
         summary=describe(event),
         payload=event.model_dump(mode="json") if payload else None,
+        duration_s=duration,
     )
 
 
-def events_page(conn: sqlite3.Connection, run_id: str, filters: EventFilters) -> EventsPage:
-    run_row(conn, run_id)
+def task_starts(conn: sqlite3.Connection, run_id: str, rows: list[sqlite3.Row]) -> dict[str, str]:
+    """task key -> the time of the task's first event, for the tasks of ``rows``."""
+    keys = sorted({r["task_key"] for r in rows if r["task_key"]})
+    starts: dict[str, str] = {}
+    for i in range(0, len(keys), 500):
+        chunk = keys[i : i + 500]
+        for key, ts in conn.execute(
+            "SELECT task_key, ts FROM events WHERE run_id = ? AND task_key IN "
+            f"({', '.join('?' * len(chunk))}) ORDER BY seq DESC",
+            [run_id, *chunk],
+        ):
+            starts[key] = ts  # the earliest wins (descending order)
+    return starts
+
+
+def events_page(
+    conn: sqlite3.Connection, run_id: str, filters: EventFilters, *, chosen_limit: bool = True
+) -> EventsPage:
+    """``chosen_limit``: the request named a limit (a long run's log opens by cycle
+    only when nothing was asked for)."""
+    run = run_row(conn, run_id)
+    last_cycle = max(run.cycle, 0)
+    by_cycle = (
+        filters.cycle is None
+        and not filters.type
+        and filters.after == 0
+        and not chosen_limit
+        and last_cycle > BY_CYCLE_OVER
+    )
+    if by_cycle:
+        filters = filters.model_copy(update={"cycle": 0})
     where: list[str] = ["run_id = ?"]
     args: list[str | int] = [run_id]
     if filters.type:
@@ -53,8 +93,11 @@ def events_page(conn: sqlite3.Connection, run_id: str, filters: EventFilters) ->
             (run_id,),
         )
     ]
+    starts = task_starts(conn, run_id, rows)
     with bulk():
-        events = [event_view(r, payload=True) for r in rows]
+        events = [
+            event_view(r, payload=True, started=starts.get(r["task_key"] or "")) for r in rows
+        ]
     return EventsPage.model_validate(
         {
             "run_id": run_id,
@@ -63,6 +106,8 @@ def events_page(conn: sqlite3.Connection, run_id: str, filters: EventFilters) ->
             "types": types,
             "filters": filters,
             "next_after": rows[-1]["seq"] if more and rows else None,
+            "last_cycle": last_cycle,
+            "by_cycle": by_cycle,
         }
     )
 
@@ -75,19 +120,18 @@ def event_detail(conn: sqlite3.Connection, run_id: str, seq: int) -> EventDetail
     ).fetchone()
     if row is None:
         raise BadQuery(f"run {run_id} has events 1 to {run.events}: there is no event {seq}")
-    related = []
+    related_rows = []
     if row["task_key"]:
-        related = [
-            event_view(r)
-            for r in conn.execute(
-                f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? AND task_key = ? "
-                "AND seq != ? ORDER BY seq",
-                (run_id, row["task_key"], seq),
-            )
-        ]
+        related_rows = conn.execute(
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? AND task_key = ? "
+            "AND seq != ? ORDER BY seq",
+            (run_id, row["task_key"], seq),
+        ).fetchall()
+    started = min([row["ts"], *(r["ts"] for r in related_rows)]) if related_rows else None
+    related = [event_view(r, started=started) for r in related_rows]
     return EventDetail(
         run_id=run_id,
-        event=event_view(row),
+        event=event_view(row, started=started),
         entry_id=row["entry_id"],
         payload=event_from_json(bytes(row["payload"])).model_dump(mode="json"),
         related=related,

@@ -15,9 +15,17 @@ from contreact_ui.views.events import EVENT_COLUMNS, event_view
 from contreact_ui.views.memory import memory_entries
 from contreact_ui.views.runs import run_row
 
+PROMPT_SHOWN = 60
+"""Messages of a long conversation shown unless all are asked for (after the system
+prompt): a 1,000-cycle run's conversation is thousands."""
+
 
 def replay_page(
-    conn: sqlite3.Connection, run_id: str, seq: int | None, cycle: int | None
+    conn: sqlite3.Connection,
+    run_id: str,
+    seq: int | None,
+    cycle: int | None,
+    all_messages: bool = False,
 ) -> ReplayPage:
     """The fold's state after ``seq`` events: from the nearest snapshot before it,
     folding at most ``SNAPSHOT_EVERY`` cycles of stored events."""
@@ -57,6 +65,10 @@ def replay_page(
         "WHERE run_id = ? AND seq <= ? ORDER BY seq",
         (run_id, at),
     ).fetchall()
+    messages = list(prompt_messages(state)) if state.config else []
+    total = len(messages)
+    if not all_messages and total > PROMPT_SHOWN + 1:
+        messages = [messages[0], *messages[-PROMPT_SHOWN:]]
     prompt = [
         PromptMessage(
             role=m.role,
@@ -64,7 +76,7 @@ def replay_page(
             tool_calls=[c.model_dump(mode="json") for c in m.tool_calls],
             tool_name=m.tool_name,
         )
-        for m in (prompt_messages(state) if state.config else ())
+        for m in messages
     ]
     pending = state.pending_task_id
     return ReplayPage(
@@ -80,6 +92,7 @@ def replay_page(
         next_advisory=state.next_advisory,
         memory=memory_entries(changes, state.cycle_number, upto_seq=at),
         prompt=prompt,
+        prompt_total=total,
         prompt_is_next=state.phase in ("calling", "awaiting_llm"),
         metrics=state.metrics,
         cycle_metrics=list(state.cycle_metrics),

@@ -13,7 +13,9 @@ from pydantic import TypeAdapter
 from contreact_events.catalog.cycle import CycleMetrics
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.models import (
+    ChartCycle,
     CycleView,
+    CycleWindow,
     Link,
     OperatorExchange,
     RegenerationAttempt,
@@ -23,14 +25,24 @@ from contreact_ui.models import (
 from contreact_ui.store import METRIC_FIELDS
 from contreact_ui.views.runs import run_row
 
+MATRIX_MAX_CYCLES = 40
+"""Past this many embedded reflections the similarity is shown as a band."""
+BAND_WIDTH = 20
+WINDOW = 100
+"""Cycles a run page shows in full (tables, reflections); the charts show every one."""
+
 CYCLE_VIEW = TypeAdapter(CycleView)
+CHART_CYCLE = TypeAdapter(ChartCycle)
+CHART_CYCLES = TypeAdapter(list[ChartCycle])
 OPERATOR_EXCHANGE = TypeAdapter(OperatorExchange)
 REGENERATION_ATTEMPT = TypeAdapter(RegenerationAttempt)
 
 
-def run_page(conn: sqlite3.Connection, run_id: str) -> RunPage:
+def run_page(conn: sqlite3.Connection, run_id: str, from_cycle: int | None = None) -> RunPage:
     run = run_row(conn, run_id)
-    cycles = cycle_views(conn, run_id)
+    chart = chart_cycles(conn, run_id)
+    window = cycle_window([c.cycle for c in chart], from_cycle)
+    cycles = cycle_views(conn, run_id, window.first, window.last)
     config = _config(conn, run_id)
     diversity = (config or {}).get("diversity") or {}
     similarity = similarity_matrix(
@@ -65,6 +77,8 @@ def run_page(conn: sqlite3.Connection, run_id: str) -> RunPage:
     return RunPage(
         run=run,
         cycles=cycles,
+        window=window,
+        chart=chart,
         similarity=similarity,
         operator=operator,
         regenerations=regenerations,
@@ -73,9 +87,47 @@ def run_page(conn: sqlite3.Connection, run_id: str) -> RunPage:
     )
 
 
-def cycle_views(conn: sqlite3.Connection, run_id: str) -> list[CycleView]:
+def cycle_window(numbers: list[int], from_cycle: int | None) -> CycleWindow:
+    """The ``WINDOW`` cycles from ``from_cycle`` (default: the page of the latest ones,
+    where a live run changes; pages start at the first cycle, every ``WINDOW``)."""
+    if not numbers:
+        return CycleWindow(first=0, last=0, size=WINDOW, cycles=0)
+    low, high = numbers[0], numbers[-1]
+    start = low + ((high - low) // WINDOW) * WINDOW if from_cycle is None else from_cycle
+    first = min(max(start, low), high)
+    return CycleWindow(
+        first=first, last=min(first + WINDOW - 1, high), size=WINDOW, cycles=len(numbers)
+    )
+
+
+def chart_cycles(conn: sqlite3.Connection, run_id: str) -> list[ChartCycle]:
+    rows = conn.execute(
+        f"SELECT cycle, ended_by, level, tools, {', '.join(METRIC_FIELDS)} FROM cycles "
+        "WHERE run_id = ? ORDER BY cycle",
+        (run_id,),
+    )
+    return [
+        CHART_CYCLE.validate_python(
+            {
+                "cycle": r["cycle"],
+                "ended_by": r["ended_by"],
+                "level": r["level"],
+                "tools": orjson.loads(r["tools"]),
+                "metrics": {name: r[name] for name in METRIC_FIELDS},
+            }
+        )
+        for r in rows
+    ]
+
+
+def cycle_views(
+    conn: sqlite3.Connection, run_id: str, first: int = 0, last: int = 10**9
+) -> list[CycleView]:
     out = []
-    for r in conn.execute("SELECT * FROM cycles WHERE run_id = ? ORDER BY cycle", (run_id,)):
+    for r in conn.execute(
+        "SELECT * FROM cycles WHERE run_id = ? AND cycle BETWEEN ? AND ? ORDER BY cycle",
+        (run_id, first, last),
+    ):
         row = dict(r)
         metrics = CycleMetrics.model_validate({name: row.pop(name) for name in METRIC_FIELDS})
         row.pop("run_id")
@@ -86,12 +138,19 @@ def cycle_views(conn: sqlite3.Connection, run_id: str) -> list[CycleView]:
     return out
 
 
+def chart_data(page: RunPage) -> dict[str, Any]:
+    """The part of a run page its charts draw (not the reflections, advisories or
+    configuration: a long run's page would carry its text twice)."""
+    return {
+        "run": {"run_id": page.run.run_id, "status": page.run.status},
+        "cycles": CHART_CYCLES.dump_python(page.chart, mode="json"),
+        "similarity": page.similarity.model_dump(mode="json"),
+    }
+
+
 def similarity_matrix(
     conn: sqlite3.Connection, run_id: str, high: float, moderate: float
 ) -> SimilarityMatrix:
-    pairs = conn.execute(
-        "SELECT cycle, other, value FROM similarities WHERE run_id = ?", (run_id,)
-    ).fetchall()
     embedded = {
         r[0]
         for r in conn.execute(
@@ -99,6 +158,11 @@ def similarity_matrix(
             (run_id,),
         )
     }
+    if len(embedded) > MATRIX_MAX_CYCLES:
+        return similarity_band(conn, run_id, sorted(embedded), high, moderate)
+    pairs = conn.execute(
+        "SELECT cycle, other, value FROM similarities WHERE run_id = ?", (run_id,)
+    ).fetchall()
     cycles = sorted(embedded | {p[0] for p in pairs} | {p[1] for p in pairs})
     index = {c: i for i, c in enumerate(cycles)}
     values: list[list[float | None]] = [[None] * len(cycles) for _ in cycles]
@@ -110,6 +174,35 @@ def similarity_matrix(
             values[i][i] = 1.0
     return SimilarityMatrix(
         cycles=cycles, values=values, high_threshold=high, moderate_threshold=moderate
+    )
+
+
+def similarity_band(
+    conn: sqlite3.Connection, run_id: str, cycles: list[int], high: float, moderate: float
+) -> SimilarityMatrix:
+    """Each cycle against the ``BAND_WIDTH`` before it: one index range per cycle (the
+    whole matrix of a 1,000-cycle run is half a million pairs)."""
+    index = {c: i for i, c in enumerate(cycles)}
+    band: list[list[float | None]] = [[None] * len(cycles) for _ in range(BAND_WIDTH)]
+    rows = conn.execute(
+        "SELECT s.cycle - s.other - 1, s.cycle, round(s.value, 3) "
+        "FROM cycles AS c CROSS JOIN similarities AS s "
+        "ON s.run_id = c.run_id AND s.cycle = c.cycle "
+        "AND s.other BETWEEN c.cycle - ? AND c.cycle - 1 WHERE c.run_id = ?",
+        (BAND_WIDTH, run_id),
+    )
+    for lag, cycle, value in rows:
+        i = index.get(cycle)
+        if i is not None:
+            band[lag][i] = value
+    return SimilarityMatrix(
+        cycles=cycles,
+        view="band",
+        values=[],
+        band_width=BAND_WIDTH,
+        band=band,
+        high_threshold=high,
+        moderate_threshold=moderate,
     )
 
 

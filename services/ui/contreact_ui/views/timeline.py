@@ -1,0 +1,187 @@
+"""Where the time went: each task of a cycle (LLM calls, tool calls, the operator's
+reply, embeddings) from its request to its answer, as trace viewers show spans; and
+every cycle's split between them."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from contreact_events.wire.codec import event_from_json
+from contreact_ui.exceptions import BadQuery
+from contreact_ui.timeline_models import CycleTime, Span, TimelinePage
+from contreact_ui.views.runs import run_row
+
+Kind = Literal["llm", "tool", "operator", "embedding", "other"]
+KINDS: dict[str, Kind] = {
+    "LLMRequested": "llm",
+    "ToolCallRequested": "tool",
+    "OperatorMessageSent": "operator",
+}
+FAILED = frozenset({"LLMFailed"})
+
+
+@dataclass
+class _Task:
+    key: str
+    cycle: int
+    kind: Kind
+    seq: int
+    start: datetime
+    end: datetime | None = None
+    ok: bool = True
+    types: list[str] = field(default_factory=list)
+
+
+def _kind(first_type: str) -> Kind:
+    if first_type in KINDS:
+        return KINDS[first_type]
+    if "Embed" in first_type or "Paragraph" in first_type:
+        return "embedding"
+    return "other"
+
+
+def _tasks(rows: Iterable[sqlite3.Row]) -> list[_Task]:
+    tasks: dict[str, _Task] = {}
+    for row in rows:
+        ts = datetime.fromisoformat(row["ts"])
+        task = tasks.get(row["task_key"])
+        if task is None:
+            tasks[row["task_key"]] = _Task(
+                key=row["task_key"],
+                cycle=row["cycle"],
+                kind=_kind(row["type"]),
+                seq=row["seq"],
+                start=ts,
+                types=[row["type"]],
+            )
+            continue
+        task.end = ts
+        task.types.append(row["type"])
+        if row["type"] in FAILED:
+            task.ok = False
+    return list(tasks.values())
+
+
+def _seconds(a: datetime, b: datetime) -> float:
+    return round((b - a).total_seconds(), 3)
+
+
+SPLIT = (
+    "SELECT cycle, first, sum(took) FROM ("
+    " SELECT cycle, type AS first, min(seq),"
+    " (julianday(max(ts)) - julianday(min(ts))) * 86400.0 AS took"
+    " FROM events WHERE run_id = ? AND task_key IS NOT NULL AND cycle > 0"
+    " GROUP BY task_key HAVING count(*) > 1"
+    ") GROUP BY cycle, first"
+)
+"""Seconds per cycle and kind of task (its first event's type), from request to answer,
+summed in SQLite: a 1,000-cycle run's tasks are tens of thousands of events."""
+
+
+def _splits(
+    conn: sqlite3.Connection, run_id: str, bounds: dict[int, tuple[str | None, str | None]]
+) -> list[CycleTime]:
+    spent: dict[int, dict[Kind, float]] = {}
+    for cycle, first, took in conn.execute(SPLIT, (run_id,)):
+        kind = _kind(first)
+        cell = spent.setdefault(cycle, {})
+        cell[kind] = cell.get(kind, 0.0) + float(took or 0.0)
+    out = []
+    for cycle, (start, end) in bounds.items():
+        cell = spent.get(cycle, {})
+        total = (
+            _seconds(datetime.fromisoformat(start), datetime.fromisoformat(end))
+            if start and end
+            else None
+        )
+        busy = sum(cell.get(k, 0.0) for k in ("llm", "tool", "operator"))
+        out.append(
+            CycleTime(
+                cycle=cycle,
+                total_s=total,
+                llm_s=round(cell.get("llm", 0.0), 3),
+                tool_s=round(cell.get("tool", 0.0), 3),
+                operator_s=round(cell.get("operator", 0.0), 3),
+                other_s=round(max(total - busy, 0.0), 3) if total is not None else 0.0,
+            )
+        )
+    return out
+
+
+def timeline_page(conn: sqlite3.Connection, run_id: str, cycle: int | None) -> TimelinePage:
+    run = run_row(conn, run_id)
+    bounds = {
+        r[0]: (r[1], r[2])
+        for r in conn.execute(
+            "SELECT cycle, started_at, ended_at FROM cycles WHERE run_id = ? ORDER BY cycle",
+            (run_id,),
+        )
+    }
+    cycles = sorted(bounds)
+    if cycle is None:
+        cycle = cycles[-1] if cycles else 0
+    elif cycle not in bounds:
+        raise BadQuery(
+            f"run {run_id} has no cycle {cycle}"
+            + (f" (cycles {cycles[0]} to {cycles[-1]})" if cycles else " (none started yet)")
+        )
+    by_cycle = _splits(conn, run_id, bounds)
+    rows = conn.execute(
+        "SELECT seq, type, ts, cycle, task_key FROM events "
+        "WHERE run_id = ? AND task_key IS NOT NULL AND cycle = ? ORDER BY seq",
+        (run_id, cycle),
+    ).fetchall()
+    shown = _tasks(rows)
+    origin_text = bounds.get(cycle, (None, None))[0]
+    origin = datetime.fromisoformat(origin_text) if origin_text else None
+    if origin is None and shown:
+        origin = min(t.start for t in shown)
+    spans = [_span(conn, run_id, task, origin or task.start, run.status) for task in shown]
+    time = next((t for t in by_cycle if t.cycle == cycle), None) or CycleTime(
+        cycle=cycle, total_s=None, llm_s=0, tool_s=0, operator_s=0, other_s=0
+    )
+    extent = max([time.total_s or 0.0, *(s.start_s + (s.duration_s or 0.0) for s in spans), 0.001])
+    return TimelinePage(
+        run_id=run_id,
+        cycle=cycle,
+        cycles=cycles,
+        spans=spans,
+        extent_s=round(extent, 3),
+        time=time,
+        by_cycle=by_cycle,
+    )
+
+
+def _span(
+    conn: sqlite3.Connection, run_id: str, task: _Task, origin: datetime, status: str
+) -> Span:
+    row = conn.execute(
+        "SELECT payload FROM events WHERE run_id = ? AND seq = ?", (run_id, task.seq)
+    ).fetchone()
+    event = event_from_json(bytes(row[0]))
+    label = task.types[0]
+    ok = task.ok
+    match task.kind:
+        case "llm":
+            label = f"LLM call, step {getattr(event, 'step', '?')}"
+        case "tool":
+            label = str(getattr(event, "tool_name", "tool"))
+            ok = ok and not getattr(event, "arguments_error", None)
+        case "operator":
+            label = "message to the operator, until the reply"
+        case "embedding":
+            label = "embedding"
+    if task.end is None and status in ("failed", "cancelled"):
+        ok = False
+    return Span(
+        kind=task.kind,
+        label=label,
+        start_s=_seconds(origin, task.start),
+        duration_s=_seconds(task.start, task.end) if task.end is not None else None,
+        seq=task.seq,
+        ok=ok,
+    )
