@@ -99,10 +99,27 @@ def _finalize(value: Any) -> Any:
     return value
 
 
+_JSON_INVISIBLE = {
+    code: f"\\u{code:04x}"
+    for code in (
+        *range(0x7F, 0xA0),  # DEL and the C1 controls
+        0xAD,  # soft hyphen
+        *range(0x200B, 0x2010),  # zero-width characters and the directional marks
+        *range(0x2028, 0x202F),  # line/paragraph separators and bidi embeddings
+        *range(0x2060, 0x2070),  # word joiner, bidi isolates
+        0xFEFF,  # byte-order mark
+    )
+}
+"""Characters orjson writes as they are (it escapes only the C0 controls) that would
+hide or reorder text wherever the page source is read: written as JSON escapes, as
+Jinja's own ``json.dumps`` (ASCII only) wrote them."""
+
+
 def _json_text(value: Any, **_: Any) -> str:
     """``tojson``'s encoder: orjson (a long run's chart data is a megabyte; Jinja still
-    escapes ``<``, ``>``, ``&`` and ``'`` in what this returns)."""
-    return orjson.dumps(value, default=str).decode()
+    escapes ``<``, ``>``, ``&`` and ``'`` in what this returns), with the invisible and
+    bidirectional characters escaped."""
+    return orjson.dumps(value, default=str).decode().translate(_JSON_INVISIBLE)
 
 
 def environment() -> Environment:
