@@ -45,7 +45,13 @@ class Expected:
 
 BENCHES: dict[str, Expected] = {
     "bus_overhead": Expected(
-        ("raw RTT: PING (asyncio client, this process)", "through the services", "overhead"),
+        (
+            "raw RTT: PING (asyncio client, this process)",
+            "through the services",
+            "overhead",
+            "LLM step CPU, services / pure step",
+            "tool step CPU, services / pure step",
+        ),
         ("bus overhead, LLM step", "bus overhead, tool step"),
     ),
     "fold_speed": Expected(
