@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import os
 import pstats
 import statistics
 import tempfile
@@ -65,19 +66,31 @@ TOOL_STEPS = 150
 WARMUP = 10
 PINGS = 2000
 SIM_REPEATS = 5
+GUARD_LLM = "  LLM step CPU, services / pure step"
+GUARD_TOOL = "  tool step CPU, services / pure step"
+"""The regression guard's figures (tests/integration/test_bench_smoke.py checks them at
+the smoke size against the ones recorded in docs/benchmarks.md): the CPU time the
+orchestrator, LLM worker and memory service spend per step of a run (all of it, over
+the steps) over the CPU time of the pure step (the least of the pure runs), both
+measured in this run. CPU time, not wall time: on a shared machine the wall-time
+ratio moved 2-116x between smoke runs at a load of 10 (each wake-up of a process
+waits for a core); the CPU a step costs hardly moves with the load."""
+GUARD_STEPS = 80
+"""Steps of the longer of the two runs whose difference gives the guard's CPU per step
+(the same at the smoke size: fewer steps left the runs' own costs' noise in it)."""
 TARGET_RTT_LLM = 6.0
 TARGET_RTT_TOOL = 12.0
 
 LIST_CALL = {"content": "", "tool_calls": [{"name": "list", "arguments": {}}]}
 
 
-def llm_only_config() -> RunConfig:
+def llm_only_config(steps: int = 0, name: str = "") -> RunConfig:
     return parse_run_config(
         {
-            "run_id": "bench-llm-steps",
+            "run_id": f"bench-llm-steps{name}",
             "model_name": "scripted",
             "backend": "scripted",
-            "cycle_count": LLM_STEPS,
+            "cycle_count": steps or LLM_STEPS,
             "operator": {"mode": "auto"},
             # The step measured is the ReAct step: the embedder's per-cycle round trip
             # (seed 000's diversity check) is left out on purpose.
@@ -87,15 +100,15 @@ def llm_only_config() -> RunConfig:
     )
 
 
-def tool_config() -> RunConfig:
+def tool_config(steps: int = 0, name: str = "") -> RunConfig:
     # One cycle of TOOL_STEPS LLM calls, each calling `list`; the step limit ends it.
     return parse_run_config(
         {
-            "run_id": "bench-tool-steps",
+            "run_id": f"bench-tool-steps{name}",
             "model_name": "scripted",
             "backend": "scripted",
             "cycle_count": 1,
-            "max_steps_per_cycle": TOOL_STEPS,
+            "max_steps_per_cycle": steps or TOOL_STEPS,
             "operator": {"mode": "auto"},
             "diversity": {"enabled": False},
             "script": {"replies": [LIST_CALL], "repeat": True},
@@ -106,8 +119,9 @@ def tool_config() -> RunConfig:
 # --- the pure baseline ------------------------------------------------------------
 
 
-def pure_step_s(config: RunConfig) -> tuple[float, int]:
-    """Median seconds of decide+fold per LLM call for ``config``'s script, in process."""
+def pure_step_s(config: RunConfig) -> tuple[float, int, float]:
+    """Median seconds of decide+fold per LLM call for ``config``'s script, in process;
+    the number of calls; the least CPU time per call of the runs."""
 
     assert config.script is not None
     replies: list[Any] = [
@@ -116,17 +130,18 @@ def pure_step_s(config: RunConfig) -> tuple[float, int]:
     ]
     # The orchestrator fills in the paper's prompt; so does the baseline.
     config = config.model_copy(update={"system_prompt": paper_system_prompt()})
-    samples = []
+    samples, cpu = [], []
     calls = 0
     for _ in range(SIM_REPEATS):
         sim = Sim(config)
         sim.start()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         state = sim.drive(replies)
         samples.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         assert state.status == "completed", state.status
         calls = state.llm_calls
-    return statistics.median(samples) / calls, calls
+    return statistics.median(samples) / calls, calls, min(cpu) / calls
 
 
 # --- through the services -----------------------------------------------------------
@@ -147,7 +162,7 @@ async def raw_rtt(client: aioredis.Redis) -> tuple[list[float], list[float]]:
 
 
 async def run_through_services(
-    client: aioredis.Redis, config: RunConfig, timeout_s: float = 120
+    client: aioredis.Redis, config: RunConfig, timeout_s: float = 120, poll_s: float = 0.2
 ) -> list[Event]:
     """Submit the run to the orchestrator's inbox, wait for its end (polling the
     listing hash, so this process adds little load), return its log."""
@@ -162,11 +177,38 @@ async def run_through_services(
             break
         if time.monotonic() > deadline:
             raise RuntimeError(f"run {config.run_id} did not end in {timeout_s} s ({status!r})")
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(poll_s)
     events = await RunLog(client).events(config.run_id)
     if status != b"completed":
         raise RuntimeError(f"run {config.run_id} ended {status!r}: {events[-1]}")
     return events
+
+
+async def step_cpu(client: aioredis.Redis, pids: list[int], config: Any, steps: int) -> float:
+    """The services' CPU seconds per step: a run of ``steps`` steps less a run of half
+    as many, over the steps between (what a run costs once, starting and ending it,
+    cancels out), each run watched closely (10 ms polls) so idle time adds little."""
+    used = []
+    for n in (steps // 2, steps):
+        before = cpu_seconds(pids)
+        await run_through_services(client, config(n, f"-cpu-{n}"), poll_s=0.01)
+        used.append(cpu_seconds(pids) - before)
+    return (used[1] - used[0]) / (steps - steps // 2)
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU time the processes have used so far, every thread counted: the sum of
+    ``/proc/PID/task/*/schedstat`` (nanoseconds) where the kernel keeps it, else
+    ``/proc/PID/stat``'s user + system ticks (coarser, exited threads included)."""
+    total = 0.0
+    for pid in pids:
+        tasks = list(Path(f"/proc/{pid}/task").glob("*/schedstat"))
+        if tasks:
+            total += sum(int(t.read_text().split()[0]) for t in tasks) / 1e9
+        else:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def _gaps(times: list[datetime]) -> list[float]:
@@ -191,7 +233,8 @@ def tool_step_gaps(events: list[Event]) -> tuple[list[float], list[float], list[
 
 
 async def measure(url: str, data_dir: Path, profile_dir: Path | None) -> dict[str, Any]:
-    with services(url, data_dir, profile_dir=profile_dir):
+    with services(url, data_dir, profile_dir=profile_dir) as procs:
+        pids = [p.pid for p in procs.values()]
         client = aioredis.Redis.from_url(url)
         try:
             pings, xadds = await raw_rtt(client)
@@ -201,6 +244,8 @@ async def measure(url: str, data_dir: Path, profile_dir: Path | None) -> dict[st
             t = time.perf_counter()
             tool_events = await run_through_services(client, tool_config())
             tool_wall = time.perf_counter() - t
+            llm_cpu = await step_cpu(client, pids, llm_only_config, GUARD_STEPS)
+            tool_cpu = await step_cpu(client, pids, tool_config, GUARD_STEPS)
             pings2, xadds2 = await raw_rtt(client)
         finally:
             await client.aclose()
@@ -221,6 +266,8 @@ async def measure(url: str, data_dir: Path, profile_dir: Path | None) -> dict[st
         "tool_events": tool_events,
         "llm_wall": llm_wall,
         "tool_wall": tool_wall,
+        "llm_cpu": llm_cpu,
+        "tool_cpu": tool_cpu,
     }
 
 
@@ -396,10 +443,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     header("bus overhead: one ReAct step through the services")
     if args.smoke:
-        use_smoke_sizes(globals(), LLM_STEPS=12, TOOL_STEPS=12, WARMUP=2, PINGS=40, SIM_REPEATS=1)
+        use_smoke_sizes(
+            globals(), LLM_STEPS=12, TOOL_STEPS=12, WARMUP=2, PINGS=40, SIM_REPEATS=3
+        )  # the least CPU of 3 runs
 
-    llm_pure, llm_calls = pure_step_s(llm_only_config())
-    tool_pure, tool_calls = pure_step_s(tool_config())
+    llm_pure, llm_calls, llm_pure_min = pure_step_s(llm_only_config())
+    tool_pure, tool_calls, tool_pure_min = pure_step_s(tool_config())
 
     with tempfile.TemporaryDirectory(prefix="bench-bus-") as tmp:
         profile_dir = Path(tmp) / "prof" if args.profile else None
@@ -448,6 +497,8 @@ def main(argv: list[str] | None = None) -> None:
     llm_over = llm_step - llm_pure
     row("  overhead", llm_over * 1e3, "ms")
     ratio("  step through services / pure step", llm_step, llm_pure)
+    row("  CPU per step: services, pure", m["llm_cpu"] * 1e3, "ms", f"{llm_pure_min * 1e3:.3f}")
+    ratio(GUARD_LLM, m["llm_cpu"], llm_pure_min, "(CPU time; the regression guard)")
     llm_rtts = ratio("  overhead / raw RTT", llm_over, rtt, f"(target <= {TARGET_RTT_LLM:g})")
     print("   tool step (LLM call + `list` memory call, two worker round trips)")
     row("  through the services", tool_step * 1e3, "ms", f"mean {statistics.fmean(tool) * 1e3:.3f}")
@@ -457,6 +508,8 @@ def main(argv: list[str] | None = None) -> None:
     tool_over = tool_step - tool_pure
     row("  overhead", tool_over * 1e3, "ms")
     ratio("  step through services / pure step", tool_step, tool_pure)
+    row("  CPU per step: services, pure", m["tool_cpu"] * 1e3, "ms", f"{tool_pure_min * 1e3:.3f}")
+    ratio(GUARD_TOOL, m["tool_cpu"], tool_pure_min, "(CPU time; the regression guard)")
     tool_rtts = ratio(
         "  overhead / raw RTT",
         tool_over,

@@ -45,7 +45,13 @@ class Expected:
 
 BENCHES: dict[str, Expected] = {
     "bus_overhead": Expected(
-        ("raw RTT: PING (asyncio client, this process)", "through the services", "overhead"),
+        (
+            "raw RTT: PING (asyncio client, this process)",
+            "through the services",
+            "overhead",
+            "LLM step CPU, services / pure step",
+            "tool step CPU, services / pure step",
+        ),
         ("bus overhead, LLM step", "bus overhead, tool step"),
     ),
     "fold_speed": Expected(
@@ -124,6 +130,77 @@ def test_benchmark_runs_at_its_smoke_size(name: str, smoke_runs: dict[str, Futur
         assert re.search(rf"^(PASS|FAIL): {re.escape(verdict)}: ", output, re.M), (
             f"bench.{name} printed no verdict {verdict!r}:\n{output[-3000:]}"
         )
+
+
+GUARD_FACTOR = 2.0
+"""A hot path fails the smoke run when its figure is more than this many times the
+figure recorded for it in docs/benchmarks.md (issue 20's regression guard)."""
+GUARD_HEADING = "## Regression guard"
+
+
+@dataclass(frozen=True)
+class Guard:
+    bench: str
+    label: str
+    recorded: float
+    commit: str
+
+
+def recorded_guards(text: str) -> list[Guard]:
+    """The rows of the regression guard's table in docs/benchmarks.md:
+    ``| bench | figure label | recorded ratio | commit | ... |``."""
+    if GUARD_HEADING not in text:
+        return []
+    section = text.split(GUARD_HEADING, 1)[1].split("\n## ", 1)[0]
+    guards = []
+    for line in section.splitlines():
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 4 and re.fullmatch(r"\d+(\.\d+)?", cells[2]):
+            guards.append(Guard(cells[0], cells[1], float(cells[2]), cells[3]))
+    return guards
+
+
+GUARDS = recorded_guards((ROOT / "docs" / "benchmarks.md").read_text())
+
+
+def test_the_hot_paths_have_recorded_guard_figures() -> None:
+    assert {g.bench for g in GUARDS} >= {"bus_overhead"}, (
+        f"docs/benchmarks.md: no '{GUARD_HEADING}' rows for bus_overhead; record the "
+        "smoke-size figures with their commit there"
+    )
+    for guard in GUARDS:
+        assert guard.bench in BENCHES, f"docs/benchmarks.md guards an unknown bench {guard.bench}"
+        assert guard.label in BENCHES[guard.bench].figures, (
+            f"bench.{guard.bench}: add {guard.label!r} to its expected figures"
+        )
+
+
+@pytest.mark.parametrize("guard", GUARDS, ids=[f"{g.bench}: {g.label}" for g in GUARDS])
+def test_a_hot_path_costs_at_most_twice_its_recorded_ratio(
+    guard: Guard, smoke_runs: dict[str, Future[str]]
+) -> None:
+    """A ratio of two figures measured in the same smoke run (never a wall time),
+    against the same ratio recorded with its commit."""
+    output = smoke_runs[guard.bench].result()
+    value = figure(output, guard.label)
+    assert value is not None, f"bench.{guard.bench} printed no figure {guard.label!r}"
+    assert value <= GUARD_FACTOR * guard.recorded, (
+        f"bench.{guard.bench}: {guard.label} is {value:.2f}x, more than "
+        f"{GUARD_FACTOR:g} times the {guard.recorded:.2f}x recorded at {guard.commit} "
+        "(docs/benchmarks.md, Regression guard): find what made the step slower, or "
+        "record the new figure there with its commit if the cost is meant"
+    )
+
+
+def test_the_guard_reads_the_recorded_table() -> None:
+    text = (
+        "## Regression guard\n\n| bench | figure | recorded | commit | date |\n"
+        "|---|---|---|---|---|\n| bus_overhead | `LLM step CPU, services / pure step` "
+        "| 12.5 | abc1234 | 2026-11-25 |\n\n## Next\n| x | y | 3.0 | z |\n"
+    )
+    assert recorded_guards(text) == [
+        Guard("bus_overhead", "LLM step CPU, services / pure step", 12.5, "abc1234")
+    ]
 
 
 def figure(output: str, label: str) -> float | None:

@@ -6,7 +6,7 @@ No I/O, no clock, no randomness. An event that does not fit the state raises
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import singledispatch
 from typing import Any
 
@@ -67,7 +67,7 @@ def fold(state: AgentState, event: Event) -> AgentState:
     """Apply one event to the state and return the new state."""
     if event.run_id != state.run_id:
         raise WrongRun(f"event {event.event_id} of run {event.run_id} applied to {state.run_id}")
-    changes = _apply(event, state)
+    changes = _handler(type(event))(event, state)
     pending = changes.get("pending_task_id", state.pending_task_id)
     if pending != state.pending_task_id:  # a new task: its deadline counts from now
         changes["pending_since"] = event.ts if pending is not None else None
@@ -89,6 +89,25 @@ def fold_all(events: Iterable[Event], state: AgentState | None = None) -> AgentS
     if state is None:
         raise InvalidTransition("cannot rebuild a run from an empty log")
     return state
+
+
+Handler = Callable[[Any, AgentState], dict[str, Any]]
+_handlers: dict[type, Handler] = {}
+_registered = 0
+
+
+def _handler(kind: type) -> Handler:
+    """The ``_apply`` branch for an event class, from a plain dict: ``singledispatch``'s
+    own call (a weak-keyed cache lookup and a wrapper per event) was a tenth of the
+    fold. The dict is dropped whenever a branch is registered."""
+    global _registered
+    if len(_apply.registry) != _registered:
+        _handlers.clear()
+        _registered = len(_apply.registry)
+    found = _handlers.get(kind)
+    if found is None:
+        found = _handlers[kind] = _apply.dispatch(kind)
+    return found
 
 
 def _expect(state: AgentState, event: EventBase, *phases: Phase) -> None:

@@ -67,6 +67,25 @@ def event_from_dict(data: dict[str, Any], *, where: str = "") -> Event:
         raise CorruptEvent(f"{where or 'event'}: {_first_errors(exc)}") from None
 
 
+_validate_event_json = EVENT_ADAPTER.validator.validate_json
+
+
+def event_from_stored(fields: Mapping[Any, Any]) -> Event | None:
+    """The fast way for stream entries (bytes keys, as the clients read them): an event
+    at its current version, validated straight from its JSON; None for anything else
+    (no ``event`` field, an older version, a bad one), which ``event_from_fields``
+    then upcasts or names with where it was. Validation is the same, only without
+    the error's wording prepared for every entry."""
+    raw = fields.get(b"event")
+    if raw is None:
+        return None
+    try:
+        event: Event = _validate_event_json(raw)
+    except ValidationError:
+        return None
+    return event
+
+
 def event_to_fields(event: Event) -> dict[str, bytes | str]:
     return {TYPE_FIELD: event.type, EVENT_FIELD: event_to_json(event)}
 
@@ -160,6 +179,7 @@ __all__ = [
     "ContReActEventError",
     "event_from_fields",
     "event_from_json",
+    "event_from_stored",
     "event_to_fields",
     "event_to_json",
     "message_from_fields",
