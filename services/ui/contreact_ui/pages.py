@@ -146,7 +146,7 @@ def error_response(request: Request, status: int, message: str) -> Response:
     path = request.url.path
     if path.endswith(".json"):
         return JSONResponse({"detail": message}, status_code=status)
-    if path.endswith((".jsonl", ".csv", ".yaml")):
+    if path.endswith((".jsonl", ".csv", ".yaml", ".zip")):
         return PlainTextResponse(f"{message}\n", status_code=status)
     return HTMLResponse(renderer(request).error(status, message), status_code=status)
 

@@ -11,12 +11,23 @@ and serve another.
 * ``downloads``: a run's log, its seed-003 export, its metrics as CSV;
 * ``compare``: runs or models side by side, with the paper's tables;
 * ``composer``: the config composer and its YAML download;
+* ``experiment``: an experiment's design, replicas and downloads;
+* ``search``: the agents' texts in every run, by keyword or meaning;
 * ``service``: health, the live-update stream, plotly.js.
 """
 
 from fastapi import APIRouter
 
-from contreact_ui.routes import compare, composer, downloads, run, runs, service
+from contreact_ui.routes import (
+    compare,
+    composer,
+    downloads,
+    experiment,
+    run,
+    runs,
+    search,
+    service,
+)
 
 ROUTERS: tuple[APIRouter, ...] = (
     runs.router,
@@ -24,5 +35,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     downloads.router,
     compare.router,
     composer.router,
+    experiment.router,
+    search.router,
     service.router,
 )
