@@ -98,7 +98,13 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE TABLE IF NOT EXISTS texts (
   run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL,
-  cycle INTEGER NOT NULL, text TEXT NOT NULL, folded TEXT NOT NULL, vector BLOB,
+  cycle INTEGER NOT NULL, text TEXT NOT NULL, vector BLOB,
+  PRIMARY KEY (run_id, seq, kind, label)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS texts_kind ON texts (kind, run_id);
+CREATE TABLE IF NOT EXISTS text_folds (
+  run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL,
+  folded TEXT NOT NULL,
   PRIMARY KEY (run_id, seq, kind, label)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS snapshots (
@@ -117,6 +123,7 @@ TABLES = (
     "events",
     "snapshots",
     "texts",
+    "text_folds",
 )
 
 
@@ -342,7 +349,7 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str) -> None:
         [(run_id, s.seq, s.cycle, s.state) for s in delta.snapshots],
     )
     conn.executemany(
-        "INSERT OR REPLACE INTO texts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO texts VALUES (?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 run_id,
@@ -351,11 +358,14 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str) -> None:
                 t.label,
                 t.cycle,
                 t.text,
-                fold_case(t.text),
                 vector_bytes(t.vector) if t.vector is not None else None,
             )
             for t in delta.texts
         ],
+    )
+    conn.executemany(  # keyword search scans these alone (a text again: the same fold)
+        "INSERT OR IGNORE INTO text_folds VALUES (?, ?, ?, ?, ?)",
+        [(run_id, t.seq, t.kind, t.label, fold_case(t.text)) for t in delta.texts],
     )
 
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request
 
 from contreact_events.diversity.search_texts import TextKind
-from contreact_ui.deps import Conn, RunIdItem
+from contreact_ui.deps import Conn
 from contreact_ui.page_models import SearchFilters, SearchPage
 from contreact_ui.pages import Pages
 from contreact_ui.semantic import TextEmbedder
@@ -33,7 +33,7 @@ def search(
     q: Annotated[str, Query(max_length=500, description="the words to look for")] = "",
     mode: Literal["keyword", "semantic"] = "keyword",
     kind: Annotated[list[TextKind] | None, Query(description="only these kinds of text")] = None,
-    run: RunIdItem | None = None,
+    run: Annotated[str | None, Query(max_length=128, description="only this run")] = None,
     experiment: Annotated[str | None, Query(max_length=128)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> SearchPage:

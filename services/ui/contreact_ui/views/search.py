@@ -39,8 +39,9 @@ def search_page(
     if unknown:
         raise BadQuery(f"kind={unknown[0]!r}: search {', '.join(KINDS)} (or leave it out)")
     where, args = _scope(filters)
-    runs, searched = conn.execute(
-        f"SELECT count(DISTINCT run_id), count(*) FROM texts t {where}", args
+    runs, searched = conn.execute(  # from the index texts_kind, not the texts
+        f"SELECT count(DISTINCT run_id), count(*) FROM texts t INDEXED BY texts_kind {where}",
+        args,
     ).fetchone()
     if not filters.q.strip():
         hits: list[SearchHit] = []
@@ -75,34 +76,38 @@ def _scope(filters: SearchFilters) -> tuple[str, list[Any]]:
 def _keyword(
     conn: sqlite3.Connection, filters: SearchFilters, where: str, args: list[Any]
 ) -> tuple[list[SearchHit], int]:
+    """The folded copies (``text_folds``, narrow rows) are scanned; the texts are read
+    for the page's hits alone."""
     clause = f"{where} AND" if where else "WHERE"
     clause += " instr(t.folded, ?) > 0"
     args = [*args, fold_case(filters.q)]
-    total = conn.execute(f"SELECT count(*) FROM texts t {clause}", args).fetchone()[0]
-    rows = conn.execute(
-        f"SELECT run_id, seq, cycle, kind, label, text FROM texts t {clause} "
-        "ORDER BY run_id, seq, kind LIMIT ?",
-        [*args, filters.limit],
+    found = conn.execute(
+        f"SELECT run_id, seq, kind, label FROM text_folds t {clause} ORDER BY run_id, seq, kind",
+        args,
     ).fetchall()
     hits = []
-    for r in rows:
-        found = keyword_match(r["text"], filters.q, context=SNIPPET_CHARS)
-        if found is None:  # cannot happen: the folded copy matched
+    for key in found[: filters.limit]:
+        r = conn.execute(
+            "SELECT cycle, text FROM texts WHERE run_id = ? AND seq = ? AND kind = ? AND label = ?",
+            tuple(key),
+        ).fetchone()
+        match = keyword_match(r["text"], filters.q, context=SNIPPET_CHARS)
+        if match is None:  # cannot happen: the folded copy matched
             continue
         hits.append(
             SearchHit(
-                run_id=r["run_id"],
+                run_id=key["run_id"],
                 cycle=r["cycle"],
-                seq=r["seq"],
-                kind=r["kind"],
-                label=r["label"],
-                before=found.before,
-                match=found.match,
-                after=found.after,
+                seq=key["seq"],
+                kind=key["kind"],
+                label=key["label"],
+                before=match.before,
+                match=match.match,
+                after=match.after,
                 score=None,
             )
         )
-    return hits, total
+    return hits, len(found)
 
 
 def _semantic(
