@@ -25,6 +25,7 @@ from contreact_ui.app import create_app
 from contreact_ui.rebuild import rebuild
 from contreact_ui.semantic import TextEmbedder
 from contreact_ui.settings import UISettings
+from contreact_ui.text import display
 from tests.support import hostile
 from tests.support.experiment_runs import NEEDLE, ToyModel, experiment_logs, run_log
 
@@ -226,6 +227,7 @@ def test_runs_filter_by_model_status_and_date(client: TestClient) -> None:
     assert get(client, "/runs.json?until=2000-01-01")["total"] == 0
     get(client, "/runs.json?sort=payload", 422)  # not a column: never SQL
     get(client, "/runs.json?since=yesterday", 422)
+    assert get(client, "/runs.json?since=&until=&model=")["total"] == 7  # an empty form
     html = get(client, "/runs?sort=cycle&order=desc").text
     assert 'aria-sort="descending"' in html and "sort=cycle&amp;order=asc" in html
     assert f'<a href="/experiments/{EXP}">{EXP}</a>' in html
@@ -246,6 +248,7 @@ def test_the_composer_opens_with_a_runs_config(client: TestClient, data_dir: Pat
     composed["run_id"] = run_id
     original = get(client, f"/runs/{run_id}/events/1.json")["payload"]["config"]
     assert changed_settings(parse_run_config(original), parse_run_config(composed)) == {}
+    assert all(display(v) == v for v in values.values())  # a page shows them unchanged
     html = get(client, f"/compose?from={run_id}").text
     assert 'id="started-from"' in html and 'id="yaml-preview"' in html
     assert_inert(html)

@@ -1,11 +1,14 @@
 """The composer opened on an existing run ("start from a run"): the run's config as
 submitted (its ``RunRequested``), as the form's values. Pure.
 
-Every setting lands somewhere: in its own field when the form has one (deadlines
-and limits included), else as a ``key=value`` line of "More settings", the syntax of
-``fork --set`` (``contreact_events.config.overrides``). Settings at their default
-are left out of those lines, so the form shows what the run chose. The run id is
-left empty: the new run needs its own (``contreact run`` makes one)."""
+Every setting lands somewhere: in its own field when the form has one (deadlines and
+limits included), else as a ``key=value`` line of "More settings", the syntax of
+``fork --set`` (``contreact_events.config.overrides``). Settings at their default are
+left out of those lines, so the form shows what the run chose. Every value is in a
+form a page shows unchanged (``text.display`` neutralizes control and bidi
+characters: a value holding them goes in a line, escaped), so the form sends the
+config back as it was. The run id is left empty: the new run needs its own
+(``contreact run`` makes one)."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import yaml
 from contreact_events.config import RunConfig
 from contreact_events.config.overrides import setting_paths
 from contreact_ui.config_composer import COMPOSERS, SETTINGS, SUBMITTED, FormField
+from contreact_ui.text import display
 
 LEFT_OUT = frozenset({"run_id"})
 """Settings a new run does not take over."""
@@ -54,8 +58,10 @@ def run_form_values(config: RunConfig) -> dict[str, str]:
 
 def setting_line(key: str, value: Any) -> str:
     """``key=value`` on one line: the value as JSON, which YAML reads as it is (a text
-    with line breaks or quotes stays one line, escaped)."""
-    return f"{key}={json.dumps(value, ensure_ascii=False)}"
+    with line breaks or quotes stays one line, escaped; with characters a page would
+    neutralize, control or bidi, as ``\\u`` escapes, so the form sends them back)."""
+    line = f"{key}={json.dumps(value, ensure_ascii=False)}"
+    return line if display(line) == line else f"{key}={json.dumps(value)}"
 
 
 def _shown(field: FormField, value: Any) -> str | None:
@@ -65,12 +71,16 @@ def _shown(field: FormField, value: Any) -> str | None:
     if value is None:  # empty: the default, unless null means more (a cap switched off)
         return None if field.name.startswith("limits.") else ""
     if field.kind == "textarea":
-        return yaml.safe_dump(value, sort_keys=False, allow_unicode=True)
+        text = yaml.safe_dump(value, sort_keys=False, allow_unicode=True)
+        if display(text) != text:  # escaped: ASCII, which a page shows as it is
+            text = yaml.safe_dump(value, sort_keys=False, allow_unicode=False)
+        return text
     if field.kind == "select" and str(value) not in field.options:
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    shown = str(value)
+    return shown if display(shown) == shown else None  # a page would change it: a line
 
 
 def _get(data: Mapping[str, Any], path: tuple[str, ...]) -> Any:

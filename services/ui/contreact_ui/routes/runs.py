@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import RedirectResponse
+from pydantic import BeforeValidator
 
 from contreact_ui.deps import MAX_POSITION, Conn
 from contreact_ui.models import RunFilters, RunSort, RunsPage
@@ -14,6 +15,9 @@ from contreact_ui.pages import Pages
 from contreact_ui.views.runs import runs_page
 
 router = APIRouter()
+
+Day = Annotated[date | None, BeforeValidator(lambda value: value or None)]
+"""A day, or nothing: the form sends an empty field as ``since=``."""
 pages = Pages(router)
 
 
@@ -32,8 +36,8 @@ def runs(
     backend: str | None = None,
     experiment: str | None = None,
     q: Annotated[str | None, Query(description="part of the run id")] = None,
-    since: Annotated[date | None, Query(description="created on or after (UTC day)")] = None,
-    until: Annotated[date | None, Query(description="created on or before (UTC day)")] = None,
+    since: Annotated[Day, Query(description="created on or after (UTC day)")] = None,
+    until: Annotated[Day, Query(description="created on or before (UTC day)")] = None,
     sort: Annotated[RunSort, Query(description="the column to order by")] = "created_at",
     order: Literal["asc", "desc"] = "desc",
     limit: Annotated[int, Query(ge=1, le=5000)] = 1000,
