@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +112,10 @@ def main(argv: list[str] | None = None) -> None:
             f"{replicas} replicas of an experiment, one run of {LONG_CYCLES} cycles "
             f"({long_events} events), as archive files"
         )
+        started = time.perf_counter()
         report = asyncio.run(rebuild(data / "ui.db", None, archive))
         assert not report.problems, report.problems
+        row("rebuild the projections (search index included)", time.perf_counter() - started, "s")
         app = create_app(UISettings(data_dir=data, redis_url="redis://unused"))
         app.state.embedder = TextEmbedder(ToyModel())
         client = TestClient(app)

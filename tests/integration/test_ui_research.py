@@ -9,10 +9,12 @@ import asyncio
 import csv
 import io
 import json
+import sqlite3
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import yaml
@@ -21,6 +23,7 @@ from fastapi.testclient import TestClient
 from contreact_bus.archive import write_archive
 from contreact_events.config import parse_run_config
 from contreact_events.config.overrides import changed_settings
+from contreact_events.diversity.search_texts import keyword_match
 from contreact_ui.app import create_app
 from contreact_ui.rebuild import rebuild
 from contreact_ui.semantic import TextEmbedder
@@ -185,6 +188,35 @@ def test_search_is_literal_scoped_and_inert(client: TestClient) -> None:
         html = get(client, f"/search?q={q}").text
         assert "<mark>" in html, q
         assert_inert(html)
+
+
+@pytest.mark.parametrize(
+    "q",
+    [
+        '"javascript:window',  # a quote: an FTS5 string delimiter, taken as a character
+        "tides OR zebracorn",  # not an FTS5 operator
+        "NEAR(tides cycle)",
+        "tides*",
+        "^tides",
+        "-1",
+        '"',  # shorter than a trigram: scanned
+        "rE",
+        "CYCLE 1",
+        "straße",
+        "<svg",
+    ],
+)
+def test_keyword_search_finds_exactly_the_texts_that_hold_the_words(
+    client: TestClient, data_dir: Path, q: str
+) -> None:
+    """Through the trigram index or the scan, the same texts as matching every text
+    one by one in Python."""
+    with sqlite3.connect(data_dir / "ui.db") as conn:
+        rows = conn.execute("SELECT run_id, seq, kind, label, text FROM texts").fetchall()
+    expected = {(r[0], r[1], r[2], r[3]) for r in rows if keyword_match(r[4], q)}
+    page = get(client, "/search.json?" + urlencode({"q": q, "limit": 500}))
+    assert page["total"] == len(expected), q
+    assert {(h["run_id"], h["seq"], h["kind"], h["label"]) for h in page["hits"]} <= expected
 
 
 def test_semantic_search_ranks_by_meaning(client: TestClient) -> None:

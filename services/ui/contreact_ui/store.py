@@ -103,10 +103,14 @@ CREATE TABLE IF NOT EXISTS texts (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS texts_kind ON texts (kind, run_id);
 CREATE TABLE IF NOT EXISTS text_folds (
+  id INTEGER PRIMARY KEY,
   run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL,
   folded TEXT NOT NULL,
-  PRIMARY KEY (run_id, seq, kind, label)
-) WITHOUT ROWID;
+  UNIQUE (run_id, seq, kind, label)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS text_index USING fts5(
+  folded, content='', tokenize='trigram'
+);
 CREATE TABLE IF NOT EXISTS snapshots (
   run_id TEXT NOT NULL, seq INTEGER NOT NULL, cycle INTEGER NOT NULL, state BLOB NOT NULL,
   PRIMARY KEY (run_id, seq)
@@ -124,6 +128,7 @@ TABLES = (
     "snapshots",
     "texts",
     "text_folds",
+    "text_index",
 )
 
 
@@ -363,10 +368,17 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str) -> None:
             for t in delta.texts
         ],
     )
-    conn.executemany(  # keyword search scans these alone (a text again: the same fold)
-        "INSERT OR IGNORE INTO text_folds VALUES (?, ?, ?, ?, ?)",
-        [(run_id, t.seq, t.kind, t.label, fold_case(t.text)) for t in delta.texts],
-    )
+    for t in delta.texts:  # a text seen before (a reflection again, with its vector): kept
+        folded = fold_case(t.text)
+        cursor = conn.execute(
+            "INSERT OR IGNORE INTO text_folds (run_id, seq, kind, label, folded) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (run_id, t.seq, t.kind, t.label, folded),
+        )
+        if cursor.rowcount == 1:
+            conn.execute(
+                "INSERT INTO text_index (rowid, folded) VALUES (?, ?)", (cursor.lastrowid, folded)
+            )
 
 
 def vector_bytes(vector: tuple[float, ...]) -> bytes:

@@ -2,8 +2,10 @@
 and replies, tool outputs (the ``texts`` table, which the projector fills with
 ``contreact_events.diversity.search_texts``, as ``contreact search`` reads them).
 
-Keyword: the query is a literal text, case folded, found with SQLite's ``instr`` in
-the folded copy of each text (never a pattern: no regex, no LIKE wildcards).
+Keyword: the query is a literal text, case folded, looked up in the trigram index of
+the folded copies (SQLite FTS5, the query one quoted string) or, shorter than three
+characters, found with ``instr`` in each; every hit shown is matched again in Python.
+Never a pattern: no regex, no LIKE wildcards, no FTS operators.
 Semantic: the query embedded with the embedder's model (as ``contreact search``
 does), ranked against the vectors the logs hold (reflections) and the others embedded
 here on demand (``semantic.py`` keeps them for the next query).
@@ -29,6 +31,8 @@ from contreact_ui.page_models import SearchFilters, SearchHit, SearchPage
 from contreact_ui.semantic import TextEmbedder, Vector
 
 SNIPPET_CHARS = 80
+TRIGRAM = 3
+"""The index finds texts by their three-character pieces: shorter queries scan."""
 SEMANTIC_PREVIEW_CHARS = 240
 
 
@@ -76,13 +80,23 @@ def _scope(filters: SearchFilters) -> tuple[str, list[Any]]:
 def _keyword(
     conn: sqlite3.Connection, filters: SearchFilters, where: str, args: list[Any]
 ) -> tuple[list[SearchHit], int]:
-    """The folded copies (``text_folds``, narrow rows) are scanned; the texts are read
-    for the page's hits alone."""
-    clause = f"{where} AND" if where else "WHERE"
-    clause += " instr(t.folded, ?) > 0"
-    args = [*args, fold_case(filters.q)]
+    """The folded copies are found through their trigram index (``text_index``, FTS5),
+    or scanned for a query shorter than a trigram; the texts are read for the page's
+    hits alone, and each is matched again exactly (``keyword_match``)."""
+    folded = fold_case(filters.q)
+    if len(folded) >= TRIGRAM:  # the index: the texts that hold every trigram in order
+        source = "text_folds t"  # IN: the index is asked once, not once per row
+        clause = f"{where} AND" if where else "WHERE"
+        clause += " t.id IN (SELECT rowid FROM text_index WHERE text_index MATCH ?)"
+        args = [*args, fts_phrase(folded)]
+    else:  # too short for the index: every folded copy is scanned
+        source = "text_folds t"
+        clause = f"{where} AND" if where else "WHERE"
+        clause += " instr(t.folded, ?) > 0"
+        args = [*args, folded]
     found = conn.execute(
-        f"SELECT run_id, seq, kind, label FROM text_folds t {clause} ORDER BY run_id, seq, kind",
+        f"SELECT t.run_id, t.seq, t.kind, t.label FROM {source} {clause} "
+        "ORDER BY t.run_id, t.seq, t.kind",
         args,
     ).fetchall()
     hits = []
@@ -108,6 +122,12 @@ def _keyword(
             )
         )
     return hits, len(found)
+
+
+def fts_phrase(text: str) -> str:
+    """``text`` as one FTS5 string: in double quotes, a quote doubled; nothing in it is
+    an operator or a pattern."""
+    return '"' + text.replace('"', '""') + '"'
 
 
 def _semantic(
