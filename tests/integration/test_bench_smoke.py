@@ -78,6 +78,10 @@ BENCHES: dict[str, Expected] = {
         ("run page, 50 cycles (HTML)", "runs list, 1,000 runs (JSON)"),
         ("run page of a 50-cycle run", "projection rebuild of 1,000 runs"),
     ),
+    "ui_pages": Expected(
+        ("framework floor: /health.json", "18 replicas: experiment page"),
+        ("search over 12 runs", "experiment page of 18 replicas"),
+    ),
     "experiment_scaling": Expected(("3 runs as one experiment",), ("3 runs",)),
     "model_swaps": Expected(("model_aware: makespan", "lower bound"), ("model swaps",)),
     "assessment_matrix": Expected(("makespan", "lower bound"), ("assessment matrix",)),

@@ -30,8 +30,10 @@ from contreact_ui.app import create_app
 from contreact_ui.follower import Notifier
 from contreact_ui.rebuild import rebuild
 from contreact_ui.routes.service import changes
+from contreact_ui.semantic import TextEmbedder
 from contreact_ui.settings import UISettings
 from tests.support import hostile
+from tests.support.experiment_runs import ToyModel
 from tests.support.sim import Sim, make_config
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -73,7 +75,9 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def app(data_dir: Path) -> FastAPI:
-    return create_app(UISettings(data_dir=data_dir, redis_url="redis://127.0.0.1:1/0"))
+    app = create_app(UISettings(data_dir=data_dir, redis_url="redis://127.0.0.1:1/0"))
+    app.state.embedder = TextEmbedder(ToyModel())  # semantic search without loading a model
+    return app
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +161,7 @@ def concrete_paths(app: FastAPI) -> list[str]:
         if not path or path.startswith("/openapi"):
             continue
         path = path.replace("{run_id}", "fixture-completed").replace("{seq}", "2")
-        paths.append(path.replace("{experiment}", "hostile-exp"))
+        paths.append(path.replace("{experiment}", "hostile-exp").replace("{name}", "hostile-exp"))
     return paths
 
 

@@ -13,6 +13,7 @@ from contreact_cli.output import out, print_json, warn
 from contreact_cli.run_records import load_state, skipped_line
 from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
+from contreact_events.diversity.search_texts import KINDS
 
 SEARCH_SKIPS = (
     "Without --run, a run whose log cannot be read (a quarantined run) is left out and "
@@ -45,13 +46,25 @@ def register(sub: Any) -> None:
         sub,
         "search",
         cmd_search,
-        "semantic search over reflections and accepted paragraphs",
+        "search the runs' reflections, memory values, operator messages and tool outputs, "
+        "by meaning (default) or --keyword",
         listing=True,
         epilog=SEARCH_SKIPS,
     )
     p.add_argument("text", type=text)
     p.add_argument("--k", type=bounded_int(1, 100), default=5, help="how many results (default 5)")
     p.add_argument("--run", type=run_id, help="only this run")
+    p.add_argument(
+        "--keyword",
+        action="store_true",
+        help="the words as written, in any case (no pattern), instead of by meaning",
+    )
+    p.add_argument(
+        "--kind",
+        action="append",
+        choices=KINDS,
+        help="only texts of this kind (repeat for several; default: all)",
+    )
 
 
 def cmd_similarity(args: argparse.Namespace, settings: CLISettings) -> int:
@@ -95,18 +108,23 @@ def cmd_corpus(args: argparse.Namespace, settings: CLISettings) -> int:
 def cmd_search(args: argparse.Namespace, settings: CLISettings) -> int:
     from contreact_cli import corpus_queries
 
-    hits, skipped = asyncio.run(corpus_queries.search(settings, args.text, args.k, args.run))
+    hits, skipped = asyncio.run(
+        corpus_queries.search(
+            settings, args.text, args.k, args.run, keyword=args.keyword, kinds=args.kind or ()
+        )
+    )
     for member, reason in skipped.items():
         warn(skipped_line(member, reason))
     if args.json:
         print_json(hits)
         return 0
     if not hits:
-        out("nothing to search: no embedded reflections or paragraphs yet")
+        out("nothing found" if args.keyword else "nothing to search: no texts yet")
     for hit in hits:
         kind = safe(hit["kind"], 80, one_line=True)
+        score = "" if hit["score"] is None else f"{hit['score']:.3f}  "
         out(
-            f"{hit['score']:.3f}  {hit['run_id']} cycle {hit['cycle']} {kind}: "
+            f"{score}{hit['run_id']} cycle {hit['cycle']} {kind}: "
             f"{safe(hit['text'], 120, one_line=True)}"
         )
     return 0

@@ -20,6 +20,7 @@ import yaml
 
 from contreact_events.config import RunConfig, parse_run_config
 from contreact_events.config.experiment import expand, parse_experiment
+from contreact_events.config.overrides import parse_assignments
 from contreact_events.config.strict_yaml import load_yaml
 from contreact_events.exceptions import ConfigError
 
@@ -27,6 +28,9 @@ FieldKind = Literal["text", "int", "float", "select", "checkbox", "textarea"]
 SUBMITTED = "submitted"
 """Hidden form field: set when the form was sent (an unticked box then means false)."""
 PLACEHOLDER_RUN_ID = "composed-run"
+SETTINGS = "settings"
+"""The form field of ``key=value`` lines (``contreact_events.config.overrides``): any
+setting the other fields do not show."""
 
 
 @dataclass(frozen=True)
@@ -178,11 +182,69 @@ OPTION_FIELDS: tuple[FormField, ...] = (
     ),
     FormField("tools.search_memory", "search_memory tool", "checkbox", group="Diversity"),
     FormField(
+        "deadlines.check_s", "Model check (s)", "float", group="Deadlines", help="default 120"
+    ),
+    FormField(
+        "deadlines.llm_s",
+        "LLM call (s)",
+        "float",
+        group="Deadlines",
+        help="default: 3 x the Ollama timeout + 60, else 1800",
+    ),
+    FormField(
+        "deadlines.memory_s", "Memory call (s)", "float", group="Deadlines", help="default 60"
+    ),
+    FormField("deadlines.embed_s", "Embedding (s)", "float", group="Deadlines", help="default 300"),
+    FormField("deadlines.retries", "Retries", "int", group="Deadlines", help="default 2"),
+    FormField(
+        "limits.memory_value_chars",
+        "Memory value (chars)",
+        "int",
+        group="Limits",
+        help="default 20000 (null in More settings: no cap)",
+    ),
+    FormField(
+        "limits.tool_argument_chars",
+        "Tool argument (chars)",
+        "int",
+        group="Limits",
+        help="default 4000",
+    ),
+    FormField(
+        "limits.tool_output_chars",
+        "Tool output (chars)",
+        "int",
+        group="Limits",
+        help="default 20000",
+    ),
+    FormField(
+        "limits.llm_content_chars",
+        "LLM answer (chars)",
+        "int",
+        group="Limits",
+        help="default 50000",
+    ),
+    FormField(
+        "limits.cut_arguments_in_history",
+        "Cut long arguments in later prompts",
+        "checkbox",
+        default="on",
+        group="Limits",
+    ),
+    FormField(
         "script",
         "Script (scripted backend)",
         "textarea",
         group="Script",
         help="YAML: a list of replies ({content, tool_calls}) or {replies, repeat}",
+    ),
+    FormField(
+        SETTINGS,
+        "More settings",
+        "textarea",
+        group="More settings",
+        help="key=value, one a line, as `fork --set` takes them (e.g. "
+        "ollama_client_config.timeout_s=600, limits.tool_output_chars=null)",
     ),
 )
 """The run options: the same for a run and for every model of an experiment."""
@@ -203,6 +265,11 @@ def build_values(fields: tuple[FormField, ...], values: Mapping[str, str]) -> di
         if not raw:
             continue
         value: Any = raw
+        if field.name == SETTINGS:
+            lines = [line for line in raw.splitlines() if line.strip() and not line.startswith("#")]
+            for assignment in parse_assignments(lines, option="More settings:"):
+                _set(data, assignment.path, assignment.value)
+            continue
         if field.kind == "int":
             value = _number(field, raw, int)
         elif field.kind == "float":

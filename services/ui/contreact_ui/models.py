@@ -14,7 +14,7 @@ stored values through a ``TypeAdapter`` (which validates), not their constructor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -71,6 +71,23 @@ class RunRow(RunFields):
     projection_error: str | None
 
 
+RunSort = Literal[
+    "run_id",
+    "status",
+    "model",
+    "backend",
+    "experiment",
+    "cycle",
+    "step",
+    "llm_calls",
+    "tokens",
+    "memory_keys",
+    "created_at",
+    "updated_at",
+]
+"""What the runs list can be ordered by: each of its columns."""
+
+
 class RunFilters(_Model):
     status: str | None = None
     model: str | None = None
@@ -78,6 +95,13 @@ class RunFilters(_Model):
     experiment: str | None = None
     q: str | None = None
     """Substring of the run id."""
+    since: date | None = None
+    """Runs created on or after this day (UTC)."""
+    until: date | None = None
+    """Runs created on or before this day (UTC)."""
+    sort: RunSort = "created_at"
+    """The column the runs are ordered by (any column of the table)."""
+    order: Literal["asc", "desc"] = "desc"
     limit: int = 1000
     offset: int = 0
 
@@ -404,6 +428,8 @@ class ComposePage(_Model):
     download: str | None
     """URL of the composed YAML as a download (a GET: nothing is stored)."""
     filename: str
+    started_from: str | None = None
+    """The run whose config the form opened with (``/compose?from=RUN``)."""
 
 
 class Health(_Model):

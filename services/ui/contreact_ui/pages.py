@@ -148,7 +148,7 @@ def error_response(request: Request, status: int, message: str) -> Response:
     path = request.url.path
     if path.endswith(".json"):
         return JSONResponse({"detail": message}, status_code=status)
-    if path.endswith((".jsonl", ".csv", ".yaml")) or path.startswith("/static/"):
+    if path.endswith((".jsonl", ".csv", ".yaml", ".zip")) or path.startswith("/static/"):
         return PlainTextResponse(f"{message}\n", status_code=status)
     return HTMLResponse(renderer(request).error(status, message), status_code=status)
 

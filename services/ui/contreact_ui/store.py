@@ -18,9 +18,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
 from contreact_events.catalog.cycle import CycleMetrics
+from contreact_events.diversity.search_texts import fold_case
 from contreact_ui.exceptions import ProjectionVersionMismatch
 from contreact_ui.read_models import PROJECTION_VERSION, Delta, RunSummary
 
@@ -94,6 +96,21 @@ CREATE TABLE IF NOT EXISTS events (
   ts TEXT NOT NULL, cycle INTEGER NOT NULL, task_key TEXT, payload BLOB NOT NULL,
   PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS texts (
+  run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL,
+  cycle INTEGER NOT NULL, text TEXT NOT NULL, vector BLOB,
+  PRIMARY KEY (run_id, seq, kind, label)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS texts_kind ON texts (kind, run_id);
+CREATE TABLE IF NOT EXISTS text_folds (
+  id INTEGER PRIMARY KEY,
+  run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL,
+  folded TEXT NOT NULL,
+  UNIQUE (run_id, seq, kind, label)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS text_index USING fts5(
+  folded, content='', tokenize='trigram'
+);
 CREATE TABLE IF NOT EXISTS snapshots (
   run_id TEXT NOT NULL, seq INTEGER NOT NULL, cycle INTEGER NOT NULL, state BLOB NOT NULL,
   PRIMARY KEY (run_id, seq)
@@ -109,6 +126,9 @@ TABLES = (
     "attempts",
     "events",
     "snapshots",
+    "texts",
+    "text_folds",
+    "text_index",
 )
 
 
@@ -333,6 +353,37 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str) -> None:
         "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?)",
         [(run_id, s.seq, s.cycle, s.state) for s in delta.snapshots],
     )
+    conn.executemany(
+        "INSERT OR REPLACE INTO texts VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                run_id,
+                t.seq,
+                t.kind,
+                t.label,
+                t.cycle,
+                t.text,
+                vector_bytes(t.vector) if t.vector is not None else None,
+            )
+            for t in delta.texts
+        ],
+    )
+    for t in delta.texts:  # a text seen before (a reflection again, with its vector): kept
+        folded = fold_case(t.text)
+        cursor = conn.execute(
+            "INSERT OR IGNORE INTO text_folds (run_id, seq, kind, label, folded) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (run_id, t.seq, t.kind, t.label, folded),
+        )
+        if cursor.rowcount == 1:
+            conn.execute(
+                "INSERT INTO text_index (rowid, folded) VALUES (?, ?)", (cursor.lastrowid, folded)
+            )
+
+
+def vector_bytes(vector: tuple[float, ...]) -> bytes:
+    """A logged embedding as stored: little-endian float32 (numpy reads it back)."""
+    return np.asarray(vector, dtype="<f4").tobytes()
 
 
 def _json_counts(counts: dict[str, int]) -> str:

@@ -15,9 +15,10 @@ from typing import Literal, NamedTuple
 
 from contreact_events.catalog import Event
 from contreact_events.catalog.cycle import CycleMetrics
+from contreact_events.diversity.search_texts import SearchText
 from contreact_ui.models import CycleView, OperatorExchange, RegenerationAttempt, RunFields
 
-PROJECTION_VERSION = 1
+PROJECTION_VERSION = 2
 """Raise this whenever a table's shape or meaning changes: the store then rebuilds."""
 
 ChangeKind = Literal["added", "changed", "deleted"]
@@ -162,6 +163,8 @@ class Delta:
     attempts: dict[tuple[int, int], RegenerationAttempt] = field(default_factory=dict)
     events: list[EventRow] = field(default_factory=list)
     snapshots: list[Snapshot] = field(default_factory=list)
+    texts: list[SearchText] = field(default_factory=list)
+    """What the search page searches (a reflection again once its vector is logged)."""
 
     @property
     def empty(self) -> bool:

@@ -34,6 +34,7 @@ from contreact_events.core.fold import fold
 from contreact_events.core.memory_ledger import UNKNOWN_TOOL, apply_effect, memory_effect, tool_kind
 from contreact_events.core.run_summary import run_summary
 from contreact_events.core.state import AgentState
+from contreact_events.diversity.search_texts import SearchTexts
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.wire.codec import bulk, event_to_json
 from contreact_ui.exceptions import ProjectionError
@@ -101,6 +102,7 @@ class RunProjector:
         self._delta: Delta | None = None
         self._first_ts: datetime | None = None
         self._last_ts: datetime | None = None
+        self._texts = SearchTexts(run_id)
 
     @property
     def run_id(self) -> str:
@@ -147,6 +149,7 @@ class RunProjector:
         if event.type in PROJECTED_TYPES:
             self._project(event, state, cycle)
         self._live_metrics(state)
+        self._delta.texts.extend(self._texts.feed(event, state.seq))
         self._delta.events.append(
             EventRow(
                 seq=state.seq,

@@ -12,6 +12,8 @@ and serve another.
 * ``downloads``: a run's log, its seed-003 export, its metrics as CSV;
 * ``compare``: runs or models side by side, with the paper's tables;
 * ``composer``: the config composer and its YAML download;
+* ``experiment``: an experiment's design, replicas and downloads;
+* ``search``: the agents' texts in every run, by keyword or meaning;
 * ``service``: health, the live-update stream, plotly.js;
 * ``assessments``: the assessment records behind Table 2, with the raw answers;
 * ``report``: an experiment's report (``contreact report``'s HTML file).
@@ -24,10 +26,12 @@ from contreact_ui.routes import (
     compare,
     composer,
     downloads,
+    experiment,
     lineage,
     report,
     run,
     runs,
+    search,
     service,
 )
 
@@ -38,6 +42,8 @@ ROUTERS: tuple[APIRouter, ...] = (
     downloads.router,
     compare.router,
     composer.router,
+    experiment.router,
+    search.router,
     service.router,
     assessments.router,
     report.router,

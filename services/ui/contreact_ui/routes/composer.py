@@ -4,14 +4,17 @@ composed YAML as a download. Nothing is stored: the form's values are the query.
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse, Response
 
+from contreact_ui.composer_start import run_form_values
 from contreact_ui.config_composer import COMPOSERS, compose, form_groups
+from contreact_ui.deps import RunIdItem, open_readonly
 from contreact_ui.models import ComposePage
 from contreact_ui.pages import Pages, download, download_responses
-from contreact_ui.views.composer import compose_page
+from contreact_ui.views.composer import compose_page, run_config
 
 router = APIRouter()
 pages = Pages(router)
@@ -23,17 +26,30 @@ def form_values(request: Request) -> dict[str, str]:
     """The form's fields: the query without ``mode``."""
     values = dict(request.query_params)
     values.pop("mode", None)
+    values.pop("from", None)
     return values
 
 
 @pages.page(
     "/compose",
     "compose.html",
-    store=False,
     extras=lambda page: {"form_groups": form_groups(COMPOSERS[page.mode])},
 )
-def composer(request: Request, mode: Mode = "run") -> ComposePage:
-    """A form that composes a run config or an experiment file; nothing is stored."""
+def composer(
+    request: Request,
+    mode: Mode = "run",
+    from_run: Annotated[
+        RunIdItem | None,
+        Query(alias="from", description="start from this run's config (deadlines, limits, ...)"),
+    ] = None,
+) -> ComposePage:
+    """A form that composes a run config or an experiment file; nothing is stored.
+    With ``from``, it opens on that run's config."""
+    if from_run and mode == "run":
+        with open_readonly(request.app.state.settings) as conn:
+            values = run_form_values(run_config(conn, from_run))
+        query = urlencode({"mode": mode, **values})
+        return compose_page(mode, values, query, started_from=from_run)
     return compose_page(mode, form_values(request), request.url.query)
 
 

@@ -73,6 +73,7 @@ def run_page(conn: sqlite3.Connection, run_id: str, from_cycle: int | None = Non
         Link(label="run log (events JSONL, as archived)", href=f"{base}/events.jsonl"),
         Link(label="seed-003 LogRecords (JSONL)", href=f"{base}/export.jsonl"),
         Link(label="per-cycle metrics (CSV)", href=f"{base}/cycles.csv"),
+        Link(label="start a new run from this config", href=f"/compose?from={quote(run_id)}"),
     ]
     return RunPage(
         run=run,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from datetime import timedelta
 
 from pydantic import TypeAdapter
 
 from contreact_ui.exceptions import RunNotProjected
-from contreact_ui.models import FilterOptions, RunFilters, RunRow, RunsPage
+from contreact_ui.models import FilterOptions, RunFilters, RunRow, RunSort, RunsPage
 
 RUN_COLUMNS = (
     "run_id, status, model, resolved_model, backend, experiment, cycle, cycle_count, step, "
@@ -17,6 +18,21 @@ RUN_COLUMNS = (
 )
 FILTER_FIELDS = ("status", "model", "backend", "experiment")
 RUN_ROW = TypeAdapter(RunRow)
+SORTS: dict[RunSort, str] = {
+    "run_id": "run_id",
+    "status": "status",
+    "model": "model",
+    "backend": "backend",
+    "experiment": "experiment",
+    "cycle": "cycle",
+    "step": "step",
+    "llm_calls": "llm_calls",
+    "tokens": "prompt_tokens + completion_tokens",
+    "memory_keys": "memory_keys",
+    "created_at": "created_at",
+    "updated_at": "updated_at",
+}
+"""What the runs can be ordered by: every column of the table, by name."""
 
 
 def runs_page(conn: sqlite3.Connection, filters: RunFilters) -> RunsPage:
@@ -29,15 +45,25 @@ def runs_page(conn: sqlite3.Connection, filters: RunFilters) -> RunsPage:
     if filters.q:
         where.append("instr(run_id, ?) > 0")
         args.append(filters.q)
+    if filters.since:  # timestamps are stored in UTC, ISO 8601: text order is time order
+        where.append("created_at >= ?")
+        args.append(filters.since.isoformat())
+    if filters.until:
+        where.append("created_at < ?")
+        args.append((filters.until + timedelta(days=1)).isoformat())
     clause = f"WHERE {' AND '.join(where)}" if where else ""
     total = conn.execute(f"SELECT count(*) FROM runs {clause}", args).fetchone()[0]
+    column = SORTS[filters.sort]
+    order = "DESC" if filters.order == "desc" else "ASC"
     rows = conn.execute(
         f"SELECT {RUN_COLUMNS} FROM runs {clause} "
-        "ORDER BY created_at IS NULL, created_at DESC, run_id LIMIT ? OFFSET ?",
+        f"ORDER BY {column} IS NULL, {column} {order}, run_id LIMIT ? OFFSET ?",
         [*args, filters.limit, filters.offset],
     ).fetchall()
     options = FilterOptions(**{name: distinct(conn, name) for name in FILTER_FIELDS})
-    return RunsPage(runs=[_run_row(r) for r in rows], total=total, filters=filters, options=options)
+    return RunsPage(
+        runs=[run_row_of(r) for r in rows], total=total, filters=filters, options=options
+    )
 
 
 def run_rows(conn: sqlite3.Connection, run_ids: Sequence[str]) -> list[RunRow]:
@@ -45,7 +71,7 @@ def run_rows(conn: sqlite3.Connection, run_ids: Sequence[str]) -> list[RunRow]:
         return []
     marks = ", ".join("?" * len(run_ids))
     rows = conn.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id IN ({marks})", run_ids)
-    return [_run_row(r) for r in rows]
+    return [run_row_of(r) for r in rows]
 
 
 def run_row(conn: sqlite3.Connection, run_id: str) -> RunRow:
@@ -55,10 +81,10 @@ def run_row(conn: sqlite3.Connection, run_id: str) -> RunRow:
             f"no run '{run_id}' here yet: the dashboard shows runs once their first event "
             "is logged (see /runs)"
         )
-    return _run_row(row)
+    return run_row_of(row)
 
 
-def _run_row(row: sqlite3.Row) -> RunRow:
+def run_row_of(row: sqlite3.Row) -> RunRow:
     return RUN_ROW.validate_python(dict(row))
 
 

@@ -1,0 +1,265 @@
+"""An experiment's page: its design (models x replicas, the settings every run shares
+and those of each model), each replica's current run and its attempts, and the
+downloads of the whole experiment (every run's seed-003 export in one zip, Table 1 as
+CSV).
+
+The design is read back from the runs' configs as logged (``RunRequested``): the
+experiment file is the CLI's, the logs are what ran. Replicas are named by their run
+ids, ``{experiment}-{label}-{letter}`` and ``.{attempt}`` from a second attempt on
+(``contreact_events.config.experiment``); a run that names the experiment without
+that shape is a replica of its own, labelled by its model.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import sqlite3
+import zipfile
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from contreact_events.config import RunConfig
+from contreact_events.core.export import export_records
+from contreact_events.exceptions import ContReActEventError
+from contreact_events.wire.codec import event_from_json
+from contreact_ui.exceptions import BadQuery, RunNotProjected
+from contreact_ui.models import Link, RunRow
+from contreact_ui.page_models import (
+    ExperimentDesign,
+    ExperimentPage,
+    ReplicaRow,
+    RunAttempt,
+)
+from contreact_ui.views.compare import compare_page
+from contreact_ui.views.composer import run_config
+from contreact_ui.views.events import events_jsonl
+from contreact_ui.views.runs import RUN_COLUMNS, run_row_of
+
+NOT_DESIGN = frozenset({"run_id", "experiment"})
+"""Config keys that name a run, not a setting of the design."""
+ALWAYS = frozenset({"cycle_count", "backend"})
+"""Shown among the shared settings even at their default."""
+ATTEMPT = re.compile(r"^(?P<first>.+)\.(?P<attempt>[0-9]+)$")
+
+
+def experiment_runs(conn: sqlite3.Connection, name: str) -> list[RunRow]:
+    rows = conn.execute(
+        f"SELECT {RUN_COLUMNS} FROM runs WHERE experiment = ? ORDER BY run_id", (name,)
+    ).fetchall()
+    if not rows:
+        raise RunNotProjected(
+            f"no experiment '{name}' here: no run names it yet (see /runs, column experiment)"
+        )
+    return [run_row_of(r) for r in rows]
+
+
+def experiment_page(conn: sqlite3.Connection, name: str) -> ExperimentPage:
+    runs = experiment_runs(conn, name)
+    configs = _configs(conn, [r.run_id for r in runs])
+    replicas: dict[str, list[tuple[int, RunRow]]] = {}
+    names: dict[str, tuple[str, str]] = {}
+    for run in runs:
+        label, letter, attempt = replica_of(name, run)
+        replica = f"{label}-{letter}"
+        replicas.setdefault(replica, []).append((attempt, run))
+        names[replica] = (label, letter)
+    advisories = _last_advisories(conn, [r.run_id for r in runs])
+    current = {key: max(found, key=lambda a: a[0])[1] for key, found in replicas.items()}
+    by_label: dict[str, list[str]] = {}
+    for key in sorted(current):
+        by_label.setdefault(names[key][0], []).append(current[key].run_id)
+    rows = []
+    for key in sorted(current, key=lambda k: (names[k][0], len(names[k][1]), names[k][1])):
+        label, letter = names[key]
+        run = current[key]
+        rows.append(
+            ReplicaRow(
+                replica=key,
+                label=label,
+                letter=letter,
+                model=run.model,
+                resolved_model=run.resolved_model,
+                run_id=run.run_id,
+                attempts=[
+                    RunAttempt(run_id=r.run_id, attempt=n, status=r.status)
+                    for n, r in sorted(replicas[key], key=lambda a: a[0])
+                ],
+                status=run.status,
+                cycle=run.cycle,
+                cycle_count=run.cycle_count,
+                last_advisory=advisories.get(run.run_id, ""),
+                siblings=[r for r in by_label[label] if r != run.run_id],
+            )
+        )
+    statuses: dict[str, int] = {}
+    for row in rows:
+        statuses[row.status] = statuses.get(row.status, 0) + 1
+    base = f"/experiments/{name}"
+    return ExperimentPage(
+        experiment=name,
+        design=design(
+            _by_label(rows, configs),
+            letters=sorted({r.letter for r in rows}, key=lambda x: (len(x), x)),
+        ),
+        replicas=rows,
+        statuses=statuses,
+        downloads=[
+            Link(label="every run's export (seed-003 LogRecords), zip", href=f"{base}/exports.zip"),
+            Link(label="Table 1 by model, CSV", href=f"{base}/table1.csv"),
+            Link(label="compare the models", href=f"/compare?experiment={name}"),
+        ],
+    )
+
+
+def replica_of(experiment: str, run: RunRow) -> tuple[str, str, int]:
+    """(label, letter, attempt) from a run id ``{experiment}-{label}-{letter}[.N]``."""
+    run_id, attempt = run.run_id, 1
+    found = ATTEMPT.match(run_id)
+    if found:
+        run_id, attempt = found["first"], int(found["attempt"])
+    prefix = f"{experiment}-"
+    if run_id.startswith(prefix) and "-" in run_id[len(prefix) :]:
+        label, letter = run_id[len(prefix) :].rsplit("-", 1)
+        if label and letter.isalpha() and letter.isupper():
+            return label, letter, attempt
+    return run.model or "(model)", run.run_id, 1
+
+
+def _by_label(
+    rows: Sequence[ReplicaRow], configs: Mapping[str, dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        out.setdefault(row.label, []).append(configs.get(row.run_id, {}))
+    return out
+
+
+def design(by_label: Mapping[str, list[dict[str, Any]]], letters: list[str]) -> ExperimentDesign:
+    """Shared settings (alike in every run), each model's own (alike in its runs, not in
+    all), and those that differ between one model's replicas."""
+    flat = {label: [flatten(c) for c in configs] for label, configs in by_label.items()}
+    every = [c for configs in flat.values() for c in configs]
+    keys = sorted({k for c in every for k in c})
+    alike = {k: every[0].get(k) for k in keys if _alike([c.get(k) for c in every])}
+    defaults = DEFAULTS
+    shared = {k: v for k, v in alike.items() if k in ALWAYS or defaults.get(k, v) != v}
+    per_model: dict[str, dict[str, Any]] = {}
+    per_replica: set[str] = set()
+    for label, configs in flat.items():
+        own = {}
+        for key in keys:
+            if key in alike:
+                continue
+            values = [c.get(key) for c in configs]
+            if _alike(values):
+                own[key] = values[0]
+            else:
+                per_replica.add(key)
+        per_model[label] = own
+    return ExperimentDesign(
+        models=list(by_label),
+        replicas=letters,
+        shared=shared,
+        at_default=len(alike) - len(shared),
+        per_model=per_model,
+        per_replica=sorted(per_replica),
+    )
+
+
+def _alike(values: list[Any]) -> bool:
+    return all(v == values[0] for v in values)
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A config's settings by dotted key (``diversity.mode``), names left out."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if not prefix and key in NOT_DESIGN:
+            continue
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(flatten(value, f"{path}."))
+        else:
+            out[path] = value
+    return out
+
+
+def _configs(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Each run's config as submitted (its ``RunRequested``, upcast to today's shape)."""
+    return {run_id: run_config(conn, run_id).model_dump(mode="json") for run_id in run_ids}
+
+
+def _last_advisories(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, str]:
+    """Each run's last similarity assessment, as ``contreact experiment status`` says it:
+    ``level similarity (cN)``."""
+    marks = ", ".join("?" * len(run_ids))
+    out: dict[str, str] = {}
+    for row in conn.execute(
+        "SELECT c.run_id, c.cycle, c.level, c.max_similarity, c.most_similar_cycle FROM cycles c "
+        "JOIN (SELECT run_id, max(cycle) AS last FROM cycles "
+        f"WHERE run_id IN ({marks}) AND max_similarity IS NOT NULL GROUP BY run_id) m "
+        "ON c.run_id = m.run_id AND c.cycle = m.last",
+        list(run_ids),
+    ):
+        out[row["run_id"]] = (
+            f"{row['level']} {row['max_similarity']:.2f} (c{row['most_similar_cycle']}) "
+            f"at cycle {row['cycle']}"
+        )
+    return out
+
+
+def exports_zip(conn: sqlite3.Connection, name: str) -> bytes:
+    """Every run's seed-003 export (``RUN.jsonl``, as `contreact export` writes it) and
+    its log as stored (``logs/RUN.events.jsonl``), in one zip."""
+    runs = experiment_runs(conn, name)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for run in runs:
+            raw = events_jsonl(conn, run.run_id)
+            try:
+                records = export_records([event_from_json(line) for line in raw])
+            except ContReActEventError as exc:
+                raise BadQuery(f"run {run.run_id} cannot be exported: {exc}") from None
+            archive.writestr(
+                f"{name}/{run.run_id}.jsonl", b"".join(orjson.dumps(r) + b"\n" for r in records)
+            )
+            archive.writestr(f"{name}/logs/{run.run_id}.events.jsonl", b"".join(raw))
+    return buffer.getvalue()
+
+
+def table1_csv(conn: sqlite3.Connection, name: str) -> str:
+    """Table 1 of the experiment's runs by model (the compare page's table), one row
+    per metric and model: every figure the table gives, the paper's beside."""
+    experiment_runs(conn, name)
+    page = compare_page(conn, runs=[], models=[], experiment=name, by="model")
+    labels = [g.label for g in page.groups]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for number, row in enumerate(page.table1):
+        data = row.model_dump(mode="json")
+        columns = [k for k, v in data.items() if isinstance(v, list) and k != "paper"]
+        scalars = {k: v for k, v in data.items() if not isinstance(v, list)}
+        if number == 0:
+            writer.writerow([*scalars, "model", "source", *columns, "paper"])
+        for index, label in enumerate(labels):
+            cells = [_cell(data[c], index) for c in columns]
+            writer.writerow([*scalars.values(), label, "this experiment", *cells, ""])
+        for index, label in enumerate(page.paper_columns):
+            blank = [""] * len(columns)
+            paper = _cell(data.get("paper") or [], index)
+            writer.writerow([*scalars.values(), label, "paper", *blank, paper])
+    return out.getvalue()
+
+
+def _cell(values: list[Any], index: int) -> Any:
+    value = values[index] if index < len(values) else None
+    return "" if value is None else value
+
+
+DEFAULTS = flatten(RunConfig(run_id="x", model_name="x", cycle_count=1).model_dump(mode="json"))
+"""A run config's defaults by dotted key: shared settings at their default are counted,
+not listed."""

@@ -1,0 +1,45 @@
+"""The search page's embeddings (``contreact_ui/semantic.py``): logged vectors used as
+they are, other texts embedded once and kept, and a search that would embed too many
+new texts refused with a line saying how to narrow it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from contreact_ui import semantic
+from contreact_ui.exceptions import BadQuery
+from contreact_ui.semantic import TextEmbedder
+from tests.support.experiment_runs import ToyEmbedding, ToyModel
+
+
+class Counting(ToyModel):
+    def __init__(self) -> None:
+        self.embedded: list[str] = []
+
+    def embed_batch(self, texts: Sequence[str]) -> list[ToyEmbedding]:
+        self.embedded += texts
+        return super().embed_batch(texts)
+
+
+def test_texts_are_embedded_once_and_logged_vectors_kept() -> None:
+    model = Counting()
+    embedder = TextEmbedder(model)
+    logged = np.ones(16, dtype=np.float32)
+    vectors = embedder.fill(["a b", "c", "a b"], [None, logged, None], scope="narrow it")
+    assert model.embedded == ["a b"]
+    assert vectors[1] is logged and np.array_equal(vectors[0], vectors[2])
+    embedder.fill(["a b"], [None], scope="narrow it")
+    assert model.embedded == ["a b"]  # kept
+    embedder.query("q")
+    assert model.embedded == ["a b", "q"]
+
+
+def test_too_many_new_texts_are_refused_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(semantic, "MAX_NEW_TEXTS", 2)
+    model = Counting()
+    with pytest.raises(BadQuery, match=r"would embed 3 texts .*: narrow it by run"):
+        TextEmbedder(model).fill(["x", "y", "z"], [None] * 3, scope="narrow it by run")
+    assert model.embedded == []
