@@ -40,9 +40,11 @@ class _Frozen(BaseModel):
 
 class LLMTask(_Frozen):
     """For the LLM worker: ``check`` resolves the backend and checks the model is
-    there; ``chat`` asks for one completion."""
+    there; ``chat`` asks for one completion; ``analysis`` asks for an operator
+    exchange's analysis as JSON (``json_schema``), answered as
+    ``OperatorMessageAnalyzed``."""
 
-    kind: Literal["check", "chat"]
+    kind: Literal["check", "chat", "analysis"]
     task_id: str
     run_id: str
     backend: Backend
@@ -71,6 +73,9 @@ class LLMTask(_Frozen):
     """Answer text past this is cut by the worker (``limits.llm_content_chars``)."""
     connect_timeout_s: float = 5.0
     """Longest wait to reach the model server (``ollama_client_config.connect_timeout_s``)."""
+    json_schema: dict[str, Any] | None = None
+    """The answer's JSON schema, given to backends that take one (Ollama ``format``,
+    OpenAI ``response_format``)."""
     reply_to: str | None = None
     """None: a call of a run, answered through the orchestrator's inbox and checked
     against the run's log (``TaskGate``). Else the id of the assessment job that waits
