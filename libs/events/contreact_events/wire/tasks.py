@@ -17,7 +17,9 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contreact_events.catalog import EVENT_ADAPTER, EVENT_CLASSES, Event
+from contreact_events.catalog.analysis import Analysis
 from contreact_events.catalog.chat import AssistantMessage, ChatMessage, LLMUsage
+from contreact_events.catalog.cognition import OperatorMessageAnalyzed
 from contreact_events.catalog.cycle import LLMFailed, LLMResponded
 from contreact_events.catalog.delivery import TaskFailed
 from contreact_events.catalog.diversity import (
@@ -244,6 +246,19 @@ def llm_responded(
         usage=usage,
         model=model,
         tool_call_error=tool_call_error,
+    )
+
+
+def operator_message_analyzed(
+    task: LLMTask, analysis: Analysis, fallback_reason: str | None
+) -> InboxMessage:
+    return input_message(
+        OperatorMessageAnalyzed,
+        task.run_id,
+        task.task_id,
+        task_id=task.task_id,
+        analysis=analysis.model_dump(),
+        fallback_reason=fallback_reason,
     )
 
 
