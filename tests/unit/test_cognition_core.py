@@ -15,6 +15,7 @@ from contreact_events.core.fold import fold_all
 from contreact_events.core.outbox import open_deadlines, pending_tasks
 from contreact_events.core.replay import replay_check
 from contreact_events.wire.tasks import LLMTask
+from tests.support.fork_sim import ForkSim
 from tests.support.sim import Sim, make_config, say
 
 ASK = say("", ("send_message_to_operator", {"message": "Shall I keep the notes on tides?"}))
@@ -206,3 +207,31 @@ def test_an_answer_for_no_open_analysis_is_ignored() -> None:
     sim.analyses[task_id] = task
     again = sim.answer_analysis(task_id, json.dumps(GOOD))  # a duplicate
     assert again.ignored and "no open analysis" in again.ignored
+
+
+def test_a_fork_sends_the_prefixs_open_analyses_again_under_its_own_ids() -> None:
+    parent = sim_with("model", cycles=3)
+    parent.start()
+    answer_gating(parent)
+    answer_gating(parent)  # cycles 1 and 2 ended, both analyses open
+    for task_id in list(parent.analyses):
+        parent.answer_analysis(task_id, json.dumps(GOOD))  # answered during cycle 3
+    child = ForkSim(parent.log, "child", 2)
+    analyses = [t for t in child.tasks if isinstance(t, LLMTask) and t.kind == "analysis"]
+    assert sorted(t.task_id for t in analyses) == [
+        "child/c1/s1/t0/analysis",
+        "child/c2/s1/t0/analysis",
+    ]
+    child.analyses = {t.task_id: t for t in analyses}
+    child.tasks = [t for t in child.tasks if t not in analyses]
+    while child.tasks and not isinstance(child.tasks[0], LLMTask):
+        child.answer_memory()  # the seed, if the prefix called the memory service
+    check = child.task()
+    child.send("ModelChecked", check.task_id, ok=True, backend="scripted", model="test-model")
+    answer_gating(child)
+    assert child.state.phase == "cycle_end" and len(child.state.open_tasks) == 3
+    for task_id in list(child.analyses):
+        child.answer_analysis(task_id, json.dumps(GOOD))
+    assert child.state.status == "completed" and child.state.analyses == 3
+    report = replay_check(child.log)
+    assert report.ok, report.divergence and report.divergence.describe()
