@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from rq.job import Job
-from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 from contreact_assessor.evaluators import Rating, evaluator_of_run
@@ -30,6 +29,7 @@ from contreact_events.wire.tasks import LLMTask
 from tests.support.assessing import (
     archive_runs,
     assessor_env,
+    clean_abandoned,
     finished_run,
     kill_group,
     llm_worker,
@@ -78,7 +78,7 @@ async def test_a_worker_killed_mid_job_leaves_a_job_that_is_retried_and_recorded
             assert job.get_status() == "started" and job.retries_left == 2
             # rq's cleanup (every worker runs it as maintenance) finds the execution
             # whose heartbeat lapsed; the clock is moved past its TTL instead of waited.
-            StartedJobRegistry(queue=q).cleanup(timestamp=time.time() + 3600)
+            await asyncio.to_thread(clean_abandoned, redis_url, env, after_s=3600)
             job = Job.fetch(placed.job_id, connection=q.connection, serializer=JSONSerializer)
             assert job.get_status() == "queued" and job.retries_left == 1
             assert await wait_process(start_assessor(env, log=tmp_path / "rq.log")) == 0
@@ -149,3 +149,26 @@ async def test_an_evaluation_does_not_evict_a_model_a_live_run_needs(
         assert [model for _t, model in ollama.loads] == ["live", "judge"]
         (judge_loaded,) = [t for t, model in ollama.loads if model == "judge"]
         assert judge_loaded >= ended_at  # never while the live run could call again
+
+
+async def test_a_worker_killed_on_the_last_attempt_leaves_a_visible_failure(
+    aredis: aioredis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    slow = {"replies": [{"content": "Level 5", "latency_ms": 1500}], "repeat": True}
+    (state,) = archive_runs(tmp_path / "runs", [finished_run("run-1", "m", "", script=slow)])
+    env = assessor_env(redis_url, tmp_path)
+    last_only = JobPolicy(retries=0, job_timeout_s=60)
+    with rq_queue(redis_url) as q:
+        (placed,) = await enqueue(
+            aredis, q, [Wanted("run-1", "pei", evaluator_of_run(state))], policy=last_only
+        )
+        async with llm_worker(redis_url):
+            doomed = start_assessor(env, log=tmp_path / "doomed.log")
+            gate = assessment_gate_key(placed.job_id)
+            await _until(lambda: aredis.exists(gate), "the job to send its evaluator call")
+            kill_group(doomed)
+            await asyncio.to_thread(clean_abandoned, redis_url, env, after_s=3600)
+        job = Job.fetch(placed.job_id, connection=q.connection, serializer=JSONSerializer)
+        assert job.get_status() == "failed"
+    (record,) = assessments.read_archive(tmp_path / "runs", "run-1")
+    assert record.type == "AssessmentFailed" and "killed" in record.error

@@ -17,6 +17,8 @@ from contreact_assessor.queueing import JobPolicy, Wanted, enqueue, in_evaluator
 from contreact_assessor.records import failed_event
 from contreact_bus import assessments
 from contreact_bus.assessments import calls as evaluator_calls
+from contreact_bus.consumer import Delivery
+from contreact_bus.inbox import Inbox, tell_run_of_dead_letter
 from contreact_events.catalog import Event
 from contreact_events.catalog.assessment import AssessmentFailed, RunAssessed
 from contreact_events.catalog.chat import ChatMessage
@@ -24,6 +26,7 @@ from contreact_events.core.evaluation import evaluator_input, verify_assessment
 from contreact_events.core.fold import fold_all
 from contreact_events.instruments import load_instrument
 from contreact_events.names import run_assessments_key
+from contreact_events.wire.codec import message_to_fields
 from tests.support.assessing import (
     archive_runs,
     assessor_env,
@@ -125,9 +128,10 @@ async def test_rq_workers_rate_runs_and_enqueueing_again_adds_nothing(
     states = archive_runs(archive, runs)
     evaluators = [evaluator_of_run(s) for s in states]
     wanted = [Wanted(s.run_id, "pei", ev) for s in states for ev in evaluators]
-    assert [w.evaluator.model for w in in_evaluator_order(wanted)] == ["model-a"] * 2 + [
-        "model-b"
-    ] * 2
+    grouped = [w.evaluator.model for w in in_evaluator_order(wanted)]
+    assert grouped == ["model-a", "model-a", "model-b", "model-b"]
+    paired = [w.evaluator.model for w in in_evaluator_order(wanted, models_at_once=2)]
+    assert paired == ["model-a", "model-b", "model-a", "model-b"]
     with rq_queue(redis_url) as q:
         placed = await enqueue(aredis, q, wanted, policy=POLICY)
         assert [p.fate for p in placed] == ["enqueued"] * 4
@@ -213,3 +217,39 @@ async def test_a_job_waits_past_the_redis_clients_socket_timeout(
     async with llm_worker(redis_url):
         reply = await evaluator_calls.wait_reply(aredis, rating.job_id, task.task_id, 30)
     assert reply is not None and reply.data["message"]["content"] == "Level 3"
+
+
+async def test_a_claim_whose_rq_job_was_lost_is_enqueued_again(
+    aredis: aioredis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    """rq's Redis lost its jobs (a separate Redis restarted without persistence, say):
+    the claims stay in the platform's record, and enqueueing again puts the jobs back."""
+    (state,) = archive_runs(tmp_path / "runs", [finished_run("run-1", "m", "Level 4")])
+    wanted = [Wanted("run-1", "pei", evaluator_of_run(state))]
+    with rq_queue(redis_url) as q:
+        (first,) = await enqueue(aredis, q, wanted, policy=POLICY)
+        assert (await enqueue(aredis, q, wanted, policy=POLICY))[0].fate == "pending"
+        q.empty()  # rq's queue and its jobs, gone
+        assert first.fate == "enqueued"
+        (again,) = await enqueue(aredis, q, wanted, policy=POLICY)
+        assert (again.fate, again.job_id) == ("requeued", first.job_id)
+        async with llm_worker(redis_url):
+            assert await wait_process(start_assessor(assessor_env(redis_url, tmp_path))) == 0
+    (record,) = (await assessments.read_assessments(aredis, tmp_path / "runs", ["run-1"]))["run-1"]
+    assert isinstance(record, RunAssessed) and record.value == 4
+
+
+async def test_a_dead_lettered_evaluator_call_is_answered_to_its_job_not_to_the_run(
+    aredis: aioredis.Redis,
+) -> None:
+    events = finished_run("run-1", "m", "Level 4")
+    rating = rating_of(events)
+    made = evaluator_input(events, load_instrument("pei"))
+    task = evaluator_task(rating, made.messages, f"{rating.job_id}/1", None)
+    hook = tell_run_of_dead_letter(await Inbox.open(aredis))
+    fields = {k.encode(): v for k, v in message_to_fields(task).items()}  # as read from Redis
+    await hook(Delivery(b"1-0", fields), "delivered 6 times without success")
+    reply = await evaluator_calls.wait_reply(aredis, rating.job_id, task.task_id, 5)
+    assert reply is not None and reply.kind == "LLMFailed" and reply.data["retryable"]
+    assert "dead-lettered" in reply.data["error"]
+    assert await aredis.xlen(INBOX) == 0  # the ended run is told nothing

@@ -74,6 +74,7 @@ BENCHES: dict[str, Expected] = {
     ),
     "experiment_scaling": Expected(("3 runs as one experiment",), ("3 runs",)),
     "model_swaps": Expected(("model_aware: makespan", "lower bound"), ("model swaps",)),
+    "assessment_matrix": Expected(("makespan", "lower bound"), ("assessment matrix",)),
     "analysis_speed": Expected(
         ("dataframes time / floor time", "report: stats, charts, HTML"),
         ("dataframes of many runs", "report of an experiment"),

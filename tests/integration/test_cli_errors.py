@@ -62,6 +62,16 @@ BAD_ARGUMENTS: dict[str, list[list[str]]] = {
     ],
     "models": [["pull", "missing.yaml"], ["check", "c.yaml", "--host", "not a url"], ["fetch"]],
     "assess": [
+        [],
+        ["r1"],  # no evaluator
+        ["no-such-run", "--evaluator", "m"],
+        ["a}{b:../", "--evaluator", "m"],
+        ["r1", "--evaluator", "m", "--temperature", "5"],
+        ["r1", "--evaluator", "m", "--repeats", "0"],
+        ["r1", "--evaluator", "m", "--instrument", "iq"],
+        ["verify"],
+        ["export", "r1"],
+        ["status", "--evaluator", "m"],
         ["matrix", "no-such-experiment"],
         ["--experiment", "a}{b:../"],
         ["no-such-run", "--repeats", "0"],

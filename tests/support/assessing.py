@@ -135,3 +135,19 @@ def rq_queue(redis_url: str) -> Iterator[Any]:
         yield queue(connection)
     finally:
         connection.close()
+
+
+def clean_abandoned(redis_url: str, env: dict[str, str], *, after_s: float) -> None:
+    """rq's cleanup of abandoned jobs, as a worker's maintenance runs it (in a process
+    of its own: the failure callbacks run under rq's SIGALRM timeout, main thread only),
+    with the clock ``after_s`` ahead (rather than waiting out the entries' expiry)."""
+    code = (
+        "import sys, time, redis\n"
+        "from contreact_assessor.queueing import queue\n"
+        "from rq.registry import StartedJobRegistry\n"
+        "q = queue(redis.Redis.from_url(sys.argv[1]))\n"
+        "StartedJobRegistry(queue=q).cleanup(time.time() + float(sys.argv[2]))\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code, redis_url, str(after_s)], env=env, cwd=ROOT, check=True
+    )

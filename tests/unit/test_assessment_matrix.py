@@ -133,6 +133,20 @@ def test_the_paper_table_reproduces_the_evaluator_means_its_text_states() -> Non
     assert all(s.histories == 6 for s in matrix.pei.evaluator_summaries)
     cell = matrix.pei.cell("Sonnet", "Grok")
     assert cell.mean == cell.paper == 9.3  # our cell beside the paper's, same labels
+    # the statistics on the paper's cells, beside its unnamed "0.23" (the figures
+    # docs/architecture.md quotes; the statistics themselves are checked above against
+    # published examples): 6 histories (one per cell row) x 5 evaluators
+    on_cells = matrix.pei.paper.agreement_on_cells
+    assert (on_cells.alpha.units, on_cells.alpha.raters, on_cells.icc2.targets) == (6, 5, 6)
+    figures = [
+        on_cells.alpha.alpha,
+        matrix.pei.agreement.alpha.alpha,
+        on_cells.icc2.icc,
+        on_cells.icc3.icc,
+        on_cells.spearman.mean,
+    ]
+    assert [round(x or 0, 2) for x in figures] == [0.26, 0.26, 0.35, 0.57, 0.64]
+    assert on_cells.spearman.pairs == 10
 
 
 def test_patterns_grid_shows_the_paper_label_and_kappa() -> None:

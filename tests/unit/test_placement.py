@@ -118,3 +118,17 @@ def test_a_model_whose_runs_are_still_going_keeps_its_place() -> None:
     attempts = make(waiting("c"), views={H1: idle}, in_use={H1: frozenset({"a"})})
     assert order(attempts) == [("r-c", H1, "swap")]
     assert attempts[0].protect == ("a",)  # the slot script is told too
+
+
+def test_a_runs_calls_go_before_assessment_calls_and_those_never_drain() -> None:
+    background = Waiting("r-judge", "a", (H1,), 5, NOW - 120_000, background=True)
+    attempts = make(background, waiting("a"), views={H1: view(loaded={"a": NOW})})
+    # Same model, same class (warm): the run's line first, however many evaluations wait.
+    assert order(attempts) == [("r-a", H1, "warm"), ("r-judge", H1, "warm")]
+    busy = {"x": NOW - 10_000, "y": NOW - 10_000}
+    going = {H1: frozenset({"x", "y"})}  # both loaded models' runs are still going
+    late = Waiting("r-judge", "j", (H1,), 5, NOW - 120_000, background=True)
+    assert make(late, views={H1: view(loaded=busy)}, in_use=going) == []  # waits, no drain
+    run_late = Waiting("r-j", "j", (H1,), 1, NOW - 120_000)
+    drained = make(run_late, views={H1: view(loaded=busy)}, in_use=going)
+    assert order(drained) == [("r-j", H1, "drain")]  # a run that waited that long may

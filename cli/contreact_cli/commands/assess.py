@@ -25,10 +25,10 @@ import redis
 
 from contreact_assessor.queueing import JobPolicy, Placed, Wanted, enqueue, queue
 from contreact_bus.assessments import read_assessments
-from contreact_cli import assess_reports
 from contreact_cli.args import add_command, bounded_int, run_id
 from contreact_cli.args import experiment as experiment_name
-from contreact_cli.assess_targets import (
+from contreact_cli.assessing import reports as assess_reports
+from contreact_cli.assessing.targets import (
     RatedRun,
     evaluators_for,
     experiment_runs,
@@ -77,6 +77,13 @@ def register(sub: Any) -> None:
     p.add_argument("--instrument", choices=INSTRUMENT_NAMES, default="pei")
     p.add_argument("--repeats", type=bounded_int(1, 100), default=1, help="ratings per pair")
     p.add_argument("--force", action="store_true", help="new repeats even if rated before")
+    p.add_argument(
+        "--models-at-once",
+        type=bounded_int(1, 64),
+        default=2,
+        help="evaluator models a host holds at once (OLLAMA_MAX_LOADED_MODELS): the queue "
+        "takes that many evaluators' ratings at a time, so each model loads once (default 2)",
+    )
     p.add_argument("--temperature", type=float, default=0.1, help="the evaluator's (0.1)")
     p.add_argument(
         "--backend", choices=BACKENDS, default=None, help="for evaluators no rated run ran"
@@ -96,7 +103,10 @@ def cmd_assess(args: argparse.Namespace, settings: CLISettings) -> int:
     action = words[0] if words and words[0] in ACTIONS else "rate"
     if action != "rate":
         words = words[1:]
-    args.runs = [run_id(word) for word in words] + args.more_runs
+    try:  # (checked here: an action word and run ids share the positionals)
+        args.runs = [run_id(word) for word in words] + args.more_runs
+    except argparse.ArgumentTypeError as exc:
+        raise CLIError(str(exc)) from None
     if action == "rate":
         if args.out is not None:
             raise CLIError("--out is for `assess export`")
@@ -151,6 +161,7 @@ async def _enqueue(
                 queue(rq_connection),
                 wanted,
                 repeats=args.repeats,
+                models_at_once=args.models_at_once,
                 force=args.force,
                 policy=JobPolicy(),
                 requested_by="cli",

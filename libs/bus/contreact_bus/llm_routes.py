@@ -38,37 +38,54 @@ FREED_WAKE_PREFIX = "freed:"
 
 @dataclass(frozen=True)
 class Route:
-    """The line a chat task waits in: one backend, one model, one pool of hosts."""
+    """The line a chat task waits in: one backend, one model, one pool of hosts; and
+    whether it is a *background* line (assessment jobs' calls, ``reply_to`` set): a
+    run's calls of the same model wait in their own line and go first."""
 
     backend: str
     model: str
     hosts: tuple[str, ...]
+    background: bool = False
 
     @property
     def id(self) -> str:
         """Readable and stable: ``ollama/llama3:latest/1f0c2a9e`` (the hash is of the
-        whole route, so two pools of the same model are two lines)."""
-        canonical = orjson.dumps([self.backend, self.model, list(self.hosts)])
-        digest = hashlib.sha256(canonical).hexdigest()[:8]
-        return f"{self.backend}/{_UNSAFE.sub('_', self.model)[:80]}/{digest}"
+        whole route, so two pools of the same model are two lines); a background line
+        is ``assess/ollama/llama3:latest/...``."""
+        parts: list[object] = [self.backend, self.model, list(self.hosts)]
+        if self.background:
+            parts.append("background")
+        digest = hashlib.sha256(orjson.dumps(parts)).hexdigest()[:8]
+        prefix = "assess/" if self.background else ""
+        return f"{prefix}{self.backend}/{_UNSAFE.sub('_', self.model)[:80]}/{digest}"
 
     @property
     def stream(self) -> str:
         return llm_route_stream(self.id)
 
     def to_json(self) -> bytes:
-        return orjson.dumps(
-            {"backend": self.backend, "model": self.model, "hosts": list(self.hosts)}
-        )
+        data: dict[str, object] = {
+            "backend": self.backend,
+            "model": self.model,
+            "hosts": list(self.hosts),
+        }
+        if self.background:
+            data["background"] = True
+        return orjson.dumps(data)
 
     @classmethod
     def from_json(cls, raw: str | bytes) -> Route:
         data = orjson.loads(raw)
-        return cls(str(data["backend"]), str(data["model"]), tuple(data["hosts"]))
+        return cls(
+            str(data["backend"]),
+            str(data["model"]),
+            tuple(data["hosts"]),
+            bool(data.get("background", False)),
+        )
 
 
 def route_of(task: LLMTask) -> Route:
-    return Route(task.backend, task.model, task.hosts or (task.host,))
+    return Route(task.backend, task.model, task.hosts or (task.host,), task.reply_to is not None)
 
 
 class RouteStream(TaskStream):

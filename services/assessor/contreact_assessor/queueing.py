@@ -9,15 +9,18 @@ gone (rq's Redis lost it) or ended without a record (a job abandoned on its last
 attempt) is enqueued again under the same id, so enqueueing again heals it.
 
 The queue is ordered by evaluator: every rating of one evaluator model, then the
-next's. Workers take jobs in order, so the LLM worker sees one evaluator's calls
-together and each evaluator model is loaded once per host where its limits allow.
+next's; or, for a host that holds K models at once, K evaluators' ratings at a time,
+interleaved. Workers take jobs in order, so the LLM worker sees K evaluators' calls
+together and each evaluator model is loaded once per host where its limits allow
+(placement never swaps out a model whose calls wait). Enough assessors keep the host
+busy: K models x the calls a host runs of each at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import redis
 import redis.asyncio as aioredis
@@ -53,9 +56,14 @@ class Wanted:
 
 @dataclass(frozen=True)
 class JobPolicy:
+    """How rq runs a rating: ``retries`` after a failed attempt, with the waits
+    between them (the last repeats), each attempt stopped after ``job_timeout_s``
+    (longer than the assessor's wait for an answer, ``reply_timeout_s``: 900 s). A
+    worker killed mid-job is found out ``job_timeout_s`` + 60 s after the job started."""
+
     retries: int = 3
     intervals_s: tuple[int, ...] = (10, 30, 60)
-    job_timeout_s: int = 3600
+    job_timeout_s: int = 1200
 
 
 Fate = Literal["enqueued", "requeued", "done", "pending"]
@@ -76,11 +84,24 @@ def queue(connection: redis.Redis) -> Queue:
     return Queue(ASSESS_QUEUE, connection=connection, serializer=JSONSerializer)
 
 
-def in_evaluator_order(wanted: Iterable[Wanted]) -> list[Wanted]:
-    """Grouped by evaluator (then instrument, run): one model's calls together."""
-    return sorted(
+def in_evaluator_order(wanted: Iterable[Wanted], models_at_once: int = 1) -> list[Wanted]:
+    """Grouped by evaluator, so each evaluator model is loaded once: every rating of
+    one evaluator before the next's. With ``models_at_once`` = K > 1 (a host holds K
+    models), K evaluators' groups at a time are interleaved, so the workers keep K
+    models busy together and the next K are loaded once those are done."""
+    groups: dict[tuple[str, str], list[Wanted]] = {}
+    for want in sorted(
         wanted, key=lambda w: (w.evaluator.model, w.evaluator.backend, w.instrument, w.run_id)
-    )
+    ):
+        groups.setdefault((want.evaluator.model, want.evaluator.backend), []).append(want)
+    ordered = list(groups.values())
+    out: list[Wanted] = []
+    step = max(models_at_once, 1)
+    for start in range(0, len(ordered), step):
+        wave = ordered[start : start + step]
+        for i in range(max(len(group) for group in wave)):
+            out += [group[i] for group in wave if i < len(group)]
+    return out
 
 
 async def enqueue(
@@ -92,56 +113,65 @@ async def enqueue(
     force: bool = False,
     policy: JobPolicy = JobPolicy(),
     requested_by: str = "cli",
+    models_at_once: int = 1,
 ) -> list[Placed]:
     """Claim and enqueue every wanted rating, repeats 1..``repeats`` (``force``:
-    ``repeats`` new repeats each). Returns what became of each."""
+    ``repeats`` new repeats each), in evaluator order (``in_evaluator_order``).
+    Returns what became of each."""
+    asks = [
+        (want, None if force else n)
+        for want in in_evaluator_order(wanted, models_at_once)
+        for n in range(1, repeats + 1)
+    ]
+    claims = await assessments.claim_many(
+        redis_, [(w.run_id, w.instrument, w.evaluator.model, n) for w, n in asks]
+    )
     placed: list[Placed] = []
-    for want in in_evaluator_order(wanted):
-        for n in range(1, repeats + 1):
-            got = await assessments.claim(
-                redis_, want.run_id, want.instrument, want.evaluator.model, None if force else n
-            )
-            rating = Rating(
-                run_id=want.run_id,
-                instrument=want.instrument,
-                repeat=got.repeat,
-                job_id=got.job_id,
-                evaluator=want.evaluator,
-                forced=force,
-                requested_by=requested_by,
-            )
-            fate: Fate
-            if got.claimed:
-                try:
-                    _put(rq_queue, rating, policy)
-                except Exception:
-                    key = assessments.RatingKey(want.instrument, want.evaluator.model, got.repeat)
-                    await assessments.release_claim(redis_, want.run_id, key)
-                    raise
-                fate = "enqueued"
-            elif got.entry_id is not None:
-                fate = "done"
-            elif _lost(rq_queue, got.job_id):
-                _put(rq_queue, rating, policy)
-                fate = "requeued"
-            else:
-                fate = "pending"
-            placed.append(
-                Placed(
-                    want.run_id, want.instrument, want.evaluator.model, got.repeat, got.job_id, fate
-                )
-            )
+    fresh: list[Rating] = []
+    for (want, _n), got in zip(asks, claims, strict=True):
+        rating = Rating(
+            run_id=want.run_id,
+            instrument=want.instrument,
+            repeat=got.repeat,
+            job_id=got.job_id,
+            evaluator=want.evaluator,
+            forced=force,
+            requested_by=requested_by,
+        )
+        fate: Fate
+        if got.claimed:
+            fresh.append(rating)
+            fate = "enqueued"
+        elif got.entry_id is not None:
+            fate = "done"
+        elif _lost(rq_queue, got.job_id):
+            rq_queue.enqueue_many([_job_data(rating, policy)])
+            fate = "requeued"
+        else:
+            fate = "pending"
+        placed.append(
+            Placed(want.run_id, want.instrument, want.evaluator.model, got.repeat, got.job_id, fate)
+        )
+    try:
+        with rq_queue.connection.pipeline() as pipe:
+            rq_queue.enqueue_many([_job_data(r, policy) for r in fresh], pipeline=pipe)
+            pipe.execute()
+    except Exception:  # no job will answer these claims: give them back
+        for rating in fresh:
+            key = assessments.RatingKey(rating.instrument, rating.evaluator.model, rating.repeat)
+            await assessments.release_claim(redis_, rating.run_id, key)
+        raise
     return placed
 
 
-def _put(rq_queue: Queue, rating: Rating, policy: JobPolicy) -> None:
+def _job_data(rating: Rating, policy: JobPolicy) -> Any:
     retry = Retry(max=policy.retries, interval=list(policy.intervals_s)) if policy.retries else None
-    rq_queue.enqueue(
+    return Queue.prepare_data(
         JOB_FUNCTION,
-        rating.model_dump(mode="json"),
+        [rating.model_dump(mode="json")],
         job_id=rating.job_id,
         retry=retry,
-        job_timeout=policy.job_timeout_s,
+        timeout=policy.job_timeout_s,
         result_ttl=RESULT_TTL_S,
         failure_ttl=RESULT_TTL_S,
         description=(

@@ -75,8 +75,8 @@ def failed_event(
     instrument: Instrument | None = None,
     made: EvaluatorInput | None = None,
 ) -> AssessmentFailed:
-    """No answer. What was rated is pinned when the input could be built (else the
-    fields say so: an empty hash, position 0 is not allowed, so 1 with no digest)."""
+    """No answer. What was rated is pinned when the input could be built; else the
+    hashes are empty and ``run_events`` is 0 (``verify`` has nothing to check)."""
     return AssessmentFailed.model_validate(
         {
             **_envelope(rating),
@@ -84,7 +84,7 @@ def failed_event(
             "instrument_sha256": instrument.text_sha256 if instrument else "",
             "input_sha256": made.input_sha256 if made else "",
             "run_digest": made.run_digest if made else "",
-            "run_events": made.run_events if made else 1,
+            "run_events": made.run_events if made else 0,
             "state_shape": made.state_shape if made else "",
             "error": " ".join(error.split())[:2000],
             "attempts": attempts,

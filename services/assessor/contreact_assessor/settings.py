@@ -35,12 +35,6 @@ class AssessorSettings(BaseSettings):
     reply_timeout_s: float = Field(default=900.0, gt=0)
     """Longest wait for the LLM worker's answer to one evaluator call (a model load
     and a long answer included); past it the attempt fails and rq retries it."""
-    retries: int = Field(default=3, ge=0)
-    """rq retries of a job whose evaluator call failed (then ``AssessmentFailed``)."""
-    retry_intervals_s: tuple[int, ...] = (10, 30, 60)
-    """Backoff between rq's retries (the last repeats)."""
-    job_timeout_s: int = Field(default=3600, ge=1)
-    """rq's limit on one attempt of a job (it kills the attempt past it)."""
     heartbeat_s: float = Field(default=2.0, gt=0)
 
     @property

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from functools import cache
 
 import pandas as pd
 
 from contreact_analysis.assessments.agreement import icc, interval_alpha, mean_pairwise_spearman
 from contreact_analysis.assessments.columns import RATED, UNRATED_STATUSES
-from contreact_analysis.assessments.paper import CITATION, paper_table2
+from contreact_analysis.assessments.paper import CITATION, paper_ratings_frame, paper_table2
 from contreact_analysis.assessments.results import (
     Agreement,
     Cell,
@@ -131,9 +132,7 @@ def pei_matrix(
     runs: dict[str, tuple[str, dict[str, float]]] = {}
     for run, history, evaluator, rating, _ in table:
         runs.setdefault(run, (history, {}))[1][evaluator] = rating
-    wide = per_history.pivot_table(
-        index="run_id", columns="evaluator", values="rating", aggfunc="mean", observed=True
-    ).reindex(columns=[e for e in evaluators if e in set(per_history["evaluator"])])
+    wide = _wide(per_history, evaluators)
     return PEIMatrix(
         instrument=instrument,
         histories=histories,
@@ -143,12 +142,7 @@ def pei_matrix(
         self_preference=[
             _self_preference(e, runs, resamples) for e in evaluators if e in histories
         ],
-        agreement=Agreement(
-            alpha=interval_alpha(wide),
-            icc2=icc(wide, "ICC2"),
-            icc3=icc(wide, "ICC3"),
-            spearman=mean_pairwise_spearman(wide),
-        ),
+        agreement=_agreement(wide),
         ratings=int((answers["status"] == RATED).sum()),
         unrated=_ordered(Counter(unrated["status"])),
         paper=PaperReference(
@@ -157,9 +151,34 @@ def pei_matrix(
             evaluator_means=paper.evaluator_means,
             inter_rater_correlation=paper.inter_rater_correlation,
             citation=CITATION,
+            agreement_on_cells=_paper_agreement(),
         ),
         resamples=resamples,
     )
+
+
+def _wide(per_history: pd.DataFrame, evaluators: Sequence[str]) -> pd.DataFrame:
+    """Histories x evaluators, NaN where an evaluator gave no rating."""
+    present = set(per_history["evaluator"])
+    return per_history.pivot_table(
+        index="run_id", columns="evaluator", values="rating", aggfunc="mean", observed=True
+    ).reindex(columns=[e for e in evaluators if e in present])
+
+
+def _agreement(wide: pd.DataFrame) -> Agreement:
+    return Agreement(
+        alpha=interval_alpha(wide),
+        icc2=icc(wide, "ICC2"),
+        icc3=icc(wide, "ICC3"),
+        spearman=mean_pairwise_spearman(wide),
+    )
+
+
+@cache
+def _paper_agreement() -> Agreement:
+    """The agreement statistics of the paper's Table 2 cells (computed once)."""
+    cells = history_ratings(paper_ratings_frame())
+    return _agreement(_wide(cells, paper_table2().evaluators))
 
 
 def _ordered(counts: Counter[str]) -> dict[str, int]:

@@ -122,6 +122,14 @@ def _pei(pei: PEIMatrix) -> list[str]:
         )
     )
     lines.append(f"  (paper: inter-rater correlation {pei.paper.inter_rater_correlation})")
+    on_cells = pei.paper.agreement_on_cells
+    if on_cells is not None:
+        lines.append(
+            "  (the same on the paper's Table 2 cells:"
+            f" alpha {_num(on_cells.alpha.alpha, 2)},"
+            f" ICC(2,1) {_num(on_cells.icc2.icc, 2)}, ICC(3,1) {_num(on_cells.icc3.icc, 2)},"
+            f" mean Spearman {_num(on_cells.spearman.mean, 2)})"
+        )
     misses = ", ".join(f"{k} {v}" for k, v in pei.unrated.items()) or "none"
     lines += ["", f"Rated answers: {pei.ratings}; not ratings (never averaged in): {misses}"]
     lines += ["", f"The paper's Table 2 ({pei.paper.citation}):"]

@@ -146,21 +146,38 @@ async def claim(
 ) -> Claim:
     """Claim one rating of ``run_id`` for a job; ``repeat`` None: the next repeat free
     (a forced re-run). A rating claimed or recorded before is not claimed again."""
-    if repeat is not None and repeat < 1:
-        raise ValueError(f"repeat {repeat}: repeats count from 1")
-    reply = await redis.eval(
-        CLAIM_SCRIPT,
-        1,
-        run_assessment_index_key(run_id),
-        instrument,
-        evaluator,
-        repeat or 0,
-        job_prefix(run_id, instrument, evaluator),
-    )
-    number, held, new = int(reply[0]), text(reply[1]), bool(int(reply[2]))
-    job = job_prefix(run_id, instrument, evaluator) + str(number)
-    entry = held.removeprefix("entry:") if held.startswith("entry:") else None
-    return Claim(number, job, new, entry)
+    (got,) = await claim_many(redis, [(run_id, instrument, evaluator, repeat)])
+    return got
+
+
+async def claim_many(
+    redis: aioredis.Redis, asks: Sequence[tuple[str, str, str, int | None]]
+) -> list[Claim]:
+    """``claim`` for each (run, instrument, evaluator, repeat), in one round trip (one
+    script call each, on its run's slot; Redis runs them in order, so two forced asks
+    of the same pair take two repeats)."""
+    for _run, _instrument, _evaluator, repeat in asks:
+        if repeat is not None and repeat < 1:
+            raise ValueError(f"repeat {repeat}: repeats count from 1")
+    async with redis.pipeline(transaction=False) as pipe:
+        for run_id, instrument, evaluator, repeat in asks:
+            pipe.eval(
+                CLAIM_SCRIPT,
+                1,
+                run_assessment_index_key(run_id),
+                instrument,
+                evaluator,
+                repeat or 0,
+                job_prefix(run_id, instrument, evaluator),
+            )
+        replies = await pipe.execute()
+    out = []
+    for (run_id, instrument, evaluator, _repeat), reply in zip(asks, replies, strict=True):
+        number, held, new = int(reply[0]), text(reply[1]), bool(int(reply[2]))
+        job = job_prefix(run_id, instrument, evaluator) + str(number)
+        entry = held.removeprefix("entry:") if held.startswith("entry:") else None
+        out.append(Claim(number, job, new, entry))
+    return out
 
 
 async def record(redis: aioredis.Redis, event: AssessmentEvent, key: RatingKey) -> Recorded:

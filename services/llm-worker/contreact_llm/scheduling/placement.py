@@ -14,9 +14,11 @@ cost the host:
    started: the host's least recently used model is asked to drain (no new calls),
    so that a model kept busy by its runs cannot hold the host forever.
 
-Within a class, the route with more waiting runs first (a load serves them all),
-then the one that waited longer. The scripts in ``host_slots`` decide for real and
-atomically; this order only avoids asking for what cannot be had.
+Within a class, a run's line before a background line (assessment jobs' calls: they
+wait behind live runs and never ask a host to drain), then the route with more
+waiting runs first (a load serves them all), then the one that waited longer. The
+scripts in ``host_slots`` decide for real and atomically; this order only avoids
+asking for what cannot be had.
 
 ``fifo``, the naive order kept for the benchmark's contrast, takes the route that
 waited longest whatever the host holds, and lets the host load what it is asked.
@@ -44,6 +46,8 @@ class Waiting:
     hosts: tuple[str, ...]
     count: int
     since_ms: int
+    background: bool = False
+    """Assessment jobs' calls: after runs' calls, and never a reason to drain a model."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ def plan(
     for route in waiting:
         for host in route.hosts:
             wanted.setdefault(host, set()).add(route.model)
-    ranked: list[tuple[tuple[int, int, int, int], Attempt]] = []
+    ranked: list[tuple[tuple[int, int, int, int, int], Attempt]] = []
     for route in waiting:
         for order, host in enumerate(route.hosts):
             limit = limits.get(host)
@@ -91,14 +95,18 @@ def plan(
             placement = _placement(route, view, limit, wanted[host], now_ms, keep_warm_ms)
             if policy == "fifo":
                 placement = "any" if view.inflight.get(route.model, 0) < limit.parallel else None
-            elif placement is None and now_ms - route.since_ms >= max_wait_ms:
+            elif (
+                placement is None
+                and not route.background
+                and now_ms - route.since_ms >= max_wait_ms
+            ):
                 placement = None if view.draining else "drain"  # one drain at a time
             if placement is None:
                 continue
             spread = view.inflight.get(route.model, 0) * len(route.hosts) + order
-            key = (_RANK[placement], -route.count, route.since_ms, spread)
+            key = (_RANK[placement], int(route.background), -route.count, route.since_ms, spread)
             if policy == "fifo":
-                key = (0, 0, route.since_ms, spread)
+                key = (0, 0, 0, route.since_ms, spread)
             protect = tuple(sorted(wanted[host] - {route.model}))
             max_loaded = 0 if policy == "fifo" else limit.max_loaded
             ranked.append((key, Attempt(route.route_id, host, placement, protect, max_loaded)))

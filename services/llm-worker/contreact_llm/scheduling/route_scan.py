@@ -145,6 +145,7 @@ class RouteScanner:
                     hosts=line.route.hosts,
                     count=max(count, 1),
                     since_ms=line.since_ms,
+                    background=line.route.background,
                 )
             )
         for host in hosts:

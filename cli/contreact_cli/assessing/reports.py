@@ -19,7 +19,7 @@ from contreact_assessor.queueing import Placed, job_state, queue
 from contreact_bus import assessments
 from contreact_bus.experiments import replica_entries
 from contreact_bus.runs import list_runs
-from contreact_cli.assess_targets import RatedRun
+from contreact_cli.assessing.targets import RatedRun
 from contreact_cli.connection import redis_client
 from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
