@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from contreact_bus.llm_routes import route_of
 from contreact_events.core.export import export_records
 from contreact_events.core.fold import fold_all
 from contreact_events.core.outbox import open_deadlines, pending_tasks
@@ -235,3 +236,14 @@ def test_a_fork_sends_the_prefixs_open_analyses_again_under_its_own_ids() -> Non
     assert child.state.status == "completed" and child.state.analyses == 3
     report = replay_check(child.log)
     assert report.ok, report.divergence and report.divergence.describe()
+
+
+def test_an_analysis_waits_in_a_background_line_behind_its_runs_calls() -> None:
+    sim = sim_with("model", cycles=2)
+    sim.start()
+    answer_gating(sim)
+    (analysis,) = sim.analyses.values()
+    chat = sim.task()
+    assert isinstance(chat, LLMTask) and chat.model == analysis.model
+    assert route_of(analysis).background and not route_of(chat).background
+    assert route_of(analysis).id != route_of(chat).id  # placement serves the run's line first
