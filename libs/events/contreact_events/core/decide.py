@@ -118,7 +118,7 @@ def decide(state: AgentState, event: Event, *, max_derived: int = 10_000) -> Dec
     fresh = _sent(state) - open_before
     tasks = tuple(
         task
-        for task in pending_tasks(state)
+        for task in (pending_tasks(state) if resend or fresh else ())
         if (task.task_id == state.pending_task_id and resend)
         or (task.task_id, task.send, task.deadline) in fresh
     )
