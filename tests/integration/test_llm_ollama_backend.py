@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from contreact_events.catalog.chat import ChatMessage
+from contreact_events.cognition.model_answer import analysis_json_schema
 from contreact_events.core.tools import tool_schemas
 from contreact_events.wire.tasks import LLMTask
 from contreact_llm.backends import ChatFailure, ChatReply
@@ -239,3 +240,18 @@ async def test_a_pool_needs_the_same_model_on_every_host(fake: FakeOllama) -> No
     assert not missing.ok and f"is not pulled on {lacking.host}" in missing.detail
     assert not differs.ok and "differs between the hosts of the pool" in differs.detail
     assert "`ollama pull llama3.2`" in differs.detail
+
+
+async def test_an_analysis_sends_its_json_schema_as_format_and_a_chat_none(
+    fake: FakeOllama,
+) -> None:
+    schema = analysis_json_schema()
+    fake.reply("{}")
+    fake.reply("ok")
+    backend = OllamaBackend(FAST)
+    await backend.chat(task(fake.host, kind="analysis", tools=(), json_schema=schema))
+    await backend.chat(task(fake.host))
+    await backend.aclose()
+    analysis, chat = fake.chat_requests()
+    assert analysis["format"] == schema
+    assert "format" not in chat or chat["format"] in (None, "")

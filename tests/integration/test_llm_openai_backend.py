@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from contreact_events.catalog.chat import ChatMessage, ToolCall
+from contreact_events.cognition.model_answer import analysis_json_schema
 from contreact_events.core.tools import tool_schemas
 from contreact_events.wire.tasks import LLMTask
 from contreact_llm.backends import ChatFailure, ChatReply
@@ -245,3 +246,19 @@ async def test_nobody_listening() -> None:
     await backend.aclose()
     assert not checked.ok and "no OpenAI-compatible server answers" in checked.detail
     assert isinstance(failed, ChatFailure) and failed.retryable and failed.attempts == 3
+
+
+async def test_an_analysis_asks_for_its_json_schema_and_a_chat_does_not(
+    fake: FakeOpenAI,
+) -> None:
+    schema = analysis_json_schema()
+    fake.reply("{}")
+    fake.reply("a reflection")
+    await chat(fake, kind="analysis", tools=(), json_schema=schema)
+    await chat(fake)
+    analysis, plain = fake.chat_requests()
+    assert analysis["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "operator_exchange_analysis", "schema": schema},
+    }
+    assert "response_format" not in plain

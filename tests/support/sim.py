@@ -53,6 +53,8 @@ class Sim:
         self.state = AgentState(run_id=config.run_id)
         self.log: list[Event] = []
         self.tasks: list[Task] = []
+        self.analyses: dict[str, LLMTask] = {}
+        """Analysis tasks sent and not answered yet (they do not hold the cycle)."""
         self.memory: dict[str, str] = {}
         self._clock = 0
         self._ids = 0
@@ -67,12 +69,33 @@ class Sim:
             causation_id=causation,
             data=data,
         )
+        before = self.state
         decision = decide(self.state, message.to_event(T0 + timedelta(seconds=self._clock)))
         if decision.accepted:
             self.state = decision.state
             self.log.extend(decision.events)
-            self.tasks = list(decision.tasks)
+            gating = [t for t in decision.tasks if not _analysis(t)]
+            task_id = getattr(decision.events[0], "task_id", None)
+            if gating or before.open_task(task_id) is None:  # else the cycle's wait goes on
+                self.tasks = gating
+            self.analyses.update({t.task_id: t for t in decision.tasks if _analysis(t)})  # type: ignore[misc]
+            if self.state.terminal:
+                self.analyses.clear()
         return decision
+
+    def answer_analysis(self, task_id: str, raw: str) -> Decision:
+        """The LLM worker's answer to an analysis task whose model answered ``raw``."""
+        from contreact_events.core.analysis_prompt import analysis_from_answer
+
+        task = self.analyses.pop(task_id)
+        analysis, reason = analysis_from_answer(raw, task.messages)
+        return self.send(
+            "OperatorMessageAnalyzed",
+            task_id,
+            task_id=task_id,
+            analysis=analysis.model_dump(mode="json"),
+            fallback_reason=reason,
+        )
 
     def start(self) -> Decision:
         self.send("RunRequested", config=self.config.model_dump(mode="json"))
@@ -162,6 +185,10 @@ class Sim:
                 wall_s=0.5,
             )
         raise AssertionError("the run did not settle")
+
+
+def _analysis(task: Task) -> bool:
+    return isinstance(task, LLMTask) and task.kind == "analysis"
 
 
 def apply_memory(memory: dict[str, str], tool: str, args: dict[str, Any]) -> str:

@@ -86,3 +86,18 @@ def test_version_4_logs_keep_arguments_over_their_cap_cut_in_the_history() -> No
     assert len(kept) == len(logged) and kept != logged
     assert any("[argument cut:" in str(c.arguments) for c in kept)
     assert not any("[argument cut:" in str(c.arguments) for c in logged)
+
+
+def test_the_cognition_log_holds_analyses_after_their_cycles_and_the_end_waits() -> None:
+    events = load(FIXTURES / "runlog-v4-cognition.jsonl")
+    types = [e.type for e in events]
+    analysed = [e for e in events if e.type == "OperatorMessageAnalyzed"]
+    assert [a.analysis.analyser for a in analysed] == ["model", "heuristic", "heuristic"]
+    assert analysed[0].fallback_reason is None
+    assert analysed[1].fallback_reason and "(malformed:" in analysed[1].fallback_reason
+    assert analysed[2].fallback_reason and "failed 2 time(s)" in analysed[2].fallback_reason
+    # cycle 1's analysis came during cycle 3; the run completed only after the last one
+    assert types.index("OperatorMessageAnalyzed") > types.index("CycleEnded") + 1
+    assert types[-2:] == ["OperatorMessageAnalyzed", "RunCompleted"]
+    state = fold_all(events)
+    assert state.open_tasks == () and state.analyses == 3

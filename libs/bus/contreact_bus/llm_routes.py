@@ -85,7 +85,10 @@ class Route:
 
 
 def route_of(task: LLMTask) -> Route:
-    return Route(task.backend, task.model, task.hosts or (task.host,), task.reply_to is not None)
+    """The task's line: a background one for calls no run's cycle waits on (assessment
+    jobs' calls, and analyses of operator exchanges), so a run's next call goes first."""
+    background = task.reply_to is not None or task.kind == "analysis"
+    return Route(task.backend, task.model, task.hosts or (task.host,), background)
 
 
 class RouteStream(TaskStream):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
@@ -18,12 +19,14 @@ from redis.asyncio.client import Pipeline
 from contreact_bus.assessments import calls as evaluator_calls
 from contreact_bus.inbox import Inbox
 from contreact_bus.task_gate import TaskGate
+from contreact_events.core.analysis_prompt import analysis_from_answer, heuristic_instead
 from contreact_events.wire.tasks import (
     InboxMessage,
     LLMTask,
     llm_failed,
     llm_responded,
     model_checked,
+    operator_message_analyzed,
 )
 from contreact_llm.backends import ChatReply, CheckOutcome, LLMBackend
 from contreact_llm.backends import auto as auto_backend
@@ -52,6 +55,8 @@ class LLMTaskHandler:
         the job waits on another call, or on none), else None."""
         if self._gate is None:
             return None
+        if task.kind == "analysis":  # no effect hangs on it: the core checks its answer
+            return analysis_refusal(task)
         if task.reply_to is not None:
             return await evaluator_calls.refusal(self.inbox.redis, task)
         return await self._gate.refusal(task.run_id, task.task_id, task, task.deadline)
@@ -83,6 +88,9 @@ class LLMTaskHandler:
             error = f"llm-worker error: {type(exc).__name__}: {exc}"
             if task.kind == "check":
                 return model_checked(task, ok=False, backend=None, detail=error)
+            if task.kind == "analysis":
+                analysis, reason = heuristic_instead(task.messages, error)
+                return operator_message_analyzed(task, analysis, reason)
             return llm_failed(task, error, retryable=False, attempts=1)
 
     async def answer(self, task: LLMTask) -> InboxMessage:
@@ -97,6 +105,8 @@ class LLMTaskHandler:
                 model_digest=outcome.model_digest,
                 model=outcome.model,
             )
+        if task.kind == "analysis":
+            return await self.analyse(task)
         backend_name: str = task.backend
         if backend_name == "auto":  # the check resolves it; the run records the choice
             error = "a chat task needs a resolved backend, not 'auto' (the model check resolves it)"
@@ -108,6 +118,23 @@ class LLMTaskHandler:
                 task, answer.message, answer.usage, answer.model, answer.tool_call_error
             )
         return llm_failed(task, answer.error, retryable=answer.retryable, attempts=answer.attempts)
+
+    async def analyse(self, task: LLMTask) -> InboxMessage:
+        """An exchange's analysis: the model's JSON answer, validated; the heuristic's,
+        with the reason, when the model gives none or one that is not an analysis."""
+        backend = self._backends.get(task.backend)
+        if backend is None:
+            analysis, reason = heuristic_instead(
+                task.messages, f"no {task.backend} backend to ask for the analysis"
+            )
+            return operator_message_analyzed(task, analysis, reason)
+        answer = await backend.chat(task)
+        if isinstance(answer, ChatReply):
+            analysis, fallback = analysis_from_answer(answer.message.content, task.messages)
+            return operator_message_analyzed(task, analysis, fallback)
+        reason = f"no model answered after {answer.attempts} attempt(s): {answer.error}"
+        analysis, reason = heuristic_instead(task.messages, reason)
+        return operator_message_analyzed(task, analysis, reason)
 
     async def check(self, task: LLMTask) -> CheckOutcome:
         """The check's outcome, cut at the task's deadline whatever the backend does
@@ -133,6 +160,14 @@ class LLMTaskHandler:
     async def aclose(self) -> None:
         for backend in self._backends.values():
             await backend.aclose()
+
+
+def analysis_refusal(task: LLMTask) -> str | None:
+    """An analysis is dropped only past its deadline (the run has sent it again, or
+    let the heuristic stand in); a stale answer is the core's to ignore."""
+    if task.deadline is not None and datetime.now(UTC) > task.deadline:
+        return f"{task.task_id} is past its deadline (the run has sent it again, or given up)"
+    return None
 
 
 def capped(reply: ChatReply, cap: int | None) -> ChatReply:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from contreact_events.core.outbox import waiting_deadline
+from contreact_events.core.outbox import open_deadlines, waiting_deadline
 from contreact_events.core.state import AgentState
 from contreact_events.wire.tasks import InboxMessage, task_failed
 
@@ -30,6 +30,15 @@ class DeadlineWatch:
         failures = []
         live: set[tuple[str, str, int]] = set()
         for run_id, state in states.items():
+            for open_id, sends, ends in open_deadlines(state):  # analyses, beside the cycle
+                key = (run_id, open_id, sends)
+                live.add(key)
+                last = self._reported.get(key)
+                if now < ends or (last is not None and (now - last).total_seconds() < REFIRE_S):
+                    continue
+                self._reported[key] = now
+                reason = f"no answer within its deadline ({ends:%H:%M:%S} UTC)"
+                failures.append(task_failed(run_id, open_id, "expired", reason, send=sends))
             waits = waiting_deadline(state)
             if waits is None:
                 continue

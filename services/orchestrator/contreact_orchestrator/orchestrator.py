@@ -61,8 +61,8 @@ QUARANTINED = "quarantined"
 """Listing status of a run the orchestrator cannot read or decide (reason beside it)."""
 MAX_REFOLDS = 5
 """Refolds of one input in a row (its log moved under it) before it is let go."""
-RESULT_KINDS = frozenset(ANSWERED_IN)
-"""Worker results: one the core cannot accept, for the pending task, is its failure."""
+RESULT_KINDS = frozenset({*ANSWERED_IN, "OperatorMessageAnalyzed"})
+"""Worker results: one the core cannot accept, for a task it waits on, is its failure."""
 
 
 class Orchestrator:
@@ -267,8 +267,8 @@ class Orchestrator:
         decide quarantines the run. An input that is not an event at all raises
         ``CorruptEvent`` (dead-lettered by ``serve``)."""
         now = datetime.now(UTC)
-        pending = state.pending_task_id
-        ours = message.kind in RESULT_KINDS and pending and message.causation_id == pending
+        awaited = {state.pending_task_id, *(t.task_id for t in state.open_tasks)} - {None}
+        ours = message.kind in RESULT_KINDS and message.causation_id in awaited
         try:
             event = message.to_event(now)
         except ContReActEventError as exc:
@@ -327,8 +327,9 @@ class Orchestrator:
         has archived it."""
         meta = meta_fields(state)
         changed = meta != self._meta.get(state.run_id)
-        if tasks:
-            pending: PendingTask | None = PendingTask(tasks[0].task_id, task_digest(tasks[0]))
+        gating = [t for t in tasks if t.task_id == state.pending_task_id]
+        if gating:  # open tasks (analyses) are not recorded: no worker effect hangs on them
+            pending: PendingTask | None = PendingTask(gating[0].task_id, task_digest(gating[0]))
         elif state.pending_task_id is None:
             pending = PendingTask("", "")
         else:
@@ -434,5 +435,5 @@ class Orchestrator:
 
 
 def _pending_of(state: AgentState) -> PendingTask | None:
-    tasks = pending_tasks(state)
+    tasks = [t for t in pending_tasks(state) if t.task_id == state.pending_task_id]
     return PendingTask(tasks[0].task_id, task_digest(tasks[0])) if tasks else None

@@ -20,8 +20,13 @@ MAX_REASON_CHARS = 2000
 
 
 def rejection(state: AgentState, message: InboxMessage, now: datetime, reason: str) -> TaskFailed:
-    """The failure of the task ``state`` waits on, caused by ``message``."""
+    """The failure of the task ``state`` waits on (the cycle's, or the open one the
+    message answers), caused by ``message``."""
     task_id = state.pending_task_id or ""
+    send = None
+    open_task = state.open_task(message.causation_id)
+    if open_task is not None:
+        task_id, send = open_task.task_id, open_task.sends
     return TaskFailed(
         event_id=message.msg_id,
         run_id=state.run_id,
@@ -31,6 +36,7 @@ def rejection(state: AgentState, message: InboxMessage, now: datetime, reason: s
         task_id=task_id,
         cause="rejected",
         reason=reason[:MAX_REASON_CHARS],
+        send=send,
     )
 
 

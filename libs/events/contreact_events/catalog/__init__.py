@@ -22,6 +22,10 @@ from contreact_events.catalog.assessment import AssessmentBase as AssessmentBase
 from contreact_events.catalog.assessment import AssessmentEvent as AssessmentEvent
 from contreact_events.catalog.assessment import AssessmentFailed as AssessmentFailed
 from contreact_events.catalog.assessment import RunAssessed as RunAssessed
+from contreact_events.catalog.cognition import (
+    OperatorMessageAnalysisRequested,
+    OperatorMessageAnalyzed,
+)
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleStarted,
@@ -91,7 +95,9 @@ Event: TypeAlias = Annotated[
     | TaskFailed
     | TaskRetried
     | RunForked
-    | MemorySeeded,
+    | MemorySeeded
+    | OperatorMessageAnalysisRequested
+    | OperatorMessageAnalyzed,
     Field(discriminator="type"),
 ]
 

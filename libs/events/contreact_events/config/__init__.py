@@ -78,6 +78,7 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "RUN_ID_PATTERN",
     "Backend",
+    "CognitionConfig",
     "DeadlinesConfig",
     "DiversityConfig",
     "Identifier",
@@ -161,6 +162,27 @@ class DiversityConfig(Strict):
     paragraphs may repeat, besides seed 001's list."""
 
 
+class CognitionConfig(Strict):
+    """Analysis of operator exchanges (seed 002, issue 17). Off by default: the paper's
+    protocol has none.
+
+    ``off``: no analysis. ``heuristic``: the rules of ``cognition.heuristic``, decided in
+    the core as the exchange completes. ``model``: one structured-JSON call through the
+    LLM worker, a task that does not hold the cycle; the heuristic stands in (named as
+    such, with the reason) when the answer is not an analysis or the task keeps failing.
+    """
+
+    analysis: Literal["off", "heuristic", "model"] = "off"
+    model: Name | None = None
+    """The analysis model (None: the run's own model)."""
+    temperature: StrictFloat = Field(default=0.1, ge=0.0, le=2.0)
+    recent_exchanges: StrictInt = Field(default=5, ge=0, le=50)
+    """How many earlier exchanges the context type is judged against."""
+    deadline_s: float = Field(default=300.0, gt=0)
+    """How long the run waits for one analysis (then it is sent again, within
+    ``deadlines.retries``, and finally the heuristic stands in)."""
+
+
 class ToolsConfig(Strict):
     """Tools beyond the paper's six (off by default, to keep the paper's protocol)."""
 
@@ -224,6 +246,7 @@ class RunConfig(Strict):
     tools: ToolsConfig = ToolsConfig()
     deadlines: DeadlinesConfig = DeadlinesConfig()
     limits: LimitsConfig = LimitsConfig()
+    cognition: CognitionConfig = CognitionConfig()
     experiment: str | None = None
     """Name of the experiment this run belongs to (for grouping and comparison); the
     same shape as a run id, since it becomes part of Redis keys."""

@@ -125,3 +125,7 @@ class ScriptConfig(Strict):
     replies: tuple[ScriptedReply, ...] = Field(min_length=1, max_length=100_000)
     repeat: StrictBool = False
     """Start again from the first reply when the script runs out (else the call fails)."""
+    analysis_replies: tuple[ScriptedReply, ...] = Field(default=(), max_length=100_000)
+    """Answers to operator-exchange analyses (``cognition.analysis: model``), by the
+    exchange's cycle (wrapping). None given: the analysis call fails (and the
+    heuristic stands in, with the reason)."""

@@ -44,6 +44,7 @@ from pydantic import (
 
 from contreact_events.config import (
     Backend,
+    CognitionConfig,
     DeadlinesConfig,
     DiversityConfig,
     LimitsConfig,
@@ -91,6 +92,7 @@ class RunOptions(BaseModel):
     tools: ToolsConfig | None = None
     deadlines: DeadlinesConfig | None = None
     limits: LimitsConfig | None = None
+    cognition: CognitionConfig | None = None
 
     def options(self) -> dict[str, Any]:
         """The run options that were set, as data (nested blocks: their set keys)."""

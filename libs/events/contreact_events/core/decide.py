@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.cognition import (
+    OperatorMessageAnalysisRequested,
+    OperatorMessageAnalyzed,
+)
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleStarted,
@@ -41,8 +46,11 @@ from contreact_events.catalog.tool import (
     ToolCallCompleted,
     ToolCallRequested,
 )
+from contreact_events.cognition.analysis import Exchange
+from contreact_events.cognition.heuristic import analyse_heuristically
 from contreact_events.config import RunConfig
 from contreact_events.core.fold import (
+    analysis_task_id,
     embed_task_id,
     final_call_note,
     fold,
@@ -52,7 +60,7 @@ from contreact_events.core.fold import (
 )
 from contreact_events.core.outbox import pending_tasks
 from contreact_events.core.prompt import prompt_sha256
-from contreact_events.core.state import AgentState, Attempt, Phase
+from contreact_events.core.state import AgentState, Attempt, OpenTask, Phase
 from contreact_events.core.tools import (
     OPERATOR_TOOL,
     TOOLS_PARAGRAPH,
@@ -92,6 +100,7 @@ def decide(state: AgentState, event: Event, *, max_derived: int = 10_000) -> Dec
     if reason is not None:
         return Decision(state=state, ignored=reason)
     waited_on = state.pending_task_id
+    open_before = _sent(state)
     events: list[Event] = [event]
     state = fold(state, event)
     stamp = _Stamper(event)
@@ -101,11 +110,27 @@ def decide(state: AgentState, event: Event, *, max_derived: int = 10_000) -> Dec
             events.append(new)
         if len(events) > max_derived:  # a bug, never a legitimate run
             raise RuntimeError(f"decide derived more than {max_derived} events")
-    # A run waits on one task at a time: a new pending id is a new task to send, and
-    # a retried one is sent again.
-    resend = state.pending_task_id != waited_on or any(isinstance(e, TaskRetried) for e in events)
-    tasks = tuple(pending_tasks(state)) if resend else ()
+    # The cycle waits on one task at a time: a new pending id is a new task to send, and
+    # a retried one is sent again. Open tasks (that do not hold the cycle) are sent
+    # when they are new, retried, or taken over by a fork: compared as sets.
+    retried = {e.task_id for e in events if isinstance(e, TaskRetried)}
+    resend = state.pending_task_id != waited_on or state.pending_task_id in retried
+    fresh = _sent(state) - open_before
+    tasks = tuple(
+        task
+        for task in (pending_tasks(state) if resend or fresh else ())
+        if (task.task_id == state.pending_task_id and resend)
+        or (task.task_id, task.send, task.deadline) in fresh
+    )
     return Decision(state=state, events=tuple(events), tasks=tasks)
+
+
+def _sent(state: AgentState) -> set[tuple[str, int, Any]]:
+    """The open tasks as sent: id, send and deadline (a new one, a retry, a fork's)."""
+    if not state.open_tasks or state.config is None:
+        return set()
+    seconds = timedelta(seconds=state.config.cognition.deadline_s)
+    return {(t.task_id, t.sends, t.since + seconds) for t in state.open_tasks}
 
 
 ANSWERED_IN: dict[str, tuple[Phase, ...]] = {
@@ -134,6 +159,12 @@ def rejection(state: AgentState, event: Event) -> str | None:
     match event.type:
         case "RunCancelled":
             return None
+        case "OperatorMessageAnalyzed":
+            task = state.open_task(event.causation_id)
+            answer = isinstance(event, OperatorMessageAnalyzed)
+            if task is not None and answer and event.task_id == task.task_id:
+                return None
+            return f"{event.type} answers {event.causation_id}, which is no open analysis"
         case task_result if task_result in ANSWERED_IN:
             if state.phase in ANSWERED_IN[task_result] and (
                 state.pending_task_id == event.causation_id
@@ -164,8 +195,12 @@ def _fork_rejection(state: AgentState, event: RunForked) -> str | None:
 def _failure_rejection(state: AgentState, event: TaskFailed) -> str | None:
     """A failure counts only for what the run waits on now, and only for the send that
     is current (a late failure of an earlier send changes nothing)."""
-    if event.send is not None and event.send != state.task_sends:
+    task = state.open_task(event.task_id)
+    sends = task.sends if task is not None else state.task_sends
+    if event.send is not None and event.send != sends:
         return f"TaskFailed concerns send {event.send} of {event.task_id}, not the current one"
+    if task is not None:
+        return None if task.failure is None else f"{event.task_id} has failed already"
     if state.pending_task_id is not None and event.task_id == state.pending_task_id:
         return None
     head = state.waiting_for
@@ -181,6 +216,9 @@ def advance(state: AgentState, stamp: _Stamper) -> list[Event]:
         return []
     if state.task_failure is not None:
         return [_after_task_failure(state, config, stamp)]
+    failed = next((t for t in state.open_tasks if t.failure is not None), None)
+    if failed is not None:
+        return [_after_open_failure(state, failed, config, stamp)]
     match state.phase:
         case "starting":
             offered = offered_tools(config.tools.search_memory)
@@ -229,6 +267,8 @@ def advance(state: AgentState, stamp: _Stamper) -> list[Event]:
             return [_cycle_ended(state, stamp)]
         case "cycle_end":
             if state.cycle_number >= config.cycle_count:
+                if state.open_tasks:  # each has a deadline: the wait is bounded
+                    return []
                 return [stamp(RunCompleted, cycles=state.cycle_number)]
             return [stamp(CycleStarted, cycle=state.cycle_number + 1, advisory=state.next_advisory)]
         case "failing":
@@ -416,7 +456,55 @@ def _next_tool_step(state: AgentState, stamp: _Stamper) -> list[Event]:
         if operator.mode == "human":
             return []
         return [stamp(OperatorReplied, task_id=head.task_id, text=operator.auto_reply, by="policy")]
+    analyser = state.config.cognition.analysis
+    if analyser != "off" and not head.analysed:
+        return _analysis(state, stamp, analyser, head.task_id, head.cycle)
     return [stamp(ToolCallCompleted, output=head.reply, ok=True, **done)]
+
+
+def _analysis(
+    state: AgentState, stamp: _Stamper, analyser: str, exchange_task_id: str, cycle: int
+) -> list[Event]:
+    """The exchange just completed, recorded for its analysis: the heuristic's at once,
+    or an open task for the model."""
+    assert state.config is not None
+    head = state.tool_queue[0]
+    exchange = Exchange(agent_message=head.arguments["message"], operator_reply=head.reply or "")
+    keep = state.config.cognition.recent_exchanges
+    recent = state.exchanges[len(state.exchanges) - keep :] if keep else ()
+    task_id = analysis_task_id(exchange_task_id)
+    requested = stamp(
+        OperatorMessageAnalysisRequested,
+        task_id=task_id,
+        exchange_task_id=exchange_task_id,
+        cycle=cycle,
+        exchange=exchange,
+        recent=recent,
+        analyser="model" if analyser == "model" else "heuristic",
+    )
+    if analyser == "model":
+        return [requested]
+    analysis = analyse_heuristically(exchange, recent)
+    analysed = stamp(OperatorMessageAnalyzed, task_id=task_id, analysis=analysis.model_dump())
+    return [requested, analysed]
+
+
+def _after_open_failure(
+    state: AgentState, task: OpenTask, config: RunConfig, stamp: _Stamper
+) -> Event:
+    """An open task failed: sent again within the budget; then the heuristic stands in,
+    with the failure stated."""
+    reason = task.failure or "unknown"
+    if task.sends <= config.deadlines.retries:
+        return stamp(TaskRetried, task_id=task.task_id, send=task.sends + 1, reason=reason)
+    return stamp(
+        OperatorMessageAnalyzed,
+        task_id=task.task_id,
+        analysis=analyse_heuristically(task.exchange, task.recent).model_dump(),
+        fallback_reason=(
+            f"the analysis {task.task_id} failed {task.sends} time(s); last: {reason}"
+        ),
+    )
 
 
 TASK_KINDS: dict[Phase, str] = {

@@ -12,6 +12,10 @@ from typing import Any
 
 from contreact_events.catalog import Event
 from contreact_events.catalog.chat import ChatMessage, ToolCall
+from contreact_events.catalog.cognition import (
+    OperatorMessageAnalysisRequested,
+    OperatorMessageAnalyzed,
+)
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleMetrics,
@@ -50,7 +54,14 @@ from contreact_events.catalog.tool import (
     ToolCallCompleted,
     ToolCallRequested,
 )
-from contreact_events.core.state import AgentState, Attempt, Phase, QueuedToolCall, evolve
+from contreact_events.core.state import (
+    AgentState,
+    Attempt,
+    OpenTask,
+    Phase,
+    QueuedToolCall,
+    evolve,
+)
 from contreact_events.core.tools import (
     OPERATOR_TOOL,
     WORKER_TOOLS,
@@ -183,6 +194,10 @@ def _(event: RunForked, state: AgentState) -> dict[str, Any]:
         "pending_task_id": task,
         "code_version": event.orchestrator_version,
         "fork_prefix": event.prefix_len,
+        # The prefix's open analyses are the child's: sent again from now.
+        "open_tasks": tuple(
+            evolve(t, {"since": event.ts, "sends": 1, "failure": None}) for t in state.open_tasks
+        ),
     }
 
 
@@ -505,6 +520,10 @@ def _(event: CycleEnded, state: AgentState) -> dict[str, Any]:
 @_apply.register
 def _(event: RunCompleted, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "cycle_end")
+    if state.open_tasks:
+        raise InvalidTransition(
+            f"RunCompleted {event.event_id} while {len(state.open_tasks)} task(s) are open"
+        )
     return {"status": "completed", "phase": "done"}
 
 
@@ -517,6 +536,7 @@ def _(event: RunFailed, state: AgentState) -> dict[str, Any]:
         "phase": "done",
         "failure_reason": event.reason,
         "pending_task_id": None,
+        "open_tasks": (),
     }
 
 
@@ -530,6 +550,7 @@ def _(event: RunCancelled, state: AgentState) -> dict[str, Any]:
         "failure_reason": event.reason,
         "pending_task_id": None,
         "tool_queue": (),
+        "open_tasks": (),
     }
 
 
@@ -546,12 +567,18 @@ WAITING_PHASES: tuple[Phase, ...] = (
 
 @_apply.register
 def _(event: TaskFailed, state: AgentState) -> dict[str, Any]:
+    if state.open_task(event.task_id) is not None:
+        failure = f"{event.cause}: {event.reason}"
+        return {"open_tasks": _with_open(state, event.task_id, failure=failure)}
     _expect(state, event, *WAITING_PHASES)
     return {"task_failure": f"{event.cause}: {event.reason}"}
 
 
 @_apply.register
 def _(event: TaskRetried, state: AgentState) -> dict[str, Any]:
+    if state.open_task(event.task_id) is not None:
+        retried = {"sends": event.send, "since": event.ts, "failure": None}
+        return {"open_tasks": _with_open(state, event.task_id, **retried)}
     _expect(state, event, *WAITING_PHASES)
     if event.task_id != state.pending_task_id:
         raise InvalidTransition(
@@ -559,6 +586,49 @@ def _(event: TaskRetried, state: AgentState) -> dict[str, Any]:
             f"but the run waits on {state.pending_task_id}"
         )
     return {"task_sends": event.send, "pending_since": event.ts}
+
+
+@_apply.register
+def _(event: OperatorMessageAnalysisRequested, state: AgentState) -> dict[str, Any]:
+    head = _head(state, event, event.exchange_task_id)
+    if head.tool_name != OPERATOR_TOOL or head.reply is None or head.analysed:
+        raise InvalidTransition(
+            f"OperatorMessageAnalysisRequested {event.event_id}: tool call "
+            f"{head.task_id} is no answered, unanalysed operator exchange"
+        )
+    changes: dict[str, Any] = {
+        "tool_queue": (evolve(head, {"analysed": True}), *state.tool_queue[1:]),
+        "exchanges": (*state.exchanges, event.exchange),
+    }
+    if event.analyser == "model":
+        task = OpenTask(
+            task_id=event.task_id,
+            cycle=event.cycle,
+            exchange=event.exchange,
+            recent=event.recent,
+            since=event.ts,
+        )
+        changes["open_tasks"] = (*state.open_tasks, task)
+    return changes
+
+
+@_apply.register
+def _(event: OperatorMessageAnalyzed, state: AgentState) -> dict[str, Any]:
+    changes: dict[str, Any] = {"analyses": state.analyses + 1}
+    if state.open_task(event.task_id) is not None:
+        changes["open_tasks"] = tuple(t for t in state.open_tasks if t.task_id != event.task_id)
+        return changes
+    heuristic = state.config is not None and state.config.cognition.analysis == "heuristic"
+    if not heuristic or state.phase != "tools":
+        raise InvalidTransition(
+            f"OperatorMessageAnalyzed {event.event_id} answers {event.task_id}, "
+            "which is no open analysis"
+        )
+    return changes
+
+
+def _with_open(state: AgentState, task_id: str, **changes: Any) -> tuple[OpenTask, ...]:
+    return tuple(evolve(t, changes) if t.task_id == task_id else t for t in state.open_tasks)
 
 
 def _size_problem(state: AgentState, event: ToolCallRequested) -> str | None:
@@ -623,6 +693,10 @@ def tool_task_id(run_id: str, cycle: int, step: int, index: int) -> str:
 
 def embed_task_id(run_id: str, cycle: int) -> str:
     return f"{run_id}/c{cycle}/embed"
+
+
+def analysis_task_id(exchange_task_id: str) -> str:
+    return f"{exchange_task_id}/analysis"
 
 
 def paragraph_task_id(run_id: str, cycle: int, attempt: int) -> str:

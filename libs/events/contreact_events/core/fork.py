@@ -42,7 +42,7 @@ from contreact_events.diversity.corpus import run_scope, scope_for
 from contreact_events.exceptions import ContReActEventError, ForkRefused
 from contreact_events.wire.codec import bulk
 
-_ID_FIELDS = ("task_id", "causation_id", "matched_id")
+_ID_FIELDS = ("task_id", "causation_id", "matched_id", "exchange_task_id")
 """Fields whose value is an id under the run's own (``RUN/...``): re-keyed by prefix."""
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from contreact_events.cognition.model_answer import analysis_json_schema
 from contreact_events.config import RunConfig
+from contreact_events.core.analysis_prompt import analysis_messages
 from contreact_events.core.prompt import offered_tools_now, prompt_messages
 from contreact_events.core.state import AgentState
 from contreact_events.core.tools import MEMORY_TOOLS, SEARCH_TOOL, SEED_TOOL
@@ -50,18 +52,66 @@ def _deadline_s(state: AgentState, config: RunConfig) -> float:
     return deadlines.embed_s if head and head.tool_name == SEARCH_TOOL else deadlines.memory_s
 
 
-def pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
-    """Tasks the run waits on. After a crash the orchestrator sends these again;
-    workers treat a repeat as the same task. Each carries its deadline and which
-    send it is, so a worker can tell a stale copy."""
-    waits = waiting_deadline(state)
-    if waits is None or state.pending_task_id is None:
+def open_deadlines(state: AgentState) -> list[tuple[str, int, datetime]]:
+    """The open tasks (that do not hold the cycle): id, send, and when the wait ends."""
+    if state.config is None or state.terminal:
         return []
-    deadline = waits[1]
-    return [
-        task.model_copy(update={"deadline": deadline, "send": state.task_sends})
-        for task in _pending_tasks(state)
-    ]
+    seconds = timedelta(seconds=state.config.cognition.deadline_s)
+    return [(t.task_id, t.sends, t.since + seconds) for t in state.open_tasks]
+
+
+def pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
+    """Tasks the run waits on: the cycle's, then the open ones. After a crash the
+    orchestrator sends these again; workers treat a repeat as the same task. Each
+    carries its deadline and which send it is, so a worker can tell a stale copy."""
+    tasks: list[LLMTask | MemoryTask | EmbedTask] = []
+    waits = waiting_deadline(state)
+    if waits is not None and state.pending_task_id is not None:
+        deadline = waits[1]
+        tasks = [
+            task.model_copy(update={"deadline": deadline, "send": state.task_sends})
+            for task in _pending_tasks(state)
+        ]
+    if state.open_tasks:
+        tasks.extend(analysis_tasks(state))
+    return tasks
+
+
+def analysis_tasks(state: AgentState) -> list[LLMTask]:
+    """The open analyses as LLM tasks: one structured-JSON call each."""
+    config = state.config
+    if config is None or state.terminal:
+        return []
+    backend = state.backend or config.backend
+    hosts = config.llm_hosts(backend)
+    client = config.openai_client_config if backend == "openai" else None
+    cognition = config.cognition
+    tasks = []
+    waits = open_deadlines(state)
+    for (task_id, send, deadline), task in zip(waits, state.open_tasks, strict=True):
+        tasks.append(
+            LLMTask(
+                kind="analysis",
+                task_id=task_id,
+                run_id=state.run_id,
+                backend=backend,
+                model=cognition.model or config.model_name,
+                host=hosts[0],
+                hosts=hosts,
+                api_key_env=client.api_key_env if client else None,
+                timeout_s=client.timeout_s if client else config.ollama_client_config.timeout_s,
+                connect_timeout_s=config.ollama_client_config.connect_timeout_s,
+                messages=analysis_messages(task.exchange, task.recent),
+                options={"temperature": cognition.temperature},
+                keep_alive=config.keep_alive,
+                cycle=task.cycle,
+                script=config.script,
+                json_schema=analysis_json_schema(),
+                deadline=deadline,
+                send=send,
+            )
+        )
+    return tasks
 
 
 def _pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:

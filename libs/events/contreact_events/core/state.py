@@ -10,6 +10,7 @@ from typing import Any, Literal, TypeVar
 import orjson
 from pydantic import BaseModel, ConfigDict
 
+from contreact_events.catalog.analysis import Exchange
 from contreact_events.catalog.chat import AssistantMessage, ChatMessage
 from contreact_events.catalog.cycle import CycleMetrics
 from contreact_events.config import ResolvedBackend, RunConfig
@@ -57,6 +58,8 @@ class QueuedToolCall(BaseModel):
     """Why the call cannot run (unknown tool, bad arguments), worded for the model."""
     message_sent: bool = False
     reply: str | None = None
+    analysed: bool = False
+    """An operator call: its exchange's analysis was asked for (``cognition.analysis``)."""
 
 
 class Attempt(BaseModel):
@@ -71,6 +74,24 @@ class Attempt(BaseModel):
     feedback: str = ""
     checked: bool = True
     """False when the embedder could not check it (accepted unchecked)."""
+
+
+class OpenTask(BaseModel):
+    """A task that does not hold the cycle (an exchange's analysis): its answer is
+    accepted whenever it arrives; ``RunCompleted`` waits until none is open."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_id: str
+    kind: Literal["analysis"] = "analysis"
+    cycle: int
+    exchange: Exchange
+    recent: tuple[Exchange, ...] = ()
+    since: datetime
+    """When it was last sent: its deadline counts from here."""
+    sends: int = 1
+    failure: str | None = None
+    """A failure the run has yet to act on (send it again, or let the heuristic stand in)."""
 
 
 class AgentState(BaseModel):
@@ -132,12 +153,21 @@ class AgentState(BaseModel):
     cycle_metrics: tuple[CycleMetrics, ...] = ()
     failure_reason: str | None = None
     code_version: str = ""
+    open_tasks: tuple[OpenTask, ...] = ()
+    """Tasks that do not hold the cycle, in the order they were opened."""
+    exchanges: tuple[Exchange, ...] = ()
+    """The run's operator exchanges that were analysed (or are being), in order."""
+    analyses: int = 0
+    """``OperatorMessageAnalyzed`` events folded."""
     fork_prefix: int = 0
     """A fork: how many events its log copied from the parent (0: not a fork)."""
 
     @property
     def model_name(self) -> str:
         return self.config.model_name if self.config else ""
+
+    def open_task(self, task_id: str | None) -> OpenTask | None:
+        return next((t for t in self.open_tasks if t.task_id == task_id), None)
 
     @property
     def terminal(self) -> bool:

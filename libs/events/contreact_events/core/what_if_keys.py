@@ -91,6 +91,10 @@ REFUSED: Mapping[str, str] = {
     "diversity.paragraph_threshold": _EMBEDDER,
     "diversity.natural_repetition_patterns": _EMBEDDER,
     "diversity.corpus_scope": _EMBEDDER + " (against the other corpus)",
+    "cognition": (
+        "the operator exchanges' analyses are recorded as the logged analyser made them "
+        "(a model's answers cannot be re-made); fork the run with --set instead"
+    ),
 }
 """Settings (or whole sections) a what-if refuses, with why."""
 

@@ -17,7 +17,9 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contreact_events.catalog import EVENT_ADAPTER, EVENT_CLASSES, Event
+from contreact_events.catalog.analysis import Analysis
 from contreact_events.catalog.chat import AssistantMessage, ChatMessage, LLMUsage
+from contreact_events.catalog.cognition import OperatorMessageAnalyzed
 from contreact_events.catalog.cycle import LLMFailed, LLMResponded
 from contreact_events.catalog.delivery import TaskFailed
 from contreact_events.catalog.diversity import (
@@ -40,9 +42,11 @@ class _Frozen(BaseModel):
 
 class LLMTask(_Frozen):
     """For the LLM worker: ``check`` resolves the backend and checks the model is
-    there; ``chat`` asks for one completion."""
+    there; ``chat`` asks for one completion; ``analysis`` asks for an operator
+    exchange's analysis as JSON (``json_schema``), answered as
+    ``OperatorMessageAnalyzed``."""
 
-    kind: Literal["check", "chat"]
+    kind: Literal["check", "chat", "analysis"]
     task_id: str
     run_id: str
     backend: Backend
@@ -71,6 +75,9 @@ class LLMTask(_Frozen):
     """Answer text past this is cut by the worker (``limits.llm_content_chars``)."""
     connect_timeout_s: float = 5.0
     """Longest wait to reach the model server (``ollama_client_config.connect_timeout_s``)."""
+    json_schema: dict[str, Any] | None = None
+    """The answer's JSON schema, given to backends that take one (Ollama ``format``,
+    OpenAI ``response_format``)."""
     reply_to: str | None = None
     """None: a call of a run, answered through the orchestrator's inbox and checked
     against the run's log (``TaskGate``). Else the id of the assessment job that waits
@@ -239,6 +246,19 @@ def llm_responded(
         usage=usage,
         model=model,
         tool_call_error=tool_call_error,
+    )
+
+
+def operator_message_analyzed(
+    task: LLMTask, analysis: Analysis, fallback_reason: str | None
+) -> InboxMessage:
+    return input_message(
+        OperatorMessageAnalyzed,
+        task.run_id,
+        task.task_id,
+        task_id=task.task_id,
+        analysis=analysis.model_dump(),
+        fallback_reason=fallback_reason,
     )
 
 

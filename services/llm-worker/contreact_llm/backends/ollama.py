@@ -202,6 +202,7 @@ class OllamaBackend:
                 think=think,
                 options=options or None,
                 keep_alive=task.keep_alive,
+                format=task.json_schema,  # an analysis: the answer's JSON schema
             )
         except Exception as exc:
             raise classify(exc, task.host) from exc

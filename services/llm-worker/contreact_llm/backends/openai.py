@@ -299,6 +299,7 @@ class OpenAIBackend:
                 messages=openai_messages(task.messages),  # type: ignore[arg-type]
                 tools=list(task.tools) or openai.omit,  # type: ignore[arg-type]
                 stream=False,
+                response_format=_response_format(task),
                 extra_body=options.body or None,
                 **options.params,
             )
@@ -310,3 +311,11 @@ class OpenAIBackend:
         self._clients, self._check_clients = {}, {}
         for client in clients:
             await client.close()
+
+
+def _response_format(task: LLMTask) -> Any:
+    """An analysis: the answer's JSON schema (strict structured output); else none."""
+    if task.json_schema is None:
+        return openai.omit
+    schema = {"name": "operator_exchange_analysis", "schema": task.json_schema}
+    return {"type": "json_schema", "json_schema": schema}

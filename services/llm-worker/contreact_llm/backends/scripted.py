@@ -79,7 +79,13 @@ class ScriptedBackend:
     async def _reply_once(self, task: LLMTask) -> AssistantMessage:
         if task.script is None:
             raise BackendError("backend 'scripted' got a task without a script")
-        reply = pick_reply(task.script, task.call_index)
+        if task.kind == "analysis":
+            answers = task.script.analysis_replies
+            if not answers:
+                raise BackendError("the script has no analysis_replies")
+            reply = answers[(task.cycle - 1) % len(answers)]
+        else:
+            reply = pick_reply(task.script, task.call_index)
         if reply.latency_ms:
             await asyncio.sleep(reply.latency_ms / 1000)
         if reply.error is not None:
