@@ -57,8 +57,11 @@ demo: install
 	@echo "the services keep running: \`$(BIN)/contreact down\` stops them"
 
 # What CI runs (.ci/run): the static checks, then the whole test suite.
+# The suite in parallel, one test file per worker at a time (files that share a stack
+# keep their order); TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= auto
 test: check chromium
-	CONTREACT_CHROMIUM=$(CHROMIUM) $(BIN)/pytest
+	CONTREACT_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 check: install
 	$(BIN)/ruff check .

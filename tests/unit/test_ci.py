@@ -28,7 +28,9 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_make_test_runs_the_checks_then_the_tests() -> None:
     prerequisites, recipe = make_target("test")
     assert "check" in prerequisites and len(recipe) == 1
-    assert recipe[0].endswith("$(BIN)/pytest")  # (with the browser tests' Chromium named)
+    # the whole suite (no path, no marker left out), with the browser tests' Chromium
+    # named, spread over workers one file at a time (files that share a stack keep order)
+    assert recipe[0].endswith("$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile")
     _, checks = make_target("check")
     assert checks == [
         "$(BIN)/ruff check .",
