@@ -426,7 +426,7 @@ def _(event: ToolCallRequested, state: AgentState) -> dict[str, Any]:
     problem = event.arguments_error and (
         f"Error: the arguments of {event.tool_name} could not be read: {event.arguments_error}"
     )
-    offered = tuple(str(tool["function"]["name"]) for tool in state.tools)
+    offered = _offered(state.tools)
     problem = problem or check_arguments(event.tool_name, event.arguments, offered)
     problem = problem or _size_problem(state, event)
     call = QueuedToolCall(
@@ -763,6 +763,20 @@ def _(event: OperatorMessageAnalyzed, state: AgentState) -> dict[str, Any]:
             "which is no open analysis"
         )
     return changes
+
+
+_offered_cache: tuple[tuple[dict[str, Any], ...], tuple[str, ...]] = ((), ())
+
+
+def _offered(tools: tuple[dict[str, Any], ...]) -> tuple[str, ...]:
+    """The names of the run's tools (``RunStarted.tools``), kept for the last tuple
+    seen: every tool call of a run asks for the same."""
+    global _offered_cache
+    seen, names = _offered_cache
+    if tools is not seen:
+        names = tuple(str(tool["function"]["name"]) for tool in tools)
+        _offered_cache = (tools, names)
+    return names
 
 
 def _with_open(state: AgentState, task_id: str, **changes: Any) -> tuple[OpenTask, ...]:
