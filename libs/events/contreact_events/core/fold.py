@@ -736,7 +736,7 @@ def _(event: OperatorMessageAnalysisRequested, state: AgentState) -> dict[str, A
         )
     changes: dict[str, Any] = {
         "tool_queue": (evolve(head, {"analysed": True}), *state.tool_queue[1:]),
-        "exchanges": Appended(event.exchange),
+        "exchanges": (*state.exchanges, event.exchange),
     }
     if event.analyser == "model":
         task = OpenTask(
@@ -746,7 +746,7 @@ def _(event: OperatorMessageAnalysisRequested, state: AgentState) -> dict[str, A
             recent=event.recent,
             since=event.ts,
         )
-        changes["open_tasks"] = Appended(task)
+        changes["open_tasks"] = (*state.open_tasks, task)
     return changes
 
 
@@ -763,20 +763,6 @@ def _(event: OperatorMessageAnalyzed, state: AgentState) -> dict[str, Any]:
             "which is no open analysis"
         )
     return changes
-
-
-_offered_cache: tuple[tuple[dict[str, Any], ...], tuple[str, ...]] = ((), ())
-
-
-def _offered(tools: tuple[dict[str, Any], ...]) -> tuple[str, ...]:
-    """The names of the run's tools (``RunStarted.tools``), kept for the last tuple
-    seen: every tool call of a run asks for the same."""
-    global _offered_cache
-    seen, names = _offered_cache
-    if tools is not seen:
-        names = tuple(str(tool["function"]["name"]) for tool in tools)
-        _offered_cache = (tools, names)
-    return names
 
 
 def _with_open(state: AgentState, task_id: str, **changes: Any) -> tuple[OpenTask, ...]:
@@ -812,6 +798,20 @@ def _calls_for_history(state: AgentState, calls: tuple[ToolCall, ...]) -> tuple[
         )
         kept.append(call if arguments is call.arguments else evolve(call, {"arguments": arguments}))
     return tuple(kept)
+
+
+_offered_cache: tuple[tuple[dict[str, Any], ...], tuple[str, ...]] = ((), ())
+
+
+def _offered(tools: tuple[dict[str, Any], ...]) -> tuple[str, ...]:
+    """The names of the run's tools (``RunStarted.tools``), kept for the last tuple
+    seen: every tool call of a run asks for the same."""
+    global _offered_cache
+    seen, names = _offered_cache
+    if tools is not seen:
+        names = tuple(str(tool["function"]["name"]) for tool in tools)
+        _offered_cache = (tools, names)
+    return names
 
 
 def _head(state: AgentState, event: EventBase, task_id: str) -> QueuedToolCall:
