@@ -55,7 +55,8 @@ BENCHES: dict[str, Expected] = {
         ("bus overhead, LLM step", "bus overhead, tool step"),
     ),
     "fold_speed": Expected(
-        ("RunLog.read (decode + validate)", "rebuild: RunLog.read + fold_all"), ("fold speed",)
+        ("RunLog.read (decode + validate)", "rebuild: RunLog.rebuild (read + fold)"),
+        ("fold speed",),
     ),
     "replay_speed": Expected(("events", "replay with prompt hashes"), ("replay speed",)),
     "what_if_speed": Expected(("events", "what-if, nothing changes"), ("what-if speed",)),

@@ -5,7 +5,7 @@ finished run's log leaves Redis after its retention; the archive file keeps it."
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,8 @@ from redis.exceptions import ResponseError
 from contreact_bus.exceptions import FencedOut, LogMoved
 from contreact_bus.replies import Entry, entries, stream_entries
 from contreact_events.catalog import Event
+from contreact_events.core.fold import fold_all
+from contreact_events.core.state import AgentState
 from contreact_events.names import run_log_key, run_meta_key, run_writer_key
 from contreact_events.wire.codec import bulk, event_from_fields, event_from_stored, event_to_fields
 
@@ -163,6 +165,23 @@ class RunLog:
     ) -> list[tuple[bytes, Event]]:
         """Entries after ``after`` (exclusive unless ``-``), in order, decoded."""
         key = run_log_key(run_id)
+        # Decoded once every page is in: the raw entries are two small containers each,
+        # while decoded events, kept alive across the reads, were rescanned by the cyclic
+        # collector at every page (a quarter of a long read's time).
+        return decode_entries(key, await self._fetch(key, after, limit))
+
+    async def rebuild(self, run_id: str, state: AgentState | None = None) -> AgentState | None:
+        """``fold_all`` of the run's whole log (onto ``state``; None: an empty log and no
+        state). Each entry is decoded as the fold takes it, so every event but the
+        state's parts is gone before the collector runs again: with ``read`` first, the
+        collector scanned the whole decoded log once it ended (a fifth of a rebuild)."""
+        key = run_log_key(run_id)
+        fetched = await self._fetch(key, b"-", None)
+        if not fetched:
+            return state
+        return fold_all(iter_entries(key, fetched), state)
+
+    async def _fetch(self, key: str, after: bytes | str, limit: int | None) -> list[Entry]:
         fetched: list[Entry] = []
         start: bytes | str = after if after in (b"-", "-") else b"(" + _b(after)
         while True:
@@ -174,10 +193,7 @@ class RunLog:
             if len(page) < count:
                 break
             start = b"(" + page[-1][0]
-        # Decoded once every page is in: the raw entries are two small containers each,
-        # while decoded events, kept alive across the reads, were rescanned by the cyclic
-        # collector at every page (a quarter of a long read's time).
-        return decode_entries(key, fetched)
+        return fetched
 
     async def events(self, run_id: str) -> list[Event]:
         return [event for _, event in await self.read(run_id)]
@@ -213,6 +229,15 @@ def decode_entries(key: str, page: list[Entry]) -> list[tuple[bytes, Event]]:
                 event = event_from_fields(fields, where=f"{key} entry {entry_id.decode()}")
             add((entry_id, event))
     return out
+
+
+def iter_entries(key: str, page: list[Entry]) -> Iterator[Event]:
+    """``decode_entries``' events one at a time, for a consumer that drops each."""
+    for entry_id, fields in page:
+        event = event_from_stored(fields)
+        if event is None:
+            event = event_from_fields(fields, where=f"{key} entry {entry_id.decode()}")
+        yield event
 
 
 def append_result(result: Any) -> int:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import singledispatch
-from typing import Any
+from types import FunctionType
+from typing import Any, cast
 
 from contreact_events.catalog import Event
 from contreact_events.catalog.chat import ChatMessage, ToolCall
@@ -60,6 +61,7 @@ from contreact_events.core.state import (
     OpenTask,
     Phase,
     QueuedToolCall,
+    assemble,
     evolve,
 )
 from contreact_events.core.tools import (
@@ -79,27 +81,158 @@ def fold(state: AgentState, event: Event) -> AgentState:
     if event.run_id != state.run_id:
         raise WrongRun(f"event {event.event_id} of run {event.run_id} applied to {state.run_id}")
     changes = _handler(type(event))(event, state)
-    pending = changes.get("pending_task_id", state.pending_task_id)
-    if pending != state.pending_task_id:  # a new task: its deadline counts from now
+    for key, value in changes.items():
+        if type(value) is Appended and value.items:
+            changes[key] = (*getattr(state, key), *value.items)
+        elif type(value) is Appended:
+            changes[key] = getattr(state, key)
+    _bookkeeping(state, event, changes)
+    return evolve(state, changes)
+
+
+def fold_all(events: Iterable[Event], state: AgentState | None = None) -> AgentState:
+    """Fold a whole log. With no state, start from the first event's run.
+
+    The same as ``fold`` event after event, but into one private, mutable draft
+    frozen once at the end (``Draft``): no new ``AgentState`` per event, and what a
+    branch ``Appended`` to a growing tuple (the message history) is copied once, not at
+    every message. ``state`` itself is never changed."""
+    if isinstance(events, (list, tuple)) and len(events) <= _FEW:
+        for event in events:  # a decision's few events: a draft would cost more
+            if state is None:
+                state = AgentState(run_id=event.run_id)
+            state = fold(state, event)
+        if state is None:
+            raise InvalidTransition("cannot rebuild a run from an empty log")
+        return state
+    it = iter(events)
+    with bulk():
+        first = next(it, None)
+        if first is None:
+            if state is None:
+                raise InvalidTransition("cannot rebuild a run from an empty log")
+            return state
+        draft = Draft(state if state is not None else AgentState(run_id=first.run_id))
+        draft.fold(first)
+        draft.fold_all(it)
+        return draft.freeze()
+
+
+_FEW = 2
+"""Up to this many events, ``fold_all`` folds event by event (what-if and replay fold a
+decision's two or three events onto a state with a long history)."""
+
+
+class Appended:
+    """A branch's change that adds ``items`` at the end of a tuple field:
+    ``{"message_history": Appended(reply)}`` means ``(*state.message_history, reply)``.
+    ``fold`` builds exactly that tuple; a ``Draft`` only appends to a list, so a run's
+    history is copied once per rebuild instead of once per message."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, *items: Any) -> None:
+        self.items = items
+
+    def __repr__(self) -> str:
+        return f"Appended{self.items!r}"
+
+
+def _bookkeeping(state: AgentState, event: Event, changes: dict[str, Any]) -> None:
+    """What every event changes besides its branch's changes (both mechanisms)."""
+    before = state.pending_task_id
+    pending = changes.get("pending_task_id", before)
+    if pending != before:  # a new task: its deadline counts from now
         changes["pending_since"] = event.ts if pending is not None else None
         changes["task_sends"] = 1 if pending is not None else 0
     if state.task_failure is not None and "task_failure" not in changes:
         changes["task_failure"] = None  # whatever follows a failure is the answer to it
     changes["seq"] = state.seq + 1
     changes["last_event_id"] = event.event_id
-    return evolve(state, changes)
 
 
-def fold_all(events: Iterable[Event], state: AgentState | None = None) -> AgentState:
-    """Fold a whole log. With no state, start from the first event's run."""
-    with bulk():
+class Draft:
+    """A mutable stand-in for ``AgentState`` that ``fold_all`` folds a whole log into,
+    then freezes once. Private to ``fold_all``: no caller ever sees one.
+
+    The branches get it as their ``state``: it has every field of the state as a plain
+    attribute (and the state's properties and methods), so a branch written for
+    ``AgentState`` (read the state, return the changes) works unchanged. A field with
+    ``Appended`` items waiting is kept as (tuple, list) outside the attributes; reading
+    it (a branch that reads the whole history) builds the tuple then, once."""
+
+    __slots__ = ("__dict__", "_appended", "_changed", "_fields_set")
+
+    def __init__(self, state: AgentState) -> None:
+        self.__dict__.update(state.__dict__)
+        self._appended: dict[str, tuple[tuple[Any, ...], list[Any]]] = {}
+        self._changed: set[str] = set()
+        self._fields_set = state.__pydantic_fields_set__
+
+    def __getattr__(self, name: str) -> Any:  # only for a field with items appended
+        waiting = self._appended.pop(name, None)
+        if waiting is None:
+            raise AttributeError(f"AgentState has no field {name!r}")
+        base, items = waiting
+        value = self.__dict__[name] = (*base, *items)
+        return value
+
+    def fold(self, event: Event) -> None:
+        """``fold(self, event)``, in place."""
+        self.fold_all((event,))
+
+    def fold_all(self, events: Iterable[Event]) -> None:
+        """``fold`` of each event, in place: ``fold``'s steps, written out in one loop
+        (``tests/unit/test_fold_mechanism.py`` holds the two to the same states)."""
+        fields = self.__dict__
+        appended = self._appended
+        changed = self._changed
+        handlers = _current_handlers()
+        run_id = fields["run_id"]
+        state = cast(AgentState, self)  # what the branches read: the draft stands in
         for event in events:
-            if state is None:
-                state = AgentState(run_id=event.run_id)
-            state = fold(state, event)
-    if state is None:
-        raise InvalidTransition("cannot rebuild a run from an empty log")
-    return state
+            if event.run_id != run_id:
+                raise WrongRun(f"event {event.event_id} of run {event.run_id} applied to {run_id}")
+            handler = handlers.get(type(event)) or _handler(type(event))
+            changes = handler(event, state)
+            before = fields["pending_task_id"]
+            pending = changes.get("pending_task_id", before)
+            if pending != before:  # a new task: its deadline counts from now
+                changes["pending_since"] = event.ts if pending is not None else None
+                changes["task_sends"] = 1 if pending is not None else 0
+            if fields["task_failure"] is not None and "task_failure" not in changes:
+                changes["task_failure"] = None
+            changes["seq"] = fields["seq"] + 1
+            changes["last_event_id"] = event.event_id
+            changed.update(changes)
+            for key, value in changes.items():
+                if type(value) is not Appended:
+                    fields[key] = value
+                    if appended and key in appended:
+                        del appended[key]
+                elif value.items:
+                    waiting = appended.get(key)
+                    if waiting is None:
+                        waiting = appended[key] = (fields.pop(key), [])
+                    waiting[1].extend(value.items)
+
+    def freeze(self) -> AgentState:
+        """The folded state, as ``fold`` would have made it event after event."""
+        fields = self.__dict__
+        for key, (base, items) in self._appended.items():
+            fields[key] = (*base, *items)
+        self._appended = {}
+        values = {name: fields[name] for name in AgentState.model_fields}
+        fields_set = self._fields_set
+        if not fields_set.issuperset(self._changed):
+            fields_set = fields_set.union(self._changed)
+        return assemble(AgentState, values, fields_set)
+
+
+for _name, _member in vars(AgentState).items():  # the state's properties and methods
+    if _name[0] != "_" and isinstance(_member, property | FunctionType):
+        assert _name not in vars(Draft), f"AgentState.{_name} hides the draft's own"
+        setattr(Draft, _name, _member)
 
 
 Handler = Callable[[Any, AgentState], dict[str, Any]]
@@ -107,15 +240,20 @@ _handlers: dict[type, Handler] = {}
 _registered = 0
 
 
-def _handler(kind: type) -> Handler:
-    """The ``_apply`` branch for an event class, from a plain dict: ``singledispatch``'s
-    own call (a weak-keyed cache lookup and a wrapper per event) was a tenth of the
-    fold. The dict is dropped whenever a branch is registered."""
+def _current_handlers() -> dict[type, Handler]:
+    """The dict of branches found so far, emptied if a branch was registered since."""
     global _registered
     if len(_apply.registry) != _registered:
         _handlers.clear()
         _registered = len(_apply.registry)
-    found = _handlers.get(kind)
+    return _handlers
+
+
+def _handler(kind: type) -> Handler:
+    """The ``_apply`` branch for an event class, from a plain dict: ``singledispatch``'s
+    own call (a weak-keyed cache lookup and a wrapper per event) was a tenth of the
+    fold. The dict is dropped whenever a branch is registered."""
+    found = _current_handlers().get(kind)
     if found is None:
         found = _handlers[kind] = _apply.dispatch(kind)
     return found
@@ -216,11 +354,11 @@ def _(event: CycleStarted, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "cycle_start", "cycle_end")
     if event.cycle != state.cycle_number + 1:
         raise InvalidTransition(f"cycle {event.cycle} started after cycle {state.cycle_number}")
-    history = state.message_history
+    history = Appended()
     opening = state.config.cycle_start_message if state.config else ""
     if opening:
         text = opening.replace("{cycle}", str(event.cycle))
-        history = (*history, ChatMessage(role="user", content=text))
+        history = Appended(ChatMessage(role="user", content=text))
     return {
         "phase": "calling",
         "cycle_number": event.cycle,
@@ -270,7 +408,7 @@ def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
         "phase": "responded",
         "pending_task_id": None,
         "last_response": message,
-        "message_history": (*state.message_history, reply),
+        "message_history": Appended(reply),
         "metrics": metrics,
     }
 
@@ -288,7 +426,7 @@ def _(event: ToolCallRequested, state: AgentState) -> dict[str, Any]:
     problem = event.arguments_error and (
         f"Error: the arguments of {event.tool_name} could not be read: {event.arguments_error}"
     )
-    offered = tuple(str(tool["function"]["name"]) for tool in state.tools)
+    offered = _offered(state.tools)
     problem = problem or check_arguments(event.tool_name, event.arguments, offered)
     problem = problem or _size_problem(state, event)
     call = QueuedToolCall(
@@ -314,7 +452,7 @@ def _(event: ToolCallRequested, state: AgentState) -> dict[str, Any]:
         pending = event.task_id
     return {
         "phase": "tools",
-        "tool_queue": (*state.tool_queue, call),
+        "tool_queue": Appended(call),
         "metrics": evolve(m, update),
         "pending_task_id": pending,
     }
@@ -360,7 +498,7 @@ def _(event: ToolCallCompleted, state: AgentState) -> dict[str, Any]:
     return {
         "tool_queue": rest,
         "phase": "tools" if rest else "calling",
-        "message_history": (*state.message_history, result),
+        "message_history": Appended(result),
         "metrics": metrics,
         "pending_task_id": pending,
     }
@@ -376,8 +514,8 @@ def _(event: StepLimitReached, state: AgentState) -> dict[str, Any]:
     if event.final_call:
         note = final_call_note(event.steps)
     calls = state.last_response.tool_calls if state.last_response else ()
-    skipped = tuple(ChatMessage(role="tool", content=note, tool_name=c.name) for c in calls)
-    history = (*state.message_history, *skipped)
+    skipped = (ChatMessage(role="tool", content=note, tool_name=c.name) for c in calls)
+    history = Appended(*skipped)
     if event.final_call:
         return {"message_history": history, "phase": "calling", "final_call": True}
     return {"message_history": history}
@@ -411,7 +549,7 @@ def _(event: ParagraphsChecked, state: AgentState) -> dict[str, Any]:
     return {
         "phase": "paragraphs_checked",
         "pending_task_id": None,
-        "attempts": (*state.attempts, attempt),
+        "attempts": Appended(attempt),
     }
 
 
@@ -457,7 +595,7 @@ def _(event: ReflectionRecorded, state: AgentState) -> dict[str, Any]:
         "phase": "reflected",
         "regeneration_feedback": None,
         "regeneration_at": None,
-        "reflection_history": (*state.reflection_history, event.text),
+        "reflection_history": Appended(event.text),
         "reflection_complete": event.complete,
         "metrics": metrics,
     }
@@ -475,7 +613,7 @@ def _(event: ReflectionEmbedded, state: AgentState) -> dict[str, Any]:
     return {
         "phase": "assessing",
         "pending_task_id": None,
-        "embeddings": (*state.embeddings, (event.cycle, event.vector)),
+        "embeddings": Appended((event.cycle, event.vector)),
     }
 
 
@@ -496,7 +634,7 @@ def _(event: EmbeddingFailed, state: AgentState) -> dict[str, Any]:
     return {
         "phase": "paragraphs_checked",
         "pending_task_id": None,
-        "attempts": (*state.attempts, unchecked),
+        "attempts": Appended(unchecked),
     }
 
 
@@ -513,7 +651,7 @@ def _(event: CycleEnded, state: AgentState) -> dict[str, Any]:
         "phase": "cycle_end",
         "last_response": None,
         "advisory": None,
-        "cycle_metrics": (*state.cycle_metrics, event.metrics),
+        "cycle_metrics": Appended(event.metrics),
     }
 
 
@@ -660,6 +798,20 @@ def _calls_for_history(state: AgentState, calls: tuple[ToolCall, ...]) -> tuple[
         )
         kept.append(call if arguments is call.arguments else evolve(call, {"arguments": arguments}))
     return tuple(kept)
+
+
+_offered_cache: tuple[tuple[dict[str, Any], ...], tuple[str, ...]] = ((), ())
+
+
+def _offered(tools: tuple[dict[str, Any], ...]) -> tuple[str, ...]:
+    """The names of the run's tools (``RunStarted.tools``), kept for the last tuple
+    seen: every tool call of a run asks for the same."""
+    global _offered_cache
+    seen, names = _offered_cache
+    if tools is not seen:
+        names = tuple(str(tool["function"]["name"]) for tool in tools)
+        _offered_cache = (tools, names)
+    return names
 
 
 def _head(state: AgentState, event: EventBase, task_id: str) -> QueuedToolCall:

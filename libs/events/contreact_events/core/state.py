@@ -215,11 +215,18 @@ def evolve(model: FrozenModel, changes: dict[str, Any]) -> FrozenModel:
     hot path (about half the fold's time went to model_copy). No validation, as
     with model_copy; the values come from validated events. The set of fields set is
     shared with ``model`` when ``changes`` adds none (frozen models never change it)."""
-    new = _new(type(model))
-    _set(new, "__dict__", {**model.__dict__, **changes})
     fields_set = model.__pydantic_fields_set__
     if not fields_set.issuperset(changes):
         fields_set = fields_set.union(changes)
+    return assemble(type(model), {**model.__dict__, **changes}, fields_set)
+
+
+def assemble(kind: type[FrozenModel], values: dict[str, Any], fields_set: set[str]) -> FrozenModel:
+    """A ``kind`` holding ``values`` (every field, in the model's order), as
+    ``model_copy`` leaves it: no validation, for values taken from validated models
+    and events (``evolve``, and the fold's draft when it freezes)."""
+    new = _new(kind)
+    _set(new, "__dict__", values)
     _set(new, "__pydantic_fields_set__", fields_set)
     _set(new, "__pydantic_extra__", None)
     _set(new, "__pydantic_private__", None)
