@@ -1,5 +1,5 @@
-"""Faults: Redis restarted under the services, a poison result, a service that cannot
-start.
+"""Faults: Redis restarted under the services, a poison result, and `contreact up`'s
+own: a service that cannot start, a stale pid file.
 
 The fault suite, split over ``test_faults_*.py`` so that xdist spreads it (the common
 parts are in ``tests/support/faults.py``): every service a real process under
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import time
@@ -118,3 +119,23 @@ def test_a_service_that_cannot_start_is_named_by_up(redis_url: str, tmp_path: Pa
     finally:
         down = stack.cli("down")
         assert "supervisor: stopped" in down.stdout
+
+
+def test_a_stale_pid_file_neither_skips_up_nor_kills_a_stranger(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """After a reboot the pid file names a pid that another program now has."""
+    import subprocess
+    import sys
+
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        pids = tmp_path / "data" / "pids"
+        pids.mkdir(parents=True)
+        (pids / "supervisor.pid").write_text(json.dumps({"pid": stranger.pid, "start_ticks": 1}))
+        with running_stack(tmp_path, redis_url) as stack:
+            assert stack.pid_of("supervisor") != stranger.pid
+        assert stranger.poll() is None  # `down` did not touch it
+    finally:
+        stranger.kill()
+        stranger.wait()

@@ -1,4 +1,4 @@
-"""Faults: an LLM call far longer than the reclaim time, a stale pid file.
+"""Faults: an LLM call far longer than the reclaim time.
 
 The fault suite, split over ``test_faults_*.py`` so that xdist spreads it (the common
 parts are in ``tests/support/faults.py``): every service a real process under
@@ -10,7 +10,6 @@ fault: the platform recovers alone."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -51,23 +50,3 @@ def test_a_150_second_llm_call_runs_exactly_once(redis_url: str, tmp_path: Path)
         assert len(fake.chat_requests()) == 1
         assert show["reflection_history"] == ["After a long think: I am here."]
         assert show["cycle_metrics"][0]["llm_calls"] == 1
-
-
-def test_a_stale_pid_file_neither_skips_up_nor_kills_a_stranger(
-    redis_url: str, tmp_path: Path
-) -> None:
-    """After a reboot the pid file names a pid that another program now has."""
-    import subprocess
-    import sys
-
-    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    try:
-        pids = tmp_path / "data" / "pids"
-        pids.mkdir(parents=True)
-        (pids / "supervisor.pid").write_text(json.dumps({"pid": stranger.pid, "start_ticks": 1}))
-        with running_stack(tmp_path, redis_url) as stack:
-            assert stack.pid_of("supervisor") != stranger.pid
-        assert stranger.poll() is None  # `down` did not touch it
-    finally:
-        stranger.kill()
-        stranger.wait()
