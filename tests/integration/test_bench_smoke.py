@@ -90,6 +90,14 @@ BENCHES: dict[str, Expected] = {
         ("dataframes time / floor time", "report: stats, charts, HTML"),
         ("dataframes of many runs", "report of an experiment"),
     ),
+    "cognition_overhead": Expected(
+        ("off: wall", "model, a model of its own / off", "model, the run's model / off"),
+        (
+            "analyses on a model of their own",
+            "analyses on the run's model: the scheduling's part",
+            "heuristic analyses",
+        ),
+    ),
     "compose_stack": Expected(
         ("compose plan: runs of the experiment", "contreact up: experiment wall time")
     ),

@@ -11,8 +11,10 @@ requests are done, and the queue waits meanwhile (head-of-line blocking: a swap
 holds up requests for models that are loaded).
 
 It answers every chat with a reflection (no tool calls) after the model's
-latency, and records what a test or benchmark needs: requests in flight at once,
-loads, and each call's start and end.
+latency, unless given ``answer`` (the assistant message for a request's body) and
+``request_latency_s`` (a request's own latency), and records what a test or benchmark
+needs: requests in flight at once, loads, and each call's start and end (and whether
+it asked for a JSON ``format``, as an exchange's analysis does).
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class Call:
     model: str
     start: float
     end: float
+    structured: bool = False
+    """The request gave a JSON ``format`` (an analysis of an operator exchange)."""
 
 
 @dataclass
@@ -61,6 +65,10 @@ class OllamaHost:
     max_loaded: int = 3
     load_s: float = 0.0
     latency_s: Callable[[str], float] = lambda _model: 0.0
+    answer: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """The assistant message for a request's body (None: a numbered reflection)."""
+    request_latency_s: Callable[[dict[str, Any]], float] | None = None
+    """A request's latency from its body (None: ``latency_s`` of its model)."""
     host: str = ""
     calls: list[Call] = field(default_factory=list)
     loads: list[tuple[float, str]] = field(default_factory=list)
@@ -115,7 +123,9 @@ class OllamaHost:
 
     # --- a request's thread -------------------------------------------------------
 
-    def serve_chat(self, model: str) -> None:
+    def serve_chat(
+        self, model: str, latency_s: float | None = None, structured: bool = False
+    ) -> None:
         request = _Request(model)
         with self._cond:
             self.in_flight += 1
@@ -133,14 +143,14 @@ class OllamaHost:
                 self._cond.wait(max(wait, 0.0) or None)
             runner.active += 1
         start = time.monotonic()
-        time.sleep(self.latency_s(model))
+        time.sleep(self.latency_s(model) if latency_s is None else latency_s)
         end = time.monotonic()
         with self._cond:
             runner.active -= 1
             runner.refs -= 1
             runner.last_used = end
             self.in_flight -= 1
-            self.calls.append(Call(model, start, end))
+            self.calls.append(Call(model, start, end, structured))
             self._cond.notify_all()
 
     def loaded(self) -> list[str]:
@@ -179,14 +189,19 @@ def _handler(host: OllamaHost) -> type[BaseHTTPRequestHandler]:
             if model not in host.models:
                 self._send(404, {"error": f"model '{model}' not found"})
                 return
-            host.serve_chat(model)
-            turns = sum(1 for m in body.get("messages", []) if m.get("role") == "user")
+            latency = None if host.request_latency_s is None else host.request_latency_s(body)
+            host.serve_chat(model, latency, structured=body.get("format") is not None)
+            if host.answer is not None:
+                message = host.answer(body)
+            else:
+                turns = sum(1 for m in body.get("messages", []) if m.get("role") == "user")
+                message = {"role": "assistant", "content": f"Reflection {turns}."}
             self._send(
                 200,
                 {
                     "model": model,
                     "created_at": "2026-01-01T00:00:00Z",
-                    "message": {"role": "assistant", "content": f"Reflection {turns}."},
+                    "message": message,
                     "done": True,
                     "done_reason": "stop",
                     "prompt_eval_count": 10,

@@ -15,9 +15,15 @@ replaces the first row with the second.
 ``semantic_ranking`` is the semantic search: the texts closest in meaning to the
 query, by the exact cosine of ``VectorIndex`` between the query's embedding and each
 text's (the caller embeds, with the embedder's model: the query, and the texts whose
-vector the log does not hold). ``keyword_match`` is the keyword search: the query is
-a literal text (never a pattern), matched without regard to case (Unicode case
-folding), and the match is returned with a little of the text around it.
+vector the log does not hold). The cosine alone, by choice, where the agent's
+``search_memory`` ranks with ``cognition.retrieval``'s hybrid: a researcher's search
+spans runs of any age, so recency would rank by when a run happened and change the
+answer as time passes, and shared words are the keyword search's own mode
+(docs/cognition.md, "Search across runs stays the cosine").
+
+``keyword_match`` is the keyword search: the query is a literal text (never a
+pattern), matched without regard to case (Unicode case folding), and the match is
+returned with a little of the text around it.
 """
 
 from __future__ import annotations
