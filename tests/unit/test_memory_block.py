@@ -8,7 +8,10 @@ logged. The heuristic analysis names relevant memories from the block."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import pytest
 
 from contreact_events.catalog.cognition import MemoriesRetrieved
 from contreact_events.core.fold import fold_all
@@ -123,3 +126,51 @@ def test_the_heuristic_names_relevant_memories_from_the_block() -> None:
     assert len(analysed) == 1
     assert analysed[0].analysis.relevant_memories[0] == "boat"
     assert replay_check(sim.log).ok
+
+
+def answer(relevant: list[str]) -> str:
+    return json.dumps(
+        {
+            "intent": "question",
+            "context_type": "new",
+            "confidence": 0.8,
+            "persistence_score": 0.3,
+            "summary": "The operator asks about the boat.",
+            "relevant_memories": relevant,
+            "reasoning": "A question.",
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("relevant", "analyser", "problem"),
+    [(["boat"], "model", None), (["made-up"], "heuristic", "unknown_memory")],
+)
+def test_a_model_analysis_is_given_the_blocks_memories_and_held_to_them(
+    relevant: list[str], analyser: str, problem: str | None
+) -> None:
+    sim = block_sim(cycles=2, analysis="model")
+    ask = say("", ("send_message_to_operator", {"message": "Is the boat still at the harbour?"}))
+    sim.drive([*WRITES, REFLECT, ask, REFLECT])
+    (task_id,) = sim.analyses
+    data = json.loads(sim.analyses[task_id].messages[-1].content)
+    second = retrievals(sim)[1]
+    assert [m["key"] for m in data["memories"]] == [m.key for m in second.memories]
+    decision = sim.answer_analysis(task_id, answer(relevant))
+    analysed = decision.events[0]
+    assert analysed.analysis.analyser == analyser
+    if problem is None:
+        assert analysed.analysis.relevant_memories == ("boat",)
+    else:
+        assert f"({problem}:" in (analysed.fallback_reason or "")
+        assert analysed.analysis.relevant_memories[0] == "boat"
+    assert sim.state.status == "completed"
+    assert replay_check(sim.log).ok
+
+
+def test_without_the_block_an_analysis_task_carries_no_memories() -> None:
+    sim = Sim(make_config(cycle_count=1, cognition={"analysis": "model"}))
+    ask = say("", ("send_message_to_operator", {"message": "Is the boat still there?"}))
+    sim.drive([ask, REFLECT])
+    (task,) = sim.analyses.values()
+    assert "memories" not in json.loads(task.messages[-1].content)

@@ -22,6 +22,7 @@ from contreact_events.catalog.cognition import (
     OperatorMessageAnalysisRequested,
     OperatorMessageAnalyzed,
     PersistentMemoryRequested,
+    RetrievedMemory,
 )
 from contreact_events.catalog.cycle import (
     CycleEnded,
@@ -557,7 +558,11 @@ def _block_memories(state: AgentState) -> list[Candidate]:
     """The memories the heuristic may name as relevant: the cycle's retrieved ones
     (``cognition.memory_block``; logged, so an analysis replays exactly). None
     without the block: the core holds no other copy of the run's memory."""
-    return [Candidate(m.key, m.value, m.written_at) for m in state.memory_block]
+    return _candidates(state.memory_block)
+
+
+def _candidates(memories: tuple[RetrievedMemory, ...]) -> list[Candidate]:
+    return [Candidate(m.key, m.value, m.written_at) for m in memories]
 
 
 def _after_open_failure(
@@ -572,7 +577,7 @@ def _after_open_failure(
         OperatorMessageAnalyzed,
         task_id=task.task_id,
         analysis=analyse_heuristically(
-            task.exchange, task.recent, _block_memories(state), now=stamp.ts
+            task.exchange, task.recent, _candidates(task.memories), now=stamp.ts
         ).model_dump(),
         fallback_reason=(
             f"the analysis {task.task_id} failed {task.sends} time(s); last: {reason}"

@@ -612,6 +612,7 @@ def _(event: OperatorMessageAnalysisRequested, state: AgentState) -> dict[str, A
             cycle=event.cycle,
             exchange=event.exchange,
             recent=event.recent,
+            memories=state.memory_block,
             since=event.ts,
         )
         changes["open_tasks"] = (*state.open_tasks, task)

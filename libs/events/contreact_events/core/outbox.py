@@ -104,7 +104,7 @@ def analysis_tasks(state: AgentState) -> list[LLMTask]:
                 api_key_env=client.api_key_env if client else None,
                 timeout_s=client.timeout_s if client else config.ollama_client_config.timeout_s,
                 connect_timeout_s=config.ollama_client_config.connect_timeout_s,
-                messages=analysis_messages(task.exchange, task.recent),
+                messages=analysis_messages(task.exchange, task.recent, task.memories),
                 options={"temperature": cognition.temperature},
                 keep_alive=config.keep_alive,
                 cycle=task.cycle,

@@ -106,6 +106,8 @@ class OpenTask(BaseModel):
     cycle: int
     exchange: Exchange
     recent: tuple[Exchange, ...] = ()
+    memories: tuple[RetrievedMemory, ...] = ()
+    """The cycle's retrieved memories (``cognition.memory_block``) the model is given."""
     since: datetime
     """When it was last sent: its deadline counts from here."""
     sends: int = 1
