@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from contreact_bus.llm_routes import route_of
 from contreact_events.catalog.analysis import Exchange
 from contreact_events.catalog.cognition import PersistentMemoryRequested
 from contreact_events.cognition.heuristic import analyse_heuristically
@@ -191,8 +192,11 @@ def test_a_model_analysis_holds_the_cycle_when_the_policy_is_on() -> None:
     sim.start()
     call = to_reply(sim)
     decision = sim.send("OperatorReplied", task_id=call, text="ok")
-    # Only the analysis is sent: the reply waits for it, and then for the store.
-    assert [t.kind for t in decision.tasks if isinstance(t, LLMTask)] == ["analysis"]
+    # Only the analysis is sent: the reply waits for it, and then for the store. It goes
+    # to the run's line of its model, not the background line of analyses.
+    (analysis,) = decision.tasks
+    assert isinstance(analysis, LLMTask) and analysis.kind == "analysis"
+    assert analysis.holds_cycle and not route_of(analysis).background
     assert types(sim)[-1] == "OperatorMessageAnalysisRequested"
     assert not sim.tasks and sim.state.phase == "tools"
     (task_id,) = sim.analyses

@@ -110,6 +110,7 @@ def analysis_tasks(state: AgentState) -> list[LLMTask]:
                 cycle=task.cycle,
                 script=config.script,
                 json_schema=analysis_json_schema(),
+                holds_cycle=cognition.memory_policy,
                 deadline=deadline,
                 send=send,
             )

@@ -78,6 +78,9 @@ class LLMTask(_Frozen):
     json_schema: dict[str, Any] | None = None
     """The answer's JSON schema, given to backends that take one (Ollama ``format``,
     OpenAI ``response_format``)."""
+    holds_cycle: bool = False
+    """An analysis the run's next call waits for (``cognition.memory_policy``): it goes
+    to its model's line of run calls, not the background line of analyses."""
     reply_to: str | None = None
     """None: a call of a run, answered through the orchestrator's inbox and checked
     against the run's log (``TaskGate``). Else the id of the assessment job that waits
