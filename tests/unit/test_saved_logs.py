@@ -11,6 +11,7 @@ from contreact_events.catalog import EVENT_CLASSES, SCHEMA_VERSIONS
 from contreact_events.core.export import export_records
 from contreact_events.core.fold import fold_all
 from contreact_events.core.replay import replay_check
+from contreact_events.diversity.memory_projection import MemoryProjection
 from contreact_events.wire.codec import event_from_json
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -121,3 +122,7 @@ def test_the_memory_policy_log_keeps_an_exchange_and_shows_it_in_the_next_prompt
     state = fold_all(events)
     assert state.config is not None and state.config.cognition.memory_policy
     assert [m.key for m in state.memory_block] == [key, "boat"]
+    # search_memory and the block search the kept exchange like any memory
+    projection = MemoryProjection()
+    projection.feed(events)
+    assert projection.values[key] == events[at].value
