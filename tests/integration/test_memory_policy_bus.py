@@ -4,28 +4,34 @@ real Redis with the real orchestrator, LLM worker (scripted backend) and memory 
 the reserved prefix before its reply reaches the model; the agent's write and delete
 there are refused by the memory store with the rule, its read, list and pattern_search
 see the key; rebuild, replay --check, export and memory-rebuild are exact; a fork after
-the store has it in its memory."""
+the store has it in its memory; a store whose answer is lost is sent again at its
+deadline and applied once."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 
+from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
 from contreact_cli.commands.inspect import export, memory_rebuild, rebuild, replay
 from contreact_cli.settings import CLISettings
 from contreact_events.catalog import Event
-from contreact_events.catalog.cognition import PersistentMemoryRequested
+from contreact_events.catalog.cognition import PersistentMemoryRequested, PersistentMemoryStored
 from contreact_events.catalog.tool import ToolCallCompleted
 from contreact_events.core.fold import fold_all
-from contreact_events.wire.tasks import ForkRequest, fork_requested
-from contreact_memory.store import MemoryStore
+from contreact_events.wire.codec import message_from_fields
+from contreact_events.wire.tasks import ForkRequest, InboxMessage, fork_requested
+from contreact_llm.main import run as run_llm_worker
+from contreact_memory.main import run as run_memory_service
+from contreact_memory.store import MemoryStore, ToolOutcome
 from tests.support.bus_run import BusRun
-from tests.support.inbox import use_one_shard
+from tests.support.inbox import INBOX, use_one_shard
 from tests.support.orchestration import owning_orchestrator
 from tests.support.sim import make_config
 
@@ -52,9 +58,9 @@ REPLIES: list[dict[str, Any]] = [
 
 
 def policy_config(run_id: str, cognition: dict[str, Any], **overrides: Any) -> dict[str, Any]:
+    overrides.setdefault("cycle_count", 2)
     config = make_config(
         run_id=run_id,
-        cycle_count=2,
         operator={"mode": "auto", "auto_reply": KEEP},
         script={"replies": REPLIES, "analysis_replies": overrides.pop("analysis_replies", [])},
         cognition={"memory_policy": True, **cognition},
@@ -163,3 +169,53 @@ async def test_a_model_analysis_holds_the_cycle_and_its_score_decides(
     assert analysed.analysis.analyser == "model"
     assert events[at + 2].persistence_score == 0.95
     await exact(bus, "model", events, tmp_path)
+
+
+async def test_a_store_whose_answer_is_lost_is_sent_again_and_applied_once(
+    bus: BusRun, tmp_path: Path
+) -> None:
+    config = policy_config("lost", {"analysis": "heuristic"}, cycle_count=1)
+    await bus.submit(config)
+    for _ in range(50):  # everything but the memory service, until the store is asked for
+        await bus.decide_inbox()
+        await run_llm_worker(bus.llm, burst=True)
+        events = await RunLog(bus.redis).events("lost")
+        if events[-1].type == "PersistentMemoryRequested":
+            break
+    else:
+        raise AssertionError("the store was never asked for")
+    await run_memory_service(bus.memory, burst=True)  # stored; its answer is then lost
+    (lost,) = [
+        entry_id
+        for entry_id, fields in entries(await bus.redis.xrange(INBOX))
+        if message_from_fields(InboxMessage, fields).kind == "PersistentMemoryStored"
+    ]
+    await bus.redis.xdel(INBOX, lost)
+    later = datetime.now(UTC) + timedelta(hours=1)
+    assert await bus.orchestrator.expire_overdue(later) == 1
+    await bus.settle()  # sent again: the memory service answers its recorded result
+    events = await RunLog(bus.redis).events("lost")
+    assert fold_all(events).status == "completed"
+    types = [e.type for e in events]
+    at = types.index("PersistentMemoryRequested")
+    assert types[at + 1 : at + 5] == [
+        "TaskFailed",
+        "TaskRetried",
+        "PersistentMemoryStored",
+        "ToolCallCompleted",
+    ]
+    stored = events[at + 3]
+    assert isinstance(stored, PersistentMemoryStored) and stored.ok
+    # the first application's answer: applied again, it would say "replaced"
+    assert stored.output == f"Kept under key '{KEY}'."
+    live = MemoryStore.open(cli(bus).memory_db, create=False)
+    try:
+        assert [row[1] for row in live.dump("lost")] == [KEY]
+        assert live.recorded(stored.task_id) == ToolOutcome(stored.output, True)
+    finally:
+        live.close()
+    settings = cli(bus)
+    memory = await memory_rebuild(settings, ["lost"], None)
+    assert memory["identical"] is True, memory
+    replayed, _inputs, divergence = await replay(settings, "lost")
+    assert (replayed, divergence) == (len(events), None)
