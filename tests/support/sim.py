@@ -122,7 +122,20 @@ class Sim:
     def answer_memory(self) -> Decision:
         task = self.task()
         assert isinstance(task, MemoryTask), task
-        output = apply_memory(self.memory, task.tool, task.arguments)
+        from contreact_events.cognition.policy import reserved_key_problem
+
+        key = str(task.arguments.get("key", ""))
+        refused = task.reserved_prefix is not None and reserved_key_problem(task.tool, key)
+        output = refused or apply_memory(self.memory, task.tool, task.arguments)
+        if task.tool == "persist":
+            return self.send(
+                "PersistentMemoryStored",
+                task.task_id,
+                task_id=task.task_id,
+                key=task.arguments["key"],
+                output=output,
+                ok=True,
+            )
         return self.send(
             "ToolCallCompleted",
             task.task_id,
@@ -137,6 +150,8 @@ class Sim:
         assert isinstance(task, EmbedTask), task
         if task.kind == "paragraphs":
             return self.answer_paragraphs()
+        if task.kind == "memories":
+            return self.answer_retrieval()
         return self.send(
             "ReflectionEmbedded",
             task.task_id,
@@ -144,6 +159,44 @@ class Sim:
             cycle=task.cycle,
             vector=toy_embedding(task.text),
             model="toy",
+        )
+
+    def answer_retrieval(self) -> Decision:
+        """A cycle's memory retrieval (``cognition.memory_block``) as the embedder does
+        it, with toy vectors: the run's memory projected from the log, ranked by
+        ``cognition.retrieval.rank`` at the request's time."""
+        from contreact_events.catalog.cognition import MEMORY_BLOCK_PREVIEW
+        from contreact_events.cognition.retrieval import Candidate, rank
+        from contreact_events.diversity.memory_projection import MemoryProjection
+
+        task = self.task()
+        assert isinstance(task, EmbedTask) and task.kind == "memories", task
+        projection = MemoryProjection()
+        projection.feed(self.log)
+        candidates = [
+            Candidate(key, value, projection.written_at[key], toy_embedding(value))
+            for key, value in projection.values.items()
+        ]
+        now = projection.searched_at[task.task_id]
+        ranked = rank(task.text, toy_embedding(task.text), candidates, now=now, k=task.k)
+        memories = [
+            {
+                "key": hit.id,
+                "value": hit.text[:MEMORY_BLOCK_PREVIEW],
+                "written_at": projection.written_at[hit.id].isoformat(),
+                "combined": hit.combined,
+                "cosine": hit.cosine,
+                "keyword": hit.keyword,
+                "recency": hit.recency,
+            }
+            for hit in ranked
+        ]
+        return self.send(
+            "MemoriesRetrieved",
+            task.task_id,
+            task_id=task.task_id,
+            cycle=task.cycle,
+            memories=memories,
         )
 
     def answer_paragraphs(self) -> Decision:
@@ -193,6 +246,9 @@ def _analysis(task: Task) -> bool:
 
 def apply_memory(memory: dict[str, str], tool: str, args: dict[str, Any]) -> str:
     match tool:
+        case "persist":
+            memory[args["key"]] = args["value"]
+            return f"Kept under key '{args['key']}'."
         case "write":
             memory[args["key"]] = args["value"]
             return f"Stored {args['key']}."

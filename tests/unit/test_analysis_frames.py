@@ -175,3 +175,17 @@ def test_labels_and_replicas_come_from_the_experiments_run_ids() -> None:
     assert label_and_replica("exp-my-model-B.2", "m", "exp") == ("my-model", "B")
     assert label_and_replica("solo-run", "qwen3:8b", "") == ("qwen3:8b", "")
     assert label_and_replica("other-x-A", "m", "exp") == ("m", "")
+
+
+def test_the_memory_table_holds_the_memory_policys_stores() -> None:
+    from contreact_analysis.frames.run_rows import run_rows
+    from tests.unit.test_saved_logs import FIXTURES, load
+
+    events = load(FIXTURES / "runlog-v4-memory-policy.jsonl")
+    rows = run_rows("policy-1", events).memory
+    assert [(r["key"], r["change"]) for r in rows] == [
+        ("boat", "added"),
+        ("persistent/exchange-c001-s02-t00", "added"),
+    ]
+    kept = next(e for e in events if e.type == "PersistentMemoryRequested")
+    assert rows[1]["value"] == kept.value and rows[1]["cycle"] == 1

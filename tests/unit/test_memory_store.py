@@ -145,6 +145,51 @@ def test_runs_are_isolated(store: MemoryStore) -> None:
 # --- errors for the model -------------------------------------------------------------
 
 
+# --- the memory policy's reserved prefix (cognition.memory_policy) ----------------------
+
+
+def policy_task(tool: str, **arguments: Any) -> MemoryTask:
+    return task(tool).model_copy(update={"arguments": arguments, "reserved_prefix": "persistent/"})
+
+
+def test_with_the_policy_the_agent_cannot_write_or_delete_under_the_prefix(
+    store: MemoryStore,
+) -> None:
+    kept = store.apply(policy_task("persist", key="persistent/exchange-1", value="{}"))
+    assert kept == ToolOutcome("Kept under key 'persistent/exchange-1'.", True)
+    for tool, arguments in (
+        ("write", {"key": "persistent/exchange-1", "value": "mine"}),
+        ("write", {"key": "persistent/new", "value": "mine"}),
+        ("delete", {"key": "persistent/exchange-1"}),
+    ):
+        outcome = store.apply(policy_task(tool, **arguments))
+        assert not outcome.ok
+        assert "keys under 'persistent/' are kept by the platform's memory policy" in outcome.output
+        assert f"{tool} cannot change them" in outcome.output
+    # read, list and pattern_search see the kept key, unchanged
+    assert store.apply(policy_task("read", key="persistent/exchange-1")) == ToolOutcome("{}", True)
+    store.apply(policy_task("write", key="notes", value="mine"))
+    assert store.apply(policy_task("list")).output == "notes, persistent/exchange-1"
+    found = store.apply(policy_task("pattern_search", pattern="persistent/"))
+    assert found == ToolOutcome("persistent/exchange-1", True)
+    assert [row[1:3] for row in store.dump("run-a")] == [
+        ("notes", "mine"),
+        ("persistent/exchange-1", "{}"),
+    ]
+
+
+def test_persist_stores_only_under_the_prefix(store: MemoryStore) -> None:
+    outcome = store.apply(policy_task("persist", key="notes", value="x"))
+    assert not outcome.ok and "under a key starting with 'persistent/'" in outcome.output
+    assert store.dump("run-a") == []
+
+
+def test_without_the_policy_a_persistent_key_is_an_ordinary_key(store: MemoryStore) -> None:
+    # Runs recorded before the policy (or without it) replay as they ran.
+    assert apply(store, "write", key="persistent/mine", value="v").ok
+    assert apply(store, "delete", key="persistent/mine").ok
+
+
 def test_unknown_tool_is_an_error_result(store: MemoryStore) -> None:
     out = apply(store, "format_disk")
     assert out.ok is False

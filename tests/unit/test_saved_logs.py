@@ -11,6 +11,7 @@ from contreact_events.catalog import EVENT_CLASSES, SCHEMA_VERSIONS
 from contreact_events.core.export import export_records
 from contreact_events.core.fold import fold_all
 from contreact_events.core.replay import replay_check
+from contreact_events.diversity.memory_projection import MemoryProjection
 from contreact_events.wire.codec import event_from_json
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -101,3 +102,27 @@ def test_the_cognition_log_holds_analyses_after_their_cycles_and_the_end_waits()
     assert types[-2:] == ["OperatorMessageAnalyzed", "RunCompleted"]
     state = fold_all(events)
     assert state.open_tasks == () and state.analyses == 3
+
+
+def test_the_memory_policy_log_keeps_an_exchange_and_shows_it_in_the_next_prompt() -> None:
+    events = load(FIXTURES / "runlog-v4-memory-policy.jsonl")
+    types = [e.type for e in events]
+    at = types.index("PersistentMemoryRequested")
+    assert types[at - 1 : at + 3] == [
+        "OperatorMessageAnalyzed",
+        "PersistentMemoryRequested",
+        "PersistentMemoryStored",
+        "ToolCallCompleted",
+    ]
+    key = events[at].key
+    retrieved = [e for e in events if e.type == "MemoriesRetrieved"]
+    assert [[m.key for m in e.memories] for e in retrieved] == [[], [key, "boat"]]
+    refused = [e for e in events if e.type == "ToolCallCompleted" and not e.ok]
+    assert len(refused) == 1 and "memory policy" in refused[0].output
+    state = fold_all(events)
+    assert state.config is not None and state.config.cognition.memory_policy
+    assert [m.key for m in state.memory_block] == [key, "boat"]
+    # search_memory and the block search the kept exchange like any memory
+    projection = MemoryProjection()
+    projection.feed(events)
+    assert projection.values[key] == events[at].value

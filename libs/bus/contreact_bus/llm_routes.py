@@ -86,8 +86,10 @@ class Route:
 
 def route_of(task: LLMTask) -> Route:
     """The task's line: a background one for calls no run's cycle waits on (assessment
-    jobs' calls, and analyses of operator exchanges), so a run's next call goes first."""
-    background = task.reply_to is not None or task.kind == "analysis"
+    jobs' calls, and analyses of operator exchanges unless the memory policy makes the
+    run wait for them: ``holds_cycle``), so a run's next call goes first."""
+    analysis = task.kind == "analysis" and not task.holds_cycle
+    background = task.reply_to is not None or analysis
     return Route(task.backend, task.model, task.hosts or (task.host,), background)
 
 

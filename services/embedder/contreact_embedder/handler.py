@@ -3,6 +3,10 @@ in one model call (whatever runs the tasks came from), the ``ReflectionEmbedded`
 or ``EmbeddingFailed`` answers written to the orchestrator's inbox in one round
 trip. ``serve_batches`` acks the batch once this returns.
 
+A cycle's memory retrieval (``cognition.memory_block``) is answered
+``MemoriesRetrieved``, with the error when it could not be done (the cycle then has no
+block).
+
 A task that cannot be embedded (its text breaks the model, or it asks for another
 model) is answered ``EmbeddingFailed`` without failing its batch. Anything else
 (Redis is down) propagates, and the batch stays pending to be retried.
@@ -24,6 +28,7 @@ from contreact_embedder.corpus_index import CorpusIndex
 from contreact_embedder.embedding_service import Embedding, EmbeddingService
 from contreact_embedder.exceptions import EmbeddingError
 from contreact_embedder.memory_search import MemorySearch
+from contreact_events.catalog.cognition import MemoriesRetrieved, RetrievedMemory
 from contreact_events.core.tools import SEARCH_TOOL
 from contreact_events.diversity.corpus import check_answer
 from contreact_events.diversity.paragraphs import split_paragraphs
@@ -31,6 +36,7 @@ from contreact_events.wire.tasks import (
     EmbedTask,
     InboxMessage,
     embedding_failed,
+    input_message,
     reflection_embedded,
     tool_result,
 )
@@ -76,7 +82,7 @@ class EmbedHandler:
         out = []
         for task in tasks:
             span = spans.get(task.task_id)
-            if span is not None and task.kind in ("paragraphs", "search"):
+            if span is not None and task.kind in ("paragraphs", "search", "memories"):
                 out.append(await self._isolated(task, embedded[span[0] : span[1]]))
                 continue
             result = embedded[span[0]] if span is not None else None
@@ -88,6 +94,8 @@ class EmbedHandler:
                             task.run_id, task.task_id, SEARCH_TOOL, f"Error: {error}", ok=False
                         )
                     )
+                elif task.kind == "memories":
+                    out.append(memories_retrieved(task, (), error=error))
                 else:
                     out.append(embedding_failed(task, error))
             elif isinstance(result, Embedding):
@@ -111,6 +119,8 @@ class EmbedHandler:
         try:
             if task.kind == "search":
                 return await self._answer_search(task, embedded[0])
+            if task.kind == "memories":
+                return await self._answer_retrieval(task, embedded[0])
             return await self._check(task, embedded)
         except (RedisConnectionError, RedisTimeoutError):
             raise
@@ -120,6 +130,8 @@ class EmbedHandler:
             if task.kind == "search":
                 output = f"Error: the search could not be done ({error})."
                 return tool_result(task.run_id, task.task_id, SEARCH_TOOL, output, ok=False)
+            if task.kind == "memories":
+                return memories_retrieved(task, (), error=f"the retrieval failed: {error}")
             return embedding_failed(task, f"the paragraph check failed: {error}")
 
     async def _check(
@@ -145,6 +157,16 @@ class EmbedHandler:
         )
         return tool_result(task.run_id, task.task_id, SEARCH_TOOL, output, ok=True)
 
+    async def _answer_retrieval(
+        self, task: EmbedTask, query: Embedding | EmbeddingError
+    ) -> InboxMessage:
+        if not isinstance(query, Embedding):
+            return memories_retrieved(task, (), error=f"the query could not be embedded: {query}")
+        found = await self._search.retrieve(
+            task.run_id, query.as_floats(), task.text, task.k, task.task_id
+        )
+        return memories_retrieved(task, found)
+
     def serves(self, model: str) -> bool:
         """``all-MiniLM-L6-v2``, with or without its ``sentence-transformers/`` owner."""
         return model.rsplit("/", 1)[-1] == self._service.model_name
@@ -154,3 +176,18 @@ def _texts_of(task: EmbedTask) -> list[str]:
     if task.kind == "paragraphs":
         return split_paragraphs(task.text, task.min_length)
     return [task.text]
+
+
+def memories_retrieved(
+    task: EmbedTask, memories: Sequence[RetrievedMemory], *, error: str | None = None
+) -> InboxMessage:
+    """The answer to a cycle's memory retrieval (``cognition.memory_block``)."""
+    return input_message(
+        MemoriesRetrieved,
+        task.run_id,
+        task.task_id,
+        task_id=task.task_id,
+        cycle=task.cycle,
+        memories=[m.model_dump(mode="json") for m in memories],
+        error=error,
+    )

@@ -16,7 +16,11 @@ gives the same ranking.
 The search is the asking run's own: its log is in Redis while it runs (retention
 starts when it ends). It is read as the paragraph corpora are
 (``contreact_bus.scope_logs``), so a run whose log has left Redis is answered from
-its archive, as ``contreact search --run`` answers it."""
+its archive, as ``contreact search --run`` answers it.
+
+The same ranking, over memory values only, answers a cycle's memory retrieval for the
+"relevant memories" prompt block (``cognition.memory_block``): every key, value and score
+goes back in ``MemoriesRetrieved``, so the prompt is built from the log alone."""
 
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ import redis.asyncio as aioredis
 
 from contreact_bus.scope_logs import RunCursor, read_since
 from contreact_embedder.embedding_service import EmbeddingService
+from contreact_events.catalog.cognition import MEMORY_BLOCK_PREVIEW, RetrievedMemory
 from contreact_events.cognition.retrieval import Candidate, Scored, rank
 from contreact_events.diversity.memory_projection import MemoryProjection
 
@@ -58,23 +63,7 @@ class MemorySearch:
         (events,) = await read_since(self._redis, self._archive_dir, [run.cursor])
         projection = run.projection
         projection.feed(events)
-        values = projection.values
-        missing = [
-            (key, value) for key, value in values.items() if (key, value) not in self._value_vectors
-        ]
-        if missing:
-            embedded = await self._service.aembed_batch([value for _, value in missing])
-            for pair, embedding in zip(missing, embedded, strict=True):
-                self._value_vectors[pair] = embedding.as_floats()
-        candidates = [
-            Candidate(
-                f"memory:{key}",
-                value,
-                projection.written_at[key],
-                self._value_vectors[(key, value)],
-            )
-            for key, value in values.items()
-        ]
+        candidates = await self._memory_candidates(projection)
         candidates += [
             Candidate(f"reflection:{cycle}", text, projection.reflected_at[cycle], vector)
             for cycle, (text, vector) in projection.reflections.items()
@@ -84,6 +73,52 @@ class MemorySearch:
             return "Nothing to search yet: your memory is empty and no reflection is recorded."
         ranked = rank(query, query_vector, candidates, now=now, k=k)
         return render(query, ranked)
+
+    async def retrieve(
+        self, run_id: str, query_vector: list[float], query: str, k: int, task_id: str
+    ) -> tuple[RetrievedMemory, ...]:
+        """``cognition.memory_block``: the run's memory values (not its reflections)
+        ranked by the same hybrid retrieval, recency taken at the retrieval's request."""
+        run = self._runs.setdefault(run_id, _Run(RunCursor(run_id)))
+        (events,) = await read_since(self._redis, self._archive_dir, [run.cursor])
+        projection = run.projection
+        projection.feed(events)
+        now = projection.searched_at.get(task_id) or projection.last_ts
+        candidates = await self._memory_candidates(projection)
+        if not candidates or now is None:
+            return ()
+        ranked = rank(query, query_vector, candidates, now=now, k=k)
+        return tuple(
+            RetrievedMemory(
+                key=hit.id.partition(":")[2],
+                value=hit.text[:MEMORY_BLOCK_PREVIEW],
+                written_at=projection.written_at[hit.id.partition(":")[2]],
+                combined=hit.combined,
+                cosine=hit.cosine,
+                keyword=hit.keyword,
+                recency=hit.recency,
+            )
+            for hit in ranked
+        )
+
+    async def _memory_candidates(self, projection: MemoryProjection) -> list[Candidate]:
+        values = projection.values
+        missing = [
+            (key, value) for key, value in values.items() if (key, value) not in self._value_vectors
+        ]
+        if missing:
+            embedded = await self._service.aembed_batch([value for _, value in missing])
+            for pair, embedding in zip(missing, embedded, strict=True):
+                self._value_vectors[pair] = embedding.as_floats()
+        return [
+            Candidate(
+                f"memory:{key}",
+                value,
+                projection.written_at[key],
+                self._value_vectors[(key, value)],
+            )
+            for key, value in values.items()
+        ]
 
 
 def render(query: str, ranked: list[Scored]) -> str:

@@ -10,6 +10,9 @@ A fork's seed task (tool ``seed``) is answered with ``MemorySeeded``: the memory
 of the fork's copied prefix (the first ``arguments["events"]`` events of its log, read
 from Redis; ``core.memory_calls``, the rule ``memory-rebuild`` replays) applied under the
 fork's run id, in one transaction.
+
+The memory policy's task (tool ``persist``, ``cognition.memory_policy``) is answered with
+``PersistentMemoryStored``: an exchange kept under the reserved prefix.
 """
 
 from __future__ import annotations
@@ -20,9 +23,17 @@ import logging
 from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
 from contreact_bus.task_gate import TaskGate
+from contreact_events.catalog.cognition import PersistentMemoryStored
+from contreact_events.cognition.policy import POLICY_TOOL
 from contreact_events.core.memory_calls import memory_calls
 from contreact_events.core.tools import SEED_TOOL
-from contreact_events.wire.tasks import MemoryTask, memory_seeded, tool_completed
+from contreact_events.wire.tasks import (
+    InboxMessage,
+    MemoryTask,
+    input_message,
+    memory_seeded,
+    tool_completed,
+)
 from contreact_memory.exceptions import SeedUnavailable
 from contreact_memory.store import MemoryStore
 
@@ -60,6 +71,9 @@ class MemoryHandler:
             return
         outcome = await asyncio.to_thread(self._store.apply, task)
         log.debug("%s %s of run %s: ok=%s", task.task_id, task.tool, task.run_id, outcome.ok)
+        if task.tool == POLICY_TOOL:
+            await self._inbox.send(kept_stored(task, outcome.output, ok=outcome.ok))
+            return
         await self._inbox.send(tool_completed(task, outcome.output, ok=outcome.ok))
 
     async def _seed(self, task: MemoryTask) -> None:
@@ -77,3 +91,17 @@ class MemoryHandler:
         log.info("run %s: memory seeded with %d call(s): %s", task.run_id, len(calls), outcome)
         detail = "" if outcome.ok else outcome.output
         await self._inbox.send(memory_seeded(task, len(calls), ok=outcome.ok, detail=detail))
+
+
+def kept_stored(task: MemoryTask, output: str, *, ok: bool) -> InboxMessage:
+    """The answer to the memory policy's task."""
+    key = str(task.arguments.get("key", ""))
+    return input_message(
+        PersistentMemoryStored,
+        task.run_id,
+        task.task_id,
+        task_id=task.task_id,
+        key=key,
+        output=output,
+        ok=ok,
+    )

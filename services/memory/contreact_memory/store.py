@@ -14,6 +14,11 @@ Tool results (what the model reads back; ``ok`` is False for an error):
 - ``pattern_search(pattern)``: the keys containing ``pattern`` as a plain,
   case-sensitive substring (no regex, no LIKE wildcards), sorted and joined with
   ``", "``; none gives ``No keys contain 'P'.`` The empty pattern matches every key.
+- With the memory policy on (``MemoryTask.reserved_prefix``), ``write`` and ``delete``
+  of a key under the prefix give ``cognition.policy.reserved_key_problem``'s error
+  (ok False): the rule, and that read, list and pattern_search see those keys.
+- ``persist`` (the memory policy's task, not an agent tool): ``Kept under key 'K'.``;
+  only under ``cognition.policy.PERSISTENT_PREFIX``.
 - An unknown tool or missing, unexpected or non-text arguments give the message of
   ``contreact_events.core.tools.check_arguments`` (ok False); an empty key gives
   ``Error: the key must not be empty. Usage: tool(...).``; text that is not valid
@@ -44,6 +49,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from contreact_events.cognition.policy import (
+    PERSISTENT_PREFIX,
+    POLICY_TOOL,
+    is_persistent_key,
+    reserved_key_problem,
+)
 from contreact_events.core.memory_calls import MemoryCall
 from contreact_events.core.tools import TOOL_SPECS, check_arguments
 from contreact_events.wire.tasks import MemoryTask
@@ -229,6 +240,8 @@ def _mark(conn: sqlite3.Connection, task: MemoryTask, outcome: ToolOutcome) -> N
 
 def _run_tool(conn: sqlite3.Connection, task: MemoryTask) -> str:
     """The tool's output; raises ToolError for a call that cannot run as asked."""
+    if task.tool == POLICY_TOOL:
+        return _persist(conn, task)
     tool = _TOOLS.get(task.tool)
     problem = check_arguments(task.tool, task.arguments)
     if problem is None and tool is None:  # a valid tool that is not a memory tool
@@ -245,21 +258,46 @@ def _run_tool(conn: sqlite3.Connection, task: MemoryTask) -> str:
             raise ToolError(problem) from None
     if "key" in args and not args["key"]:
         raise ToolError(f"Error: the key must not be empty. {usage}")
+    reserved = task.reserved_prefix
+    if reserved is not None and args.get("key", "").startswith(reserved):
+        problem = reserved_key_problem(task.tool, args["key"])
+        if problem is not None:
+            raise ToolError(problem)
     return tool(conn, task, args)
+
+
+def _persist(conn: sqlite3.Connection, task: MemoryTask) -> str:
+    """The memory policy's store of a kept exchange (not an agent tool): a write under
+    the reserved prefix, which the agent's own ``write`` may not make."""
+    key, value = task.arguments.get("key"), task.arguments.get("value")
+    if not isinstance(key, str) or not isinstance(value, str) or not is_persistent_key(key):
+        raise ToolError(
+            f"Error: {POLICY_TOOL} stores text under a key starting with "
+            f"'{PERSISTENT_PREFIX}' (got key {key!r})."
+        )
+    existed = _value(conn, task.run_id, key) is not None
+    _store(conn, task, key, value)
+    if existed:
+        return f"Kept under key '{key}' (the previous value was replaced)."
+    return f"Kept under key '{key}'."
 
 
 def _write(conn: sqlite3.Connection, task: MemoryTask, args: dict[str, str]) -> str:
     key = args["key"]
     existed = _value(conn, task.run_id, key) is not None
+    _store(conn, task, key, args["value"])
+    if existed:
+        return f"Saved under key '{key}' (the previous value was replaced)."
+    return f"Saved under key '{key}'."
+
+
+def _store(conn: sqlite3.Connection, task: MemoryTask, key: str, value: str) -> None:
     conn.execute(
         "INSERT INTO agent_memory (run_id, key, value, updated_at) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value, "
         "updated_at = excluded.updated_at",
-        (task.run_id, key, args["value"], timestamp(task.ts)),
+        (task.run_id, key, value, timestamp(task.ts)),
     )
-    if existed:
-        return f"Saved under key '{key}' (the previous value was replaced)."
-    return f"Saved under key '{key}'."
 
 
 def _read(conn: sqlite3.Connection, task: MemoryTask, args: dict[str, str]) -> str:

@@ -16,6 +16,7 @@ import orjson
 
 from contreact_analysis.exceptions import UnreadableRun
 from contreact_events.catalog import Event
+from contreact_events.catalog.cognition import PersistentMemoryRequested, PersistentMemoryStored
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleMetrics,
@@ -54,6 +55,8 @@ ROW_TYPES = frozenset(
         "ReflectionRecorded",
         "SimilarityAssessed",
         "CycleEnded",
+        "PersistentMemoryRequested",
+        "PersistentMemoryStored",
     }
 )
 """The event types that add or change a row besides the events table's."""
@@ -113,6 +116,8 @@ class _Builder:
         self.events: list[Row] = []
         self.memory: dict[str, str] = {}
         self.memory_rows: list[Row] = []
+        self._kept: dict[str, Row] = {}
+        """The memory policy's stores asked for (``PersistentMemoryRequested``), as writes."""
         self.message_starts: list[tuple[int, int]] = []
         self.cycle_start_index = 0
         self.first_ts: datetime | None = None
@@ -196,6 +201,17 @@ class _Builder:
                     )
                     if event.ok:
                         self._memory(state.seq, call, event.ts)
+            case PersistentMemoryRequested():  # the memory policy's store: a write
+                arguments = {"key": event.key, "value": event.value}
+                self._kept[event.task_id] = {
+                    "tool_name": "write",
+                    "arguments": orjson.dumps(arguments).decode(),
+                    "cycle": event.cycle,
+                }
+            case PersistentMemoryStored():
+                kept = self._kept.pop(event.task_id, None)
+                if kept is not None and event.ok:
+                    self._memory(state.seq, kept, event.ts)
             case OperatorMessageSent():
                 self.operator[event.task_id] = {
                     "run_id": self.run_id,

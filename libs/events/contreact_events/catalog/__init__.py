@@ -23,8 +23,12 @@ from contreact_events.catalog.assessment import AssessmentEvent as AssessmentEve
 from contreact_events.catalog.assessment import AssessmentFailed as AssessmentFailed
 from contreact_events.catalog.assessment import RunAssessed as RunAssessed
 from contreact_events.catalog.cognition import (
+    MemoriesRetrievalRequested,
+    MemoriesRetrieved,
     OperatorMessageAnalysisRequested,
     OperatorMessageAnalyzed,
+    PersistentMemoryRequested,
+    PersistentMemoryStored,
 )
 from contreact_events.catalog.cycle import (
     CycleEnded,
@@ -97,7 +101,11 @@ Event: TypeAlias = Annotated[
     | RunForked
     | MemorySeeded
     | OperatorMessageAnalysisRequested
-    | OperatorMessageAnalyzed,
+    | OperatorMessageAnalyzed
+    | PersistentMemoryRequested
+    | PersistentMemoryStored
+    | MemoriesRetrievalRequested
+    | MemoriesRetrieved,
     Field(discriminator="type"),
 ]
 

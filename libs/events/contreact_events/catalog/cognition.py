@@ -8,13 +8,25 @@ the request opens a task that does not hold the cycle: its answer is accepted
 whenever it arrives (the run's next cycles go on meanwhile) and ``RunCompleted`` waits
 until none is open. A model answer that is not an analysis, or a task that keeps
 failing, ends with the heuristic's analysis and the reason beside it.
+
+With ``cognition.memory_policy`` on (seed 002's persistent memory), the exchange's
+analysis holds the cycle, and an exchange scoring above the threshold is stored under
+the reserved key prefix before the reply goes back to the model:
+``PersistentMemoryRequested`` (the key and the value, decided by the core) opens a
+memory task, ``PersistentMemoryStored`` is the memory service's answer.
+
+With ``cognition.memory_block`` on, each cycle starts with a retrieval of the run's
+memories relevant to its last reflection (``MemoriesRetrievalRequested``, a task for
+the embedder; ``MemoriesRetrieved``, its answer, holding every key, value and score
+the block shows), so the system prompt is built from the log alone.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from contreact_events.catalog.analysis import Analysis, Exchange
 from contreact_events.catalog.envelope import EventBase, InputEvent
@@ -54,3 +66,80 @@ class OperatorMessageAnalyzed(InputEvent):
     fallback_reason: str | None = None
     """Why the heuristic stands in for the model (its answer rejected, no answer), or
     None (the analyser that was asked for answered)."""
+
+
+class PersistentMemoryRequested(EventBase):
+    """The memory policy keeps an exchange: its conversation unit is to be stored under
+    ``key`` (under ``cognition.policy.PERSISTENT_PREFIX``) by the memory service, a
+    memory task the cycle waits on. Derived right after the exchange's analysis, when its
+    persistence score is above the run's threshold."""
+
+    type: Literal["PersistentMemoryRequested"] = "PersistentMemoryRequested"
+    task_id: str
+    """The memory task's id (``{tool task}/persist``)."""
+    exchange_task_id: str
+    """The operator tool call whose exchange is kept."""
+    cycle: int
+    key: str
+    value: str
+    """The conversation unit as stored (JSON: the agent's message, the operator's reply,
+    the analysis' intent, summary and score, the cycle, the reply's time)."""
+    persistence_score: float
+    threshold: float
+    """The run's ``cognition.persistence_threshold`` the score was above."""
+
+
+class PersistentMemoryStored(InputEvent):
+    """The memory service's answer to a ``PersistentMemoryRequested`` task (input):
+    ``output`` and ``ok`` as the store gave them, so a memory rebuild can compare."""
+
+    type: Literal["PersistentMemoryStored"] = "PersistentMemoryStored"
+    task_id: str
+    key: str
+    output: str
+    ok: bool
+
+
+class MemoriesRetrievalRequested(EventBase):
+    """Before ``cycle`` starts, the run's memories are ranked against ``query`` (the
+    last reflection) for the "relevant memories" block (``cognition.memory_block``): a
+    task for the embedder, which the cycle waits on."""
+
+    type: Literal["MemoriesRetrievalRequested"] = "MemoriesRetrievalRequested"
+    task_id: str
+    """``{run}/c{cycle}/memories``."""
+    cycle: int
+    query: str
+    k: int
+
+
+class RetrievedMemory(BaseModel):
+    """One memory as the block shows it, with each score of the hybrid retrieval
+    (``cognition.retrieval.rank``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    value: str
+    """The value, cut to ``MEMORY_BLOCK_PREVIEW`` characters (the block shows this)."""
+    written_at: datetime
+    combined: float
+    cosine: float | None
+    keyword: float
+    recency: float
+
+
+MEMORY_BLOCK_PREVIEW = 300
+"""Characters of a value a retrieval logs and the block shows."""
+
+
+class MemoriesRetrieved(InputEvent):
+    """The embedder's answer to a ``MemoriesRetrievalRequested`` task (input), or the
+    core's when the task kept failing (``error`` says why; the cycle has no block)."""
+
+    type: Literal["MemoriesRetrieved"] = "MemoriesRetrieved"
+    task_id: str
+    cycle: int
+    memories: tuple[RetrievedMemory, ...] = Field(default=(), max_length=10)
+    """Best first."""
+    error: str | None = None

@@ -181,6 +181,25 @@ class CognitionConfig(Strict):
     deadline_s: float = Field(default=300.0, gt=0)
     """How long the run waits for one analysis (then it is sent again, within
     ``deadlines.retries``, and finally the heuristic stands in)."""
+    memory_policy: StrictBool = False
+    """Seed 002's persistent memory: an exchange whose analysis scores above
+    ``persistence_threshold`` is stored by the platform under the reserved key prefix
+    (``cognition.policy.PERSISTENT_PREFIX``), a logged memory task, before its reply goes
+    back to the model: with the policy on, the exchange's analysis (a model's too) and
+    that write hold the cycle, so what the agent reads never depends on timing. The
+    agent's ``write`` and ``delete`` are refused on the prefix; ``read``, ``list`` and
+    ``pattern_search`` see it."""
+    persistence_threshold: StrictFloat = Field(default=0.6, ge=0.0, le=1.0)
+    """An exchange is kept when its persistence score is strictly above this."""
+    memory_block: StrictBool = False
+    """A "relevant memories" block in the system prompt: before each cycle the run's
+    memory values are ranked against the last reflection by the hybrid retrieval
+    (``cognition.retrieval``, in the embedder) and the best ``memory_block_k`` are shown
+    after the system prompt for that cycle. What was retrieved is logged
+    (``MemoriesRetrieved``), and the prompt is built from the log alone, so it replays
+    exactly. Off by default: the paper's protocol has no such block."""
+    memory_block_k: StrictInt = Field(default=3, ge=1, le=10)
+    """How many memories the block shows at most."""
 
 
 class ToolsConfig(Strict):
@@ -312,6 +331,11 @@ def check_identifier(what: str, value: str) -> str:
 
 def inconsistency(config: RunConfig) -> str | None:
     """What is wrong between the settings of a config, if anything."""
+    if config.cognition.memory_policy and config.cognition.analysis == "off":
+        return (
+            "cognition.memory_policy needs the exchanges' analyses: set cognition.analysis "
+            "to heuristic or model"
+        )
     diversity = config.diversity
     if diversity.moderate_threshold > diversity.high_threshold:
         return "diversity.moderate_threshold must not exceed diversity.high_threshold"

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from contreact_events.catalog import Event
 from contreact_events.catalog.cognition import (
+    MemoriesRetrievalRequested,
+    MemoriesRetrieved,
     OperatorMessageAnalysisRequested,
     OperatorMessageAnalyzed,
+    PersistentMemoryRequested,
+    RetrievedMemory,
 )
 from contreact_events.catalog.cycle import (
     CycleEnded,
@@ -48,6 +52,8 @@ from contreact_events.catalog.tool import (
 )
 from contreact_events.cognition.analysis import Exchange
 from contreact_events.cognition.heuristic import analyse_heuristically
+from contreact_events.cognition.policy import conversation_unit, keeps, kept_key
+from contreact_events.cognition.retrieval import Candidate
 from contreact_events.config import RunConfig
 from contreact_events.core.fold import (
     analysis_task_id,
@@ -56,10 +62,12 @@ from contreact_events.core.fold import (
     fold,
     llm_task_id,
     paragraph_task_id,
+    persist_task_id,
+    retrieval_task_id,
     tool_task_id,
 )
 from contreact_events.core.outbox import pending_tasks
-from contreact_events.core.prompt import prompt_sha256
+from contreact_events.core.prompt import prompt_sha256, retrieval_query
 from contreact_events.core.state import AgentState, Attempt, OpenTask, Phase
 from contreact_events.core.tools import (
     OPERATOR_TOOL,
@@ -142,6 +150,8 @@ ANSWERED_IN: dict[str, tuple[Phase, ...]] = {
     "ParagraphsChecked": ("checking_paragraphs",),
     "EmbeddingFailed": ("embedding", "checking_paragraphs"),
     "MemorySeeded": ("seeding",),
+    "PersistentMemoryStored": ("tools",),
+    "MemoriesRetrieved": ("retrieving",),
 }
 """Worker results: the phases in which the run waits for each (on its pending task)."""
 
@@ -240,6 +250,8 @@ def advance(state: AgentState, stamp: _Stamper) -> list[Event]:
                 )
             ]
         case "cycle_start":
+            if _retrieves(state, config):
+                return [_retrieval(state, config, stamp)]
             return [stamp(CycleStarted, cycle=state.cycle_number + 1, advisory=None)]
         case "calling":
             step = state.step + 1
@@ -270,10 +282,28 @@ def advance(state: AgentState, stamp: _Stamper) -> list[Event]:
                 if state.open_tasks:  # each has a deadline: the wait is bounded
                     return []
                 return [stamp(RunCompleted, cycles=state.cycle_number)]
+            if _retrieves(state, config):
+                return [_retrieval(state, config, stamp)]
             return [stamp(CycleStarted, cycle=state.cycle_number + 1, advisory=state.next_advisory)]
         case "failing":
             return [stamp(RunFailed, reason=state.failure_reason or "unknown failure")]
     return []
+
+
+def _retrieves(state: AgentState, config: RunConfig) -> bool:
+    """``cognition.memory_block``: the next cycle's memories are not retrieved yet."""
+    return config.cognition.memory_block and state.retrieved_for <= state.cycle_number
+
+
+def _retrieval(state: AgentState, config: RunConfig, stamp: _Stamper) -> Event:
+    cycle = state.cycle_number + 1
+    return stamp(
+        MemoriesRetrievalRequested,
+        task_id=retrieval_task_id(state.run_id, cycle),
+        cycle=cycle,
+        query=retrieval_query(state),
+        k=config.cognition.memory_block_k,
+    )
 
 
 def _after_response(state: AgentState, stamp: _Stamper) -> list[Event]:
@@ -459,7 +489,42 @@ def _next_tool_step(state: AgentState, stamp: _Stamper) -> list[Event]:
     analyser = state.config.cognition.analysis
     if analyser != "off" and not head.analysed:
         return _analysis(state, stamp, analyser, head.task_id, head.cycle)
+    if state.config.cognition.memory_policy:
+        kept = _memory_policy(state, stamp)
+        if kept is not None:
+            return kept
     return [stamp(ToolCallCompleted, output=head.reply, ok=True, **done)]
+
+
+def _memory_policy(state: AgentState, stamp: _Stamper) -> list[Event] | None:
+    """Seed 002's persistent memory: the reply goes back to the model only once the
+    exchange's analysis is in (a model's: the run waits for its open task) and, when it
+    scores above the threshold, once the exchange is stored under the reserved prefix.
+    None: the policy is done with this exchange."""
+    assert state.config is not None
+    head = state.tool_queue[0]
+    if head.analysis is None:
+        return []  # the open analysis task is awaited (its deadline bounds the wait)
+    threshold = state.config.cognition.persistence_threshold
+    if head.kept is None and keeps(head.analysis, threshold):
+        exchange = Exchange(
+            agent_message=head.arguments["message"], operator_reply=head.reply or ""
+        )
+        return [
+            stamp(
+                PersistentMemoryRequested,
+                task_id=persist_task_id(head.task_id),
+                exchange_task_id=head.task_id,
+                cycle=head.cycle,
+                key=kept_key(head.cycle, head.step, head.index),
+                value=conversation_unit(exchange, head.analysis, cycle=head.cycle, at=stamp.ts),
+                persistence_score=head.analysis.persistence_score,
+                threshold=threshold,
+            )
+        ]
+    if head.kept is not None and not head.kept.stored:
+        return []  # the memory service answers
+    return None
 
 
 def _analysis(
@@ -484,9 +549,20 @@ def _analysis(
     )
     if analyser == "model":
         return [requested]
-    analysis = analyse_heuristically(exchange, recent)
+    analysis = analyse_heuristically(exchange, recent, _block_memories(state), now=stamp.ts)
     analysed = stamp(OperatorMessageAnalyzed, task_id=task_id, analysis=analysis.model_dump())
     return [requested, analysed]
+
+
+def _block_memories(state: AgentState) -> list[Candidate]:
+    """The memories the heuristic may name as relevant: the cycle's retrieved ones
+    (``cognition.memory_block``; logged, so an analysis replays exactly). None
+    without the block: the core holds no other copy of the run's memory."""
+    return _candidates(state.memory_block)
+
+
+def _candidates(memories: tuple[RetrievedMemory, ...]) -> list[Candidate]:
+    return [Candidate(m.key, m.value, m.written_at) for m in memories]
 
 
 def _after_open_failure(
@@ -500,7 +576,9 @@ def _after_open_failure(
     return stamp(
         OperatorMessageAnalyzed,
         task_id=task.task_id,
-        analysis=analyse_heuristically(task.exchange, task.recent).model_dump(),
+        analysis=analyse_heuristically(
+            task.exchange, task.recent, _candidates(task.memories), now=stamp.ts
+        ).model_dump(),
         fallback_reason=(
             f"the analysis {task.task_id} failed {task.sends} time(s); last: {reason}"
         ),
@@ -514,6 +592,7 @@ TASK_KINDS: dict[Phase, str] = {
     "embedding": "the reflection embedding",
     "checking_paragraphs": "the paragraph check",
     "tools": "the tool call",
+    "retrieving": "the memory retrieval",
 }
 
 
@@ -534,6 +613,9 @@ def _after_task_failure(state: AgentState, config: RunConfig, stamp: _Stamper) -
     summary = f"{what} {task_id} failed {state.task_sends} time(s); last: {reason}"
     if state.phase in ("embedding", "checking_paragraphs"):
         return stamp(EmbeddingFailed, task_id=task_id, cycle=state.cycle_number, error=summary)
+    if state.phase == "retrieving":  # the cycle goes on without its block, the reason logged
+        cycle = state.cycle_number + 1
+        return stamp(MemoriesRetrieved, task_id=task_id, cycle=cycle, error=summary)
     return stamp(RunFailed, reason=summary)
 
 
@@ -574,6 +656,11 @@ class _Stamper:
         )
         self._last_id = event.event_id
         return event
+
+    @property
+    def ts(self) -> datetime:
+        """The time every derived event gets: the input's."""
+        return self._trigger.ts
 
 
 __all__ = ["Decision", "Task", "advance", "decide", "pending_tasks", "rejection"]

@@ -14,8 +14,12 @@ from typing import Any, cast
 from contreact_events.catalog import Event
 from contreact_events.catalog.chat import ChatMessage, ToolCall
 from contreact_events.catalog.cognition import (
+    MemoriesRetrievalRequested,
+    MemoriesRetrieved,
     OperatorMessageAnalysisRequested,
     OperatorMessageAnalyzed,
+    PersistentMemoryRequested,
+    PersistentMemoryStored,
 )
 from contreact_events.catalog.cycle import (
     CycleEnded,
@@ -58,6 +62,7 @@ from contreact_events.catalog.tool import (
 from contreact_events.core.state import (
     AgentState,
     Attempt,
+    KeptExchange,
     OpenTask,
     Phase,
     QueuedToolCall,
@@ -694,6 +699,7 @@ def _(event: RunCancelled, state: AgentState) -> dict[str, Any]:
 
 WAITING_PHASES: tuple[Phase, ...] = (
     "seeding",
+    "retrieving",
     "checking",
     "awaiting_llm",
     "tools",
@@ -744,6 +750,7 @@ def _(event: OperatorMessageAnalysisRequested, state: AgentState) -> dict[str, A
             cycle=event.cycle,
             exchange=event.exchange,
             recent=event.recent,
+            memories=state.memory_block,
             since=event.ts,
         )
         changes["open_tasks"] = (*state.open_tasks, task)
@@ -753,6 +760,7 @@ def _(event: OperatorMessageAnalysisRequested, state: AgentState) -> dict[str, A
 @_apply.register
 def _(event: OperatorMessageAnalyzed, state: AgentState) -> dict[str, Any]:
     changes: dict[str, Any] = {"analyses": state.analyses + 1}
+    _policy_sees(state, event, changes)
     if state.open_task(event.task_id) is not None:
         changes["open_tasks"] = tuple(t for t in state.open_tasks if t.task_id != event.task_id)
         return changes
@@ -763,6 +771,73 @@ def _(event: OperatorMessageAnalyzed, state: AgentState) -> dict[str, Any]:
             "which is no open analysis"
         )
     return changes
+
+
+def _policy_sees(
+    state: AgentState, event: OperatorMessageAnalyzed, changes: dict[str, Any]
+) -> None:
+    """The memory policy (``cognition.memory_policy``) holds the cycle on the exchange
+    being analysed: its analysis is kept on the call until the policy has acted."""
+    head = state.tool_queue[0] if state.tool_queue else None
+    policy = state.config is not None and state.config.cognition.memory_policy
+    if policy and head is not None and analysis_task_id(head.task_id) == event.task_id:
+        changes["tool_queue"] = (evolve(head, {"analysis": event.analysis}), *state.tool_queue[1:])
+
+
+@_apply.register
+def _(event: PersistentMemoryRequested, state: AgentState) -> dict[str, Any]:
+    head = _head(state, event, event.exchange_task_id)
+    if head.analysis is None or head.kept is not None:
+        raise InvalidTransition(
+            f"PersistentMemoryRequested {event.event_id}: the exchange of {head.task_id} "
+            "has no analysis, or was kept already"
+        )
+    kept = KeptExchange(
+        task_id=event.task_id, key=event.key, value=event.value, requested_at=event.ts
+    )
+    return {
+        "tool_queue": (evolve(head, {"kept": kept}), *state.tool_queue[1:]),
+        "pending_task_id": event.task_id,
+    }
+
+
+@_apply.register
+def _(event: PersistentMemoryStored, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "tools")
+    head = state.tool_queue[0]
+    if head.kept is None or head.kept.task_id != event.task_id or head.kept.stored:
+        raise InvalidTransition(
+            f"PersistentMemoryStored {event.event_id} answers {event.task_id}, "
+            "which is no store the run waits on"
+        )
+    kept = evolve(head.kept, {"stored": True})
+    return {
+        "tool_queue": (evolve(head, {"kept": kept}), *state.tool_queue[1:]),
+        "pending_task_id": None,
+    }
+
+
+@_apply.register
+def _(event: MemoriesRetrievalRequested, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "cycle_start", "cycle_end")
+    if event.cycle != state.cycle_number + 1:
+        raise InvalidTransition(
+            f"MemoriesRetrievalRequested {event.event_id} is for cycle {event.cycle}, "
+            f"but cycle {state.cycle_number + 1} comes next"
+        )
+    return {"phase": "retrieving", "pending_task_id": event.task_id}
+
+
+@_apply.register
+def _(event: MemoriesRetrieved, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "retrieving")
+    # Back to where the next cycle starts from (its advisory is kept in next_advisory).
+    return {
+        "phase": "cycle_end",
+        "pending_task_id": None,
+        "memory_block": event.memories,
+        "retrieved_for": event.cycle,
+    }
 
 
 def _with_open(state: AgentState, task_id: str, **changes: Any) -> tuple[OpenTask, ...]:
@@ -849,6 +924,14 @@ def embed_task_id(run_id: str, cycle: int) -> str:
 
 def analysis_task_id(exchange_task_id: str) -> str:
     return f"{exchange_task_id}/analysis"
+
+
+def persist_task_id(exchange_task_id: str) -> str:
+    return f"{exchange_task_id}/persist"
+
+
+def retrieval_task_id(run_id: str, cycle: int) -> str:
+    return f"{run_id}/c{cycle}/memories"
 
 
 def paragraph_task_id(run_id: str, cycle: int, attempt: int) -> str:

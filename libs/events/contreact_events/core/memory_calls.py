@@ -15,6 +15,10 @@ was folded, the run was waiting on exactly that memory task
 never was such a task; a call whose result is not in the log (the log ends first,
 or the run was cancelled or failed in between) has no ``ToolCallCompleted``; a
 result that arrived twice was logged once (``decide`` ignores the repeat).
+
+The memory policy's stores (``cognition.memory_policy``: a kept exchange, tool
+``persist``) count by the same rule: a ``PersistentMemoryStored`` folded while the run
+waited on exactly that memory task.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.cognition import PersistentMemoryStored
 from contreact_events.catalog.tool import ToolCallCompleted
 from contreact_events.core.fold import fold
 from contreact_events.core.outbox import pending_tasks
@@ -35,10 +40,11 @@ from contreact_events.wire.tasks import MemoryTask
 class MemoryCall:
     """One executed memory call: the task as the orchestrator sent it (its id, tool,
     arguments and ``ts``, the request's time, which becomes the entry's
-    ``updated_at``) and the result the log holds for it."""
+    ``updated_at``) and the result the log holds for it (a tool call's, or the memory
+    policy's ``PersistentMemoryStored``)."""
 
     task: MemoryTask
-    result: ToolCallCompleted
+    result: ToolCallCompleted | PersistentMemoryStored
 
 
 def memory_calls(events: Iterable[Event]) -> list[MemoryCall]:
@@ -51,7 +57,7 @@ def memory_calls(events: Iterable[Event]) -> list[MemoryCall]:
         for event in events:
             if state is None:
                 state = AgentState(run_id=event.run_id)
-            if isinstance(event, ToolCallCompleted):
+            if isinstance(event, ToolCallCompleted | PersistentMemoryStored):
                 task = sent_memory_task(state)
                 if task is not None and task.task_id == event.task_id:
                     calls.append(MemoryCall(task=task, result=event))

@@ -11,9 +11,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from contreact_events.cognition.model_answer import analysis_json_schema
+from contreact_events.cognition.policy import PERSISTENT_PREFIX, POLICY_TOOL
 from contreact_events.config import RunConfig
 from contreact_events.core.analysis_prompt import analysis_messages
-from contreact_events.core.prompt import offered_tools_now, prompt_messages
+from contreact_events.core.prompt import offered_tools_now, prompt_messages, retrieval_query
 from contreact_events.core.state import AgentState
 from contreact_events.core.tools import MEMORY_TOOLS, SEARCH_TOOL, SEED_TOOL
 from contreact_events.diversity.corpus import scope_for
@@ -48,6 +49,8 @@ def _deadline_s(state: AgentState, config: RunConfig) -> float:
             return deadlines.embed_s
         case "seeding":
             return deadlines.memory_s
+        case "retrieving":
+            return deadlines.embed_s
     head = state.tool_queue[0] if state.tool_queue else None
     return deadlines.embed_s if head and head.tool_name == SEARCH_TOOL else deadlines.memory_s
 
@@ -101,12 +104,13 @@ def analysis_tasks(state: AgentState) -> list[LLMTask]:
                 api_key_env=client.api_key_env if client else None,
                 timeout_s=client.timeout_s if client else config.ollama_client_config.timeout_s,
                 connect_timeout_s=config.ollama_client_config.connect_timeout_s,
-                messages=analysis_messages(task.exchange, task.recent),
+                messages=analysis_messages(task.exchange, task.recent, task.memories),
                 options={"temperature": cognition.temperature},
                 keep_alive=config.keep_alive,
                 cycle=task.cycle,
                 script=config.script,
                 json_schema=analysis_json_schema(),
+                holds_cycle=cognition.memory_policy,
                 deadline=deadline,
                 send=send,
             )
@@ -177,6 +181,18 @@ def _pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
                 attempts_remaining=diversity.max_attempts - attempt,
             )
         ]
+    if state.phase == "retrieving":
+        return [
+            EmbedTask(
+                kind="memories",
+                task_id=task_id,
+                run_id=state.run_id,
+                cycle=state.cycle_number + 1,
+                text=retrieval_query(state),
+                model=config.diversity.embedding_model,
+                k=config.cognition.memory_block_k,
+            )
+        ]
     if state.phase == "embedding":
         return [
             EmbedTask(
@@ -188,6 +204,19 @@ def _pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
             )
         ]
     head = state.tool_queue[0] if state.tool_queue else None
+    if state.phase == "tools" and head is not None and head.kept is not None:
+        kept = head.kept
+        if kept.task_id == task_id and not kept.stored:
+            return [
+                MemoryTask(
+                    task_id=task_id,
+                    run_id=state.run_id,
+                    tool=POLICY_TOOL,
+                    arguments={"key": kept.key, "value": kept.value},
+                    ts=kept.requested_at,
+                    reserved_prefix=PERSISTENT_PREFIX,
+                )
+            ]
     if state.phase != "tools" or head is None or head.task_id != task_id:
         return []
     if head.tool_name == SEARCH_TOOL:
@@ -210,6 +239,7 @@ def _pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
                 tool=head.tool_name,
                 arguments=head.arguments,
                 ts=head.requested_at,
+                reserved_prefix=PERSISTENT_PREFIX if config.cognition.memory_policy else None,
             )
         ]
     return []

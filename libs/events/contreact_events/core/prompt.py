@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from contreact_events.catalog.chat import ChatMessage
+from contreact_events.catalog.cognition import RetrievedMemory
 from contreact_events.core.state import AgentState
 from contreact_events.wire.codec import dumps
 
@@ -21,7 +22,33 @@ def system_message(state: AgentState) -> ChatMessage:
     text = state.system_prompt
     if state.advisory:
         text = f"{text}\n\n{state.advisory}"
+    if state.memory_block:
+        text = f"{text}\n\n{memory_block_text(state.memory_block)}"
     return ChatMessage(role="system", content=text)
+
+
+MEMORY_BLOCK_HEADING = (
+    "Relevant memories (retrieved for this cycle from your memory by the platform, "
+    "best first; read a key for its whole value):"
+)
+
+
+def memory_block_text(memories: Sequence[RetrievedMemory]) -> str:
+    """``cognition.memory_block``: the cycle's retrieved memories as the system prompt
+    shows them, built from the logged ``MemoriesRetrieved`` alone."""
+    lines = [MEMORY_BLOCK_HEADING]
+    for memory in memories:
+        lines.append(f"- {memory.key!r}: {memory.value}")
+    return "\n".join(lines)
+
+
+def retrieval_query(state: AgentState) -> str:
+    """What the next cycle's memories are ranked against: the last reflection, or the
+    first cycle's opening message when there is none yet."""
+    if state.reflection_history:
+        return state.reflection_history[-1]
+    opening = state.config.cycle_start_message if state.config else ""
+    return opening.replace("{cycle}", str(state.cycle_number + 1))
 
 
 def prompt_messages(state: AgentState) -> tuple[ChatMessage, ...]:

@@ -10,8 +10,9 @@ from typing import Any, Literal, TypeVar
 import orjson
 from pydantic import BaseModel, ConfigDict
 
-from contreact_events.catalog.analysis import Exchange
+from contreact_events.catalog.analysis import Analysis, Exchange
 from contreact_events.catalog.chat import AssistantMessage, ChatMessage
+from contreact_events.catalog.cognition import RetrievedMemory
 from contreact_events.catalog.cycle import CycleMetrics
 from contreact_events.config import ResolvedBackend, RunConfig
 
@@ -26,6 +27,7 @@ Phase = Literal[
     "checking",  # the LLM worker is checking backend and model
     "starting",  # the check passed: RunStarted comes next
     "cycle_start",  # CycleStarted comes next
+    "retrieving",  # cognition.memory_block: waiting for the cycle's memories
     "calling",  # LLMRequested comes next
     "awaiting_llm",  # waiting for LLMResponded / LLMFailed
     "responded",  # an answer arrived: tool calls or the reflection come next
@@ -40,6 +42,19 @@ Phase = Literal[
     "failing",  # RunFailed comes next
     "done",  # terminal
 ]
+
+
+class KeptExchange(BaseModel):
+    """The memory policy's store of one exchange (``PersistentMemoryRequested``): a
+    memory task the cycle waits on until ``stored``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_id: str
+    key: str
+    value: str
+    requested_at: datetime
+    stored: bool = False
 
 
 class QueuedToolCall(BaseModel):
@@ -60,6 +75,10 @@ class QueuedToolCall(BaseModel):
     reply: str | None = None
     analysed: bool = False
     """An operator call: its exchange's analysis was asked for (``cognition.analysis``)."""
+    analysis: Analysis | None = None
+    """With ``cognition.memory_policy``: the exchange's analysis, once it arrived."""
+    kept: KeptExchange | None = None
+    """With ``cognition.memory_policy``: the exchange's store under the reserved prefix."""
 
 
 class Attempt(BaseModel):
@@ -87,6 +106,8 @@ class OpenTask(BaseModel):
     cycle: int
     exchange: Exchange
     recent: tuple[Exchange, ...] = ()
+    memories: tuple[RetrievedMemory, ...] = ()
+    """The cycle's retrieved memories (``cognition.memory_block``) the model is given."""
     since: datetime
     """When it was last sent: its deadline counts from here."""
     sends: int = 1
@@ -159,6 +180,10 @@ class AgentState(BaseModel):
     """The run's operator exchanges that were analysed (or are being), in order."""
     analyses: int = 0
     """``OperatorMessageAnalyzed`` events folded."""
+    memory_block: tuple[RetrievedMemory, ...] = ()
+    """``cognition.memory_block``: the memories the current cycle's prompt shows."""
+    retrieved_for: int = 0
+    """The cycle the last memory retrieval was for (0: none yet)."""
     fork_prefix: int = 0
     """A fork: how many events its log copied from the parent (0: not a fork)."""
 

@@ -92,8 +92,9 @@ REFUSED: Mapping[str, str] = {
     "diversity.natural_repetition_patterns": _EMBEDDER,
     "diversity.corpus_scope": _EMBEDDER + " (against the other corpus)",
     "cognition": (
-        "the operator exchanges' analyses are recorded as the logged analyser made them "
-        "(a model's answers cannot be re-made); fork the run with --set instead"
+        "the operator exchanges' analyses, the memory policy's stores and the memory "
+        "block's retrievals are recorded as the services made them (a model's answers "
+        "and the embedder's rankings cannot be re-made); fork the run with --set instead"
     ),
 }
 """Settings (or whole sections) a what-if refuses, with why."""

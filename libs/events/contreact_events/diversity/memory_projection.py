@@ -1,7 +1,8 @@
 """What seed 004's ``search_memory`` searches, projected from a run's log. Pure.
 
 Memory values: the writes and deletes the memory service carried out (a logged
-``ToolCallCompleted`` with ``ok``), applied in log order as the memory service
+``ToolCallCompleted`` with ``ok``), and the memory policy's stores of kept exchanges
+(``PersistentMemoryStored`` with ``ok``), applied in log order as the memory service
 applies them, each with the time its write completed. Reflections: each cycle's text
 with its logged vector and the time it was recorded. The time of each
 ``search_memory`` request is kept too: the search ranks recency against it, so the
@@ -15,6 +16,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.cognition import (
+    MemoriesRetrievalRequested,
+    PersistentMemoryRequested,
+    PersistentMemoryStored,
+)
 from contreact_events.catalog.diversity import ReflectionEmbedded
 from contreact_events.catalog.tool import ToolCallCompleted, ToolCallRequested
 
@@ -31,11 +37,13 @@ class MemoryProjection:
     reflected_at: dict[int, datetime] = field(default_factory=dict)
     """When each cycle's reflection was recorded."""
     searched_at: dict[str, datetime] = field(default_factory=dict)
-    """Task id of each ``search_memory`` call -> when it was requested."""
+    """Task id of each ``search_memory`` call (and of each memory retrieval for the
+    prompt block) -> when it was requested."""
     last_ts: datetime | None = None
     """The time of the newest event fed."""
     _requested: dict[str, ToolCallRequested] = field(default_factory=dict)
     _texts: dict[int, tuple[str, datetime]] = field(default_factory=dict)
+    _kept: dict[str, PersistentMemoryRequested] = field(default_factory=dict)
 
     def feed(self, events: Iterable[Event]) -> None:
         for event in events:
@@ -48,6 +56,15 @@ class MemoryProjection:
                 request = self._requested.pop(event.task_id, None)
                 if request is not None and event.ok:
                     self._apply(request, event.ts)
+            elif isinstance(event, MemoriesRetrievalRequested):
+                self.searched_at[event.task_id] = event.ts
+            elif isinstance(event, PersistentMemoryRequested):
+                self._kept[event.task_id] = event
+            elif isinstance(event, PersistentMemoryStored):
+                kept = self._kept.pop(event.task_id, None)
+                if kept is not None and event.ok:
+                    self.values[kept.key] = kept.value
+                    self.written_at[kept.key] = event.ts
             elif event.type == "ReflectionRecorded":
                 self._texts[event.cycle] = (event.text, event.ts)
             elif isinstance(event, ReflectionEmbedded):

@@ -78,6 +78,9 @@ class LLMTask(_Frozen):
     json_schema: dict[str, Any] | None = None
     """The answer's JSON schema, given to backends that take one (Ollama ``format``,
     OpenAI ``response_format``)."""
+    holds_cycle: bool = False
+    """An analysis the run's next call waits for (``cognition.memory_policy``): it goes
+    to its model's line of run calls, not the background line of analyses."""
     reply_to: str | None = None
     """None: a call of a run, answered through the orchestrator's inbox and checked
     against the run's log (``TaskGate``). Else the id of the assessment job that waits
@@ -97,15 +100,20 @@ class MemoryTask(_Frozen):
     """Time of the request (stored as the entry's update time, so a rebuild matches)."""
     deadline: datetime | None = None
     send: int = 1
+    reserved_prefix: str | None = None
+    """Keys the agent's ``write`` and ``delete`` may not touch (the memory policy's,
+    ``cognition.policy.PERSISTENT_PREFIX``, when the run has it on); None: none."""
 
 
 class EmbedTask(_Frozen):
     """For the embedder. ``reflection``: embed a cycle's reflection (seed 000).
     ``paragraphs``: split an answer into paragraphs, embed them and compare them with
     the corpus of the scope (seed 001). ``search``: the agent's ``search_memory`` call
-    (seed 004), answered as the tool's result."""
+    (seed 004), answered as the tool's result. ``memories``: the run's memories most
+    relevant to ``text`` for the cycle's prompt block (``cognition.memory_block``),
+    answered as ``MemoriesRetrieved``."""
 
-    kind: Literal["reflection", "paragraphs", "search"] = "reflection"
+    kind: Literal["reflection", "paragraphs", "search", "memories"] = "reflection"
     task_id: str
     run_id: str
     cycle: int

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from contreact_events.catalog import EVENT_CLASSES, Event
+from contreact_events.catalog.cognition import PersistentMemoryRequested, PersistentMemoryStored
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleStarted,
@@ -81,6 +82,8 @@ PROJECTED_TYPES = frozenset(
         "ParagraphsAccepted",
         "TopicExhausted",
         "CycleEnded",
+        "PersistentMemoryRequested",
+        "PersistentMemoryStored",
     }
 )
 """The event types ``_project`` has a branch for (the others change the summary only)."""
@@ -189,7 +192,9 @@ class RunProjector:
                 row = self._cycle(event.cycle)
                 row.tools[tool] = row.tools.get(tool, 0) + 1
                 self._requests[event.task_id] = (event.tool_name, dict(event.arguments))
-            case ToolCallCompleted():
+            case PersistentMemoryRequested():  # the memory policy's store: a write
+                self._requests[event.task_id] = ("write", {"key": event.key, "value": event.value})
+            case ToolCallCompleted() | PersistentMemoryStored():
                 request = self._requests.pop(event.task_id, None)
                 if request is not None and event.ok:
                     self._memory_effect(state.seq, cycle, *request)
