@@ -164,6 +164,31 @@ class SimilarityMatrix(_Model):
     moderate_threshold: float
 
 
+class ExchangeAnalysis(_Model):
+    """An exchange's analysis as the run log records it (``OperatorMessageAnalyzed``):
+    what the operator's reply is, how it relates to the recent exchanges, and which
+    analyser produced it. The field meanings are ``contreact_events.catalog.analysis``'s."""
+
+    intent: str
+    """question | request | statement | conversation."""
+    context_type: str
+    """new | continuation | clarification | related."""
+    confidence: float
+    persistence_score: float
+    """How much the exchange is worth keeping in persistent memory, 0 to 1."""
+    summary: str
+    relevant_memories: list[str]
+    """Keys of the run's memories relevant to the exchange, most relevant first."""
+    reasoning: str
+    analyser: Literal["heuristic", "model"]
+    """The analyser that produced it."""
+    fallback_reason: str | None = None
+    """Why the heuristic stood in for the model that was asked (None: it answered)."""
+
+
+AnalysisStatus = Literal["analysed", "awaiting", "not requested"]
+
+
 @dataclass
 class OperatorExchange:
     __pydantic_config__ = ROW_CONFIG
@@ -175,6 +200,25 @@ class OperatorExchange:
     reply: str | None
     replied_by: str | None
     replied_at: datetime | None
+    sent_seq: int = 0
+    """Log positions (the replay page shows an exchange as it stood at any event)."""
+    replied_seq: int | None = None
+    analysis_requested: Literal["heuristic", "model"] | None = None
+    """The analyser asked for, once the exchange was complete (None: not asked: the
+    reply is not given back yet, or the run's ``cognition.analysis`` is off)."""
+    analysis_requested_seq: int | None = None
+    analysis: ExchangeAnalysis | None = None
+    """The analysis, once recorded (None with ``analysis_requested``: awaiting it)."""
+    analysis_seq: int | None = None
+    analysis_status: AnalysisStatus = "not requested"
+    """analysed; awaiting (asked for, not recorded yet); not requested (``analysis_of``)."""
+
+
+def analysis_status(exchange: OperatorExchange) -> AnalysisStatus:
+    """Where an exchange's analysis stands, from its fields."""
+    if exchange.analysis is not None:
+        return "analysed"
+    return "awaiting" if exchange.analysis_requested is not None else "not requested"
 
 
 @dataclass
@@ -245,6 +289,9 @@ class MemoryEntry(_Model):
     change: Literal["added", "changed", "deleted"] | None
     """What happened to the key in the cycle shown (None: unchanged)."""
     last_changed_cycle: int
+    persistent: bool = False
+    """The key lies under the memory policy's reserved prefix (``PERSISTENT_PREFIX``):
+    the platform wrote it from an exchange's analysis, not the agent."""
 
 
 class MemoryPage(_Model):
@@ -348,6 +395,8 @@ class ReplayPage(_Model):
     pending_task: str | None
     cycle_starts: list[list[int]]
     """[cycle, seq of its CycleStarted] for jumping to a cycle."""
+    operator: list[OperatorExchange] = Field(default_factory=list)
+    """The operator exchanges so far, each with its analysis as it stood at ``seq``."""
 
 
 class Table1Row(_Model):

@@ -82,6 +82,9 @@ CREATE TABLE IF NOT EXISTS operator (
   run_id TEXT NOT NULL, task_id TEXT NOT NULL, cycle INTEGER NOT NULL,
   message TEXT NOT NULL, sent_at TEXT NOT NULL,
   reply TEXT, replied_by TEXT, replied_at TEXT,
+  sent_seq INTEGER NOT NULL, replied_seq INTEGER,
+  analysis_requested TEXT, analysis_requested_seq INTEGER,
+  analysis TEXT, analysis_seq INTEGER,
   PRIMARY KEY (run_id, task_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS attempts (
@@ -309,7 +312,7 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str) -> None:
         [(run_id, m.seq, m.cycle, m.key, m.change, m.value) for m in delta.memory],
     )
     conn.executemany(
-        "INSERT OR REPLACE INTO operator VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO operator VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 run_id,
@@ -320,6 +323,12 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str) -> None:
                 o.reply,
                 o.replied_by,
                 _ts(o.replied_at),
+                o.sent_seq,
+                o.replied_seq,
+                o.analysis_requested,
+                o.analysis_requested_seq,
+                o.analysis.model_dump_json() if o.analysis is not None else None,
+                o.analysis_seq,
             )
             for o in delta.operator.values()
         ],

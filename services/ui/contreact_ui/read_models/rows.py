@@ -18,7 +18,7 @@ from contreact_events.catalog.cycle import CycleMetrics
 from contreact_events.diversity.search_texts import SearchText
 from contreact_ui.models import CycleView, OperatorExchange, RegenerationAttempt, RunFields
 
-PROJECTION_VERSION = 2
+PROJECTION_VERSION = 3
 """Raise this whenever a table's shape or meaning changes: the store then rebuilds."""
 
 ChangeKind = Literal["added", "changed", "deleted"]
@@ -86,8 +86,10 @@ def new_cycle(number: int) -> CycleView:
     )
 
 
-def new_exchange(task_id: str, cycle: int, message: str, sent_at: datetime) -> OperatorExchange:
-    """A message to the operator, not answered yet."""
+def new_exchange(
+    task_id: str, cycle: int, message: str, sent_at: datetime, seq: int
+) -> OperatorExchange:
+    """A message to the operator (sent at log position ``seq``), not answered yet."""
     return OperatorExchange(
         task_id=task_id,
         cycle=cycle,
@@ -96,6 +98,7 @@ def new_exchange(task_id: str, cycle: int, message: str, sent_at: datetime) -> O
         reply=None,
         replied_by=None,
         replied_at=None,
+        sent_seq=seq,
     )
 
 

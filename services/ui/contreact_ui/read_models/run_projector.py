@@ -11,6 +11,10 @@ from typing import Any
 import numpy as np
 
 from contreact_events.catalog import EVENT_CLASSES, Event
+from contreact_events.catalog.cognition import (
+    OperatorMessageAnalysisRequested,
+    OperatorMessageAnalyzed,
+)
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleStarted,
@@ -38,7 +42,13 @@ from contreact_events.diversity.search_texts import SearchTexts
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.wire.codec import bulk, event_to_json
 from contreact_ui.exceptions import ProjectionError
-from contreact_ui.models import CycleView, OperatorExchange, RegenerationAttempt
+from contreact_ui.models import (
+    CycleView,
+    ExchangeAnalysis,
+    OperatorExchange,
+    RegenerationAttempt,
+    analysis_status,
+)
 from contreact_ui.read_models.rows import (
     Delta,
     Entry,
@@ -73,6 +83,8 @@ PROJECTED_TYPES = frozenset(
         "ToolCallCompleted",
         "OperatorMessageSent",
         "OperatorReplied",
+        "OperatorMessageAnalysisRequested",
+        "OperatorMessageAnalyzed",
         "ReflectionRecorded",
         "SimilarityAssessed",
         "EmbeddingFailed",
@@ -97,6 +109,8 @@ class RunProjector:
         self.last_entry_id: str | None = None
         self._cycles: dict[int, CycleView] = {}
         self._operator: dict[str, OperatorExchange] = {}
+        self._analysis_of: dict[str, str] = {}
+        """An analysis task's id -> the operator task of its exchange."""
         self._attempts: dict[tuple[int, int], RegenerationAttempt] = {}
         self._requests: dict[str, tuple[str, dict[str, Any]]] = {}
         self._delta: Delta | None = None
@@ -195,7 +209,7 @@ class RunProjector:
                     self._memory_effect(state.seq, cycle, *request)
             case OperatorMessageSent():
                 self._operator[event.task_id] = op = new_exchange(
-                    event.task_id, event.cycle, event.message, event.ts
+                    event.task_id, event.cycle, event.message, event.ts, state.seq
                 )
                 delta.operator[event.task_id] = op
             case OperatorReplied():
@@ -206,7 +220,26 @@ class RunProjector:
                         event.by,
                         event.ts,
                     )
+                    op_row.replied_seq = state.seq
                     delta.operator[event.task_id] = op_row
+            case OperatorMessageAnalysisRequested():
+                self._analysis_of[event.task_id] = event.exchange_task_id
+                op_row = self._operator.get(event.exchange_task_id)
+                if op_row is not None:
+                    op_row.analysis_requested = event.analyser
+                    op_row.analysis_requested_seq = state.seq
+                    op_row.analysis_status = analysis_status(op_row)
+                    delta.operator[op_row.task_id] = op_row
+            case OperatorMessageAnalyzed():
+                op_row = self._operator.get(self._analysis_of.get(event.task_id, ""))
+                if op_row is not None:
+                    op_row.analysis = ExchangeAnalysis(
+                        **event.analysis.model_dump(mode="json"),
+                        fallback_reason=event.fallback_reason,
+                    )
+                    op_row.analysis_seq = state.seq
+                    op_row.analysis_status = analysis_status(op_row)
+                    delta.operator[op_row.task_id] = op_row
             case ReflectionRecorded():
                 row = self._cycle(event.cycle)
                 row.reflection, row.reflection_complete = event.text, event.complete

@@ -13,6 +13,7 @@ from contreact_ui.models import PromptMessage, ReplayPage
 from contreact_ui.read_models import state_from_snapshot
 from contreact_ui.views.events import EVENT_COLUMNS, event_view
 from contreact_ui.views.memory import memory_entries
+from contreact_ui.views.operator import operator_exchanges
 from contreact_ui.views.runs import run_row
 
 PROMPT_SHOWN = 60
@@ -98,4 +99,5 @@ def replay_page(
         cycle_metrics=list(state.cycle_metrics),
         pending_task=pending,
         cycle_starts=starts,
+        operator=operator_exchanges(conn, run_id, at),
     )

@@ -17,12 +17,12 @@ from contreact_ui.models import (
     CycleView,
     CycleWindow,
     Link,
-    OperatorExchange,
     RegenerationAttempt,
     RunPage,
     SimilarityMatrix,
 )
 from contreact_ui.store import METRIC_FIELDS
+from contreact_ui.views.operator import operator_exchanges
 from contreact_ui.views.runs import run_row
 
 MATRIX_MAX_CYCLES = 40
@@ -34,7 +34,6 @@ WINDOW = 100
 CYCLE_VIEW = TypeAdapter(CycleView)
 CHART_CYCLE = TypeAdapter(ChartCycle)
 CHART_CYCLES = TypeAdapter(list[ChartCycle])
-OPERATOR_EXCHANGE = TypeAdapter(OperatorExchange)
 REGENERATION_ATTEMPT = TypeAdapter(RegenerationAttempt)
 
 
@@ -51,14 +50,7 @@ def run_page(conn: sqlite3.Connection, run_id: str, from_cycle: int | None = Non
         float(diversity.get("high_threshold", 0.8)),
         float(diversity.get("moderate_threshold", 0.7)),
     )
-    operator = [
-        OPERATOR_EXCHANGE.validate_python(dict(r))
-        for r in conn.execute(
-            "SELECT task_id, cycle, message, sent_at, reply, replied_by, replied_at "
-            "FROM operator WHERE run_id = ? ORDER BY sent_at, task_id",
-            (run_id,),
-        )
-    ]
+    operator = operator_exchanges(conn, run_id)
     regenerations = [
         REGENERATION_ATTEMPT.validate_python({**dict(r), "is_unique": bool(r["is_unique"])})
         for r in conn.execute(
