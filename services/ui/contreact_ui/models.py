@@ -273,6 +273,7 @@ class RunPage(_Model):
     """Every cycle's figures, for the charts."""
     similarity: SimilarityMatrix
     operator: list[OperatorExchange]
+    """The operator exchanges of the cycles of ``window``, each with its analysis."""
     regenerations: list[RegenerationAttempt]
     config: dict[str, Any] | None
     """The run's effective configuration (from RunStarted, else RunRequested)."""
@@ -280,6 +281,8 @@ class RunPage(_Model):
     assessments: list[AssessmentRow] = []
     """Its assessments by evaluator models (``contreact assess``), as recorded."""
     assessments_note: str | None = None
+    operator_total: int = 0
+    """The run's operator exchanges in all (``operator`` holds the window's)."""
 
 
 class MemoryEntry(_Model):
@@ -396,7 +399,10 @@ class ReplayPage(_Model):
     cycle_starts: list[list[int]]
     """[cycle, seq of its CycleStarted] for jumping to a cycle."""
     operator: list[OperatorExchange] = Field(default_factory=list)
-    """The operator exchanges so far, each with its analysis as it stood at ``seq``."""
+    """The latest ``EXCHANGES_SHOWN`` operator exchanges by ``seq``, each with its
+    analysis as it stood then."""
+    operator_total: int = 0
+    """The operator exchanges sent by ``seq``."""
 
 
 class Table1Row(_Model):

@@ -114,6 +114,11 @@ CREATE TABLE IF NOT EXISTS text_folds (
 CREATE VIRTUAL TABLE IF NOT EXISTS text_index USING fts5(
   folded, content='', tokenize='trigram'
 );
+CREATE TABLE IF NOT EXISTS cycle_marks (
+  run_id TEXT NOT NULL, cycle INTEGER NOT NULL,
+  start_seq INTEGER, embedded INTEGER NOT NULL, band TEXT,
+  PRIMARY KEY (run_id, cycle)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS snapshots (
   run_id TEXT NOT NULL, seq INTEGER NOT NULL, cycle INTEGER NOT NULL, state BLOB NOT NULL,
   PRIMARY KEY (run_id, seq)
@@ -129,6 +134,7 @@ TABLES = (
     "attempts",
     "events",
     "snapshots",
+    "cycle_marks",
     "texts",
     "text_folds",
     "text_index",
@@ -356,6 +362,19 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str) -> None:
         [
             (run_id, e.seq, e.entry_id, e.type, _ts(e.ts), e.cycle, e.task_key, e.payload)
             for e in delta.events
+        ],
+    )
+    conn.executemany(
+        "INSERT OR REPLACE INTO cycle_marks VALUES (?, ?, ?, ?, ?)",
+        [
+            (
+                run_id,
+                cycle,
+                m.start_seq,
+                int(m.embedded),
+                orjson.dumps(m.band).decode() if m.band is not None else None,
+            )
+            for cycle, m in delta.marks.items()
         ],
     )
     conn.executemany(

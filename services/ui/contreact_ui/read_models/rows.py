@@ -145,6 +145,22 @@ class EventRow(NamedTuple):
     payload: bytes
 
 
+BAND_WIDTH = 20
+"""A long run's similarity band: each cycle against the reflections of the
+``BAND_WIDTH`` cycles before it."""
+
+
+@dataclass
+class CycleMark:
+    """What the long-run pages look up per cycle without reading the event log: where
+    the cycle starts (the replay's cycle picker), whether its reflection was embedded,
+    and its row of the similarity band (rounded to 3 places; None where none)."""
+
+    start_seq: int | None = None
+    embedded: bool = False
+    band: list[float | None] | None = None
+
+
 class Snapshot(NamedTuple):
     seq: int
     cycle: int
@@ -166,6 +182,7 @@ class Delta:
     attempts: dict[tuple[int, int], RegenerationAttempt] = field(default_factory=dict)
     events: list[EventRow] = field(default_factory=list)
     snapshots: list[Snapshot] = field(default_factory=list)
+    marks: dict[int, CycleMark] = field(default_factory=dict)
     texts: list[SearchText] = field(default_factory=list)
     """What the search page searches (a reflection again once its vector is logged)."""
 

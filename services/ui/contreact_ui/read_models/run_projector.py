@@ -24,6 +24,7 @@ from contreact_events.catalog.diversity import (
     EmbeddingFailed,
     ParagraphsAccepted,
     ParagraphsChecked,
+    ReflectionEmbedded,
     RegenerationRequested,
     SimilarityAssessed,
     TopicExhausted,
@@ -50,6 +51,8 @@ from contreact_ui.models import (
     analysis_status,
 )
 from contreact_ui.read_models.rows import (
+    BAND_WIDTH,
+    CycleMark,
     Delta,
     Entry,
     EventRow,
@@ -79,6 +82,7 @@ TASK_TYPES = frozenset(t for t, cls in EVENT_CLASSES.items() if "task_id" in cls
 PROJECTED_TYPES = frozenset(
     {
         "CycleStarted",
+        "ReflectionEmbedded",
         "ToolCallRequested",
         "ToolCallCompleted",
         "OperatorMessageSent",
@@ -108,6 +112,7 @@ class RunProjector:
         self.memory: dict[str, str] = {}
         self.last_entry_id: str | None = None
         self._cycles: dict[int, CycleView] = {}
+        self._marks: dict[int, CycleMark] = {}
         self._operator: dict[str, OperatorExchange] = {}
         self._analysis_of: dict[str, str] = {}
         """An analysis task's id -> the operator task of its exchange."""
@@ -184,6 +189,14 @@ class RunProjector:
         self._delta.cycles[number] = row
         return row
 
+    def _mark(self, number: int) -> CycleMark:
+        assert self._delta is not None
+        mark = self._marks.get(number)
+        if mark is None:
+            mark = self._marks[number] = CycleMark()
+        self._delta.marks[number] = mark
+        return mark
+
     def _project(self, event: Event, state: AgentState, cycle: int) -> None:
         assert self._delta is not None
         delta = self._delta
@@ -196,6 +209,7 @@ class RunProjector:
                 row.advisory_level = (
                     (previous.level if previous else None) if event.advisory else None
                 )
+                self._mark(event.cycle).start_seq = state.seq
                 if (event.cycle - 1) % SNAPSHOT_EVERY == 0:
                     delta.snapshots.append(Snapshot(state.seq, event.cycle, snapshot_bytes(state)))
             case ToolCallRequested():
@@ -250,9 +264,11 @@ class RunProjector:
                 row.most_similar_cycle = event.most_similar_cycle
                 row.advisory_given = event.advisory
                 row.note = event.note
-                delta.similarities.extend(
-                    (event.cycle, other, value) for other, value in similarities(event, state)
-                )
+                assessed = similarities(event, state)
+                delta.similarities.extend((event.cycle, other, value) for other, value in assessed)
+                self._mark(event.cycle).band = band_row(event.cycle, assessed)
+            case ReflectionEmbedded():
+                self._mark(event.cycle).embedded = True
             case EmbeddingFailed():
                 self._cycle(event.cycle).note = f"embedding failed: {event.error}"
             case ParagraphsChecked():
@@ -343,6 +359,17 @@ def similarities(event: SimilarityAssessed, state: AgentState) -> tuple[tuple[in
     norms[norms == 0] = 1.0
     values = np.clip(matrix @ target / norms, -1.0, 1.0)
     return tuple((c, float(v)) for (c, _), v in zip(earlier, values, strict=True))
+
+
+def band_row(cycle: int, values: Iterable[tuple[int, float]]) -> list[float | None]:
+    """A cycle's column of the similarity band: at index k its similarity to the
+    reflection of cycle ``cycle - k - 1`` (3 places), None where there is none."""
+    band: list[float | None] = [None] * BAND_WIDTH
+    for other, value in values:
+        lag = cycle - other - 1
+        if 0 <= lag < BAND_WIDTH:
+            band[lag] = round(value, 3)
+    return band
 
 
 def snapshot_bytes(state: AgentState) -> bytes:

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from contreact_ui.assessments import Assessments
-from contreact_ui.deps import MAX_POSITION, Conn, RunId, Seq
+from contreact_ui.deps import MAX_POSITION, Conn, RunId, Seq, Snapshots
 from contreact_ui.models import (
     EventDetail,
     EventFilters,
@@ -87,6 +87,7 @@ def event(conn: Conn, run_id: RunId, seq: Seq) -> EventDetail:
 def replay(
     conn: Conn,
     run_id: RunId,
+    snapshots: Snapshots,
     seq: Annotated[int | None, Query(ge=0, le=MAX_POSITION)] = None,
     cycle: Annotated[int | None, Query(ge=1, le=1_000_000)] = None,
     all_messages: Annotated[
@@ -94,7 +95,7 @@ def replay(
     ] = False,
 ) -> ReplayPage:
     """The agent's state as the fold has it after ``seq`` events (or at a cycle's start)."""
-    return replay_page(conn, run_id, seq, cycle, all_messages)
+    return replay_page(conn, run_id, seq, cycle, all_messages, snapshots=snapshots)
 
 
 @pages.page(

@@ -20,18 +20,31 @@ COLUMNS = (
 
 
 def operator_exchanges(
-    conn: sqlite3.Connection, run_id: str, upto_seq: int | None = None
-) -> list[OperatorExchange]:
-    """The exchanges in the order they were sent; with ``upto_seq``, only those sent by
-    then, each as it stood after that event (its reply and analysis not yet given
-    are left out)."""
-    query = f"SELECT {COLUMNS} FROM operator WHERE run_id = ?"
-    params: tuple[object, ...] = (run_id,)
+    conn: sqlite3.Connection,
+    run_id: str,
+    *,
+    cycles: tuple[int, int] | None = None,
+    upto_seq: int | None = None,
+    latest: int | None = None,
+) -> tuple[list[OperatorExchange], int]:
+    """The exchanges in the order they were sent, and how many the run has (by then):
+    with ``cycles``, those of the cycles ``first`` to ``last``; with ``upto_seq``, those
+    sent by then, each as it stood after that event (its reply and analysis not yet
+    given are left out); with ``latest``, only the newest that many."""
+    where = "run_id = ?"
+    params: list[object] = [run_id]
     if upto_seq is not None:
-        query += " AND sent_seq <= ?"
-        params = (run_id, upto_seq)
+        where += " AND sent_seq <= ?"
+        params.append(upto_seq)
+    total = int(conn.execute(f"SELECT count(*) FROM operator WHERE {where}", params).fetchone()[0])
+    if cycles is not None:
+        where += " AND cycle BETWEEN ? AND ?"
+        params.extend(cycles)
+    query = f"SELECT {COLUMNS} FROM operator WHERE {where} ORDER BY sent_seq DESC, task_id DESC"
+    if latest is not None:
+        query += f" LIMIT {int(latest)}"
     out = []
-    for r in conn.execute(query + " ORDER BY sent_at, task_id", params):
+    for r in reversed(conn.execute(query, params).fetchall()):
         row = dict(r)
         if row["analysis"] is not None:
             row["analysis"] = orjson.loads(row["analysis"])
@@ -40,7 +53,7 @@ def operator_exchanges(
             exchange = as_of(exchange, upto_seq)
         exchange.analysis_status = analysis_status(exchange)
         out.append(exchange)
-    return out
+    return out, total
 
 
 def as_of(exchange: OperatorExchange, seq: int) -> OperatorExchange:

@@ -6,16 +6,17 @@ import sqlite3
 
 from contreact_events.core.fold import fold
 from contreact_events.core.prompt import prompt_messages
-from contreact_events.core.state import AgentState
 from contreact_events.wire.codec import bulk, event_from_json
 from contreact_ui.exceptions import BadQuery
 from contreact_ui.models import PromptMessage, ReplayPage
-from contreact_ui.read_models import state_from_snapshot
+from contreact_ui.snapshots import SnapshotCache
 from contreact_ui.views.events import EVENT_COLUMNS, event_view
 from contreact_ui.views.memory import memory_entries
 from contreact_ui.views.operator import operator_exchanges
 from contreact_ui.views.runs import run_row
 
+EXCHANGES_SHOWN = 10
+"""Operator exchanges shown (the latest by the position shown; the run page has all)."""
 PROMPT_SHOWN = 60
 """Messages of a long conversation shown unless all are asked for (after the system
 prompt): a 1,000-cycle run's conversation is thousands."""
@@ -27,6 +28,8 @@ def replay_page(
     seq: int | None,
     cycle: int | None,
     all_messages: bool = False,
+    *,
+    snapshots: SnapshotCache,
 ) -> ReplayPage:
     """The fold's state after ``seq`` events: from the nearest snapshot before it,
     folding at most ``SNAPSHOT_EVERY`` cycles of stored events."""
@@ -34,7 +37,8 @@ def replay_page(
     starts = [
         [r[0], r[1]]
         for r in conn.execute(
-            "SELECT cycle, seq FROM events WHERE run_id = ? AND type = 'CycleStarted' ORDER BY seq",
+            "SELECT cycle, start_seq FROM cycle_marks WHERE run_id = ? AND start_seq IS NOT NULL "
+            "ORDER BY start_seq",
             (run_id,),
         )
     ]
@@ -46,11 +50,7 @@ def replay_page(
     at = run.events if seq is None else seq
     if at < 0 or at > run.events:
         raise BadQuery(f"run {run_id} has events 0 to {run.events}: seq={at} is outside")
-    snap = conn.execute(
-        "SELECT seq, state FROM snapshots WHERE run_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 1",
-        (run_id, at),
-    ).fetchone()
-    state = state_from_snapshot(bytes(snap[1])) if snap else AgentState(run_id=run_id)
+    state = snapshots.nearest(conn, run_id, at)
     tail = conn.execute(
         "SELECT payload FROM events WHERE run_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
         (run_id, state.seq, at),
@@ -80,6 +80,7 @@ def replay_page(
         for m in messages
     ]
     pending = state.pending_task_id
+    operator, operator_total = operator_exchanges(conn, run_id, upto_seq=at, latest=EXCHANGES_SHOWN)
     return ReplayPage(
         run_id=run_id,
         seq=at,
@@ -99,5 +100,6 @@ def replay_page(
         cycle_metrics=list(state.cycle_metrics),
         pending_task=pending,
         cycle_starts=starts,
-        operator=operator_exchanges(conn, run_id, at),
+        operator=operator,
+        operator_total=operator_total,
     )
