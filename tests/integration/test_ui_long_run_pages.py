@@ -114,3 +114,22 @@ def test_a_kept_snapshot_replays_as_the_stored_one(client: TestClient) -> None:
     warm = [get(client, path) for path in paths]
     assert warm == cold
     assert len(cache) == cache.size  # more snapshots than it keeps: the oldest let go
+
+
+def test_the_replay_shows_the_memory_changed_last_and_all_of_it_when_asked(
+    client: TestClient,
+) -> None:
+    page = get(client, f"/runs/{RUN}/replay.json?cycle=110")
+    keys = [e["key"] for e in page["memory"]]
+    assert page["memory_total"] == 109 and len(keys) == 100  # paper_like: a key a cycle
+    assert keys == sorted(keys) and set(keys) == {f"note-{c}" for c in range(10, 110)}
+    every = get(client, f"/runs/{RUN}/replay.json?cycle=110&all_memory=true")
+    assert len(every["memory"]) == every["memory_total"] == 109
+    cycle_end = dict(page["cycle_starts"])[111] - 1  # cycle 110 has written its note
+    stepped = get(client, f"/runs/{RUN}/replay.json?seq={cycle_end}")
+    assert stepped["cycle"] == 110 and stepped["memory_total"] == 110
+    changed = [e for e in stepped["memory"] if e["change"] is not None]
+    assert [e["key"] for e in changed] == ["note-110"]  # this cycle's write comes first
+    assert len(stepped["memory"]) == 100 and "note-10" not in {e["key"] for e in stepped["memory"]}
+    html = get(client, f"/runs/{RUN}/replay?cycle=110")
+    assert "The 100 keys changed last of 109" in html and "all_memory=true" in html

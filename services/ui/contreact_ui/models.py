@@ -384,6 +384,10 @@ class ReplayPage(_Model):
     """The diversity advisory in force."""
     next_advisory: str | None
     memory: list[MemoryEntry]
+    """Memory after ``seq``: every key with ``all_memory``, else the keys changed in the
+    cycle and the latest changed before, up to ``MEMORY_SHOWN``."""
+    memory_total: int = 0
+    """How many keys (deleted in the cycle included) memory has after ``seq``."""
     prompt: list[PromptMessage]
     """The messages the next LLM call is (or the last one was) sent: all of them with
     ``all_messages``, else the system prompt and the latest ``PROMPT_SHOWN``."""

@@ -93,9 +93,12 @@ def replay(
     all_messages: Annotated[
         bool, Query(description="the whole conversation, not only its latest messages")
     ] = False,
+    all_memory: Annotated[
+        bool, Query(description="every memory key, not only the latest changed")
+    ] = False,
 ) -> ReplayPage:
     """The agent's state as the fold has it after ``seq`` events (or at a cycle's start)."""
-    return replay_page(conn, run_id, seq, cycle, all_messages, snapshots=snapshots)
+    return replay_page(conn, run_id, seq, cycle, all_messages, all_memory, snapshots=snapshots)
 
 
 @pages.page(

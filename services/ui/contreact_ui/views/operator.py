@@ -42,7 +42,8 @@ def operator_exchanges(
         params.extend(cycles)
     query = f"SELECT {COLUMNS} FROM operator WHERE {where} ORDER BY sent_seq DESC, task_id DESC"
     if latest is not None:
-        query += f" LIMIT {int(latest)}"
+        query += " LIMIT ?"
+        params.append(latest)
     out = []
     for r in reversed(conn.execute(query, params).fetchall()):
         row = dict(r)

@@ -8,7 +8,7 @@ from contreact_events.core.fold import fold
 from contreact_events.core.prompt import prompt_messages
 from contreact_events.wire.codec import bulk, event_from_json
 from contreact_ui.exceptions import BadQuery
-from contreact_ui.models import PromptMessage, ReplayPage
+from contreact_ui.models import MemoryEntry, PromptMessage, ReplayPage
 from contreact_ui.snapshots import SnapshotCache
 from contreact_ui.views.events import EVENT_COLUMNS, event_view
 from contreact_ui.views.memory import memory_entries
@@ -17,6 +17,10 @@ from contreact_ui.views.runs import run_row
 
 EXCHANGES_SHOWN = 10
 """Operator exchanges shown (the latest by the position shown; the run page has all)."""
+MEMORY_SHOWN = 100
+"""Memory keys shown unless all are asked for: those changed in the cycle shown and the
+latest changed before (a long run's memory is thousands of keys; the memory page, by
+cycle, shows them all)."""
 PROMPT_SHOWN = 60
 """Messages of a long conversation shown unless all are asked for (after the system
 prompt): a 1,000-cycle run's conversation is thousands."""
@@ -28,6 +32,7 @@ def replay_page(
     seq: int | None,
     cycle: int | None,
     all_messages: bool = False,
+    all_memory: bool = False,
     *,
     snapshots: SnapshotCache,
 ) -> ReplayPage:
@@ -80,6 +85,8 @@ def replay_page(
         for m in messages
     ]
     pending = state.pending_task_id
+    entries = memory_entries(changes, state.cycle_number, upto_seq=at)
+    memory = entries if all_memory else latest_entries(entries, MEMORY_SHOWN)
     operator, operator_total = operator_exchanges(conn, run_id, upto_seq=at, latest=EXCHANGES_SHOWN)
     return ReplayPage(
         run_id=run_id,
@@ -92,7 +99,8 @@ def replay_page(
         step=state.step,
         advisory=state.advisory,
         next_advisory=state.next_advisory,
-        memory=memory_entries(changes, state.cycle_number, upto_seq=at),
+        memory=memory,
+        memory_total=len(entries),
         prompt=prompt,
         prompt_total=total,
         prompt_is_next=state.phase in ("calling", "awaiting_llm"),
@@ -103,3 +111,14 @@ def replay_page(
         operator=operator,
         operator_total=operator_total,
     )
+
+
+def latest_entries(entries: list[MemoryEntry], limit: int) -> list[MemoryEntry]:
+    """The ``limit`` entries changed last (this cycle's changes first), in key order."""
+    if len(entries) <= limit:
+        return entries
+    ranked = sorted(
+        entries, key=lambda e: (e.change is not None, e.last_changed_cycle), reverse=True
+    )
+    keep = {e.key for e in ranked[:limit]}
+    return [e for e in entries if e.key in keep]
