@@ -8,6 +8,7 @@ import threading
 from collections import OrderedDict
 
 from contreact_events.core.state import AgentState
+from contreact_events.wire.codec import bulk
 from contreact_ui.read_models import state_from_snapshot
 
 SNAPSHOTS_KEPT = 4
@@ -45,7 +46,8 @@ class SnapshotCache:
         blob = conn.execute(
             "SELECT state FROM snapshots WHERE run_id = ? AND seq = ?", (run_id, key[2])
         ).fetchone()[0]
-        state = state_from_snapshot(bytes(blob))
+        with bulk():  # tens of thousands of objects, no cycles: the collector would rescan
+            state = state_from_snapshot(bytes(blob))  # the whole heap several times over
         with self._lock:
             self._states[key] = state
             while len(self._states) > self.size:
