@@ -8,7 +8,6 @@ the pure core (``tests/support/exchange_runs.py``) and the recorded cognition lo
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,12 +16,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from contreact_bus.archive import write_archive
 from contreact_events.cognition.policy import PERSISTENT_PREFIX
 from contreact_events.wire.codec import event_from_json
-from contreact_ui.app import create_app
-from contreact_ui.rebuild import rebuild
-from contreact_ui.settings import UISettings
 from tests.support import hostile
 from tests.support.exchange_runs import (
     NOTES_KEY,
@@ -32,6 +27,7 @@ from tests.support.exchange_runs import (
     analysed_log,
     model_answer,
 )
+from tests.support.ui_client import app_client, get, rebuilt
 
 RUN = "exchanges"
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "runlog-v4-cognition.jsonl"
@@ -39,26 +35,16 @@ FIXTURE = Path(__file__).parents[1] / "fixtures" / "runlog-v4-cognition.jsonl"
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = tmp_path_factory.mktemp("ui-exchanges")
-    write_archive(data / "runs", RUN, analysed_log(RUN))
     recorded = [event_from_json(line) for line in FIXTURE.read_bytes().splitlines() if line]
-    write_archive(data / "runs", "run-1", recorded)
-    report = asyncio.run(rebuild(data / "ui.db", None, data / "runs"))
-    assert not report.problems and report.runs == 2
-    return data
+    return rebuilt(
+        tmp_path_factory.mktemp("ui-exchanges"), {RUN: analysed_log(RUN), "run-1": recorded}
+    )
 
 
 @pytest.fixture(scope="module")
 def client(data_dir: Path) -> Iterator[TestClient]:
-    app = create_app(UISettings(data_dir=data_dir, redis_url="redis://127.0.0.1:1/0"))
-    with TestClient(app) as test_client:
+    with app_client(data_dir) as test_client:
         yield test_client
-
-
-def get(client: TestClient, path: str) -> Any:
-    response = client.get(path)
-    assert response.status_code == 200, (path, response.status_code, response.text[:500])
-    return response.json() if path.split("?")[0].endswith(".json") else response.text
 
 
 def assert_inert(html: str) -> None:
@@ -87,7 +73,7 @@ def test_the_run_page_shows_each_exchange_with_its_analysis(client: TestClient) 
 
 
 def test_the_run_page_html_shows_the_analyses_as_text(client: TestClient) -> None:
-    html = get(client, f"/runs/{RUN}")
+    html = get(client, f"/runs/{RUN}").text
     assert html.count('class="analysis-cell"') == 3
     assert "awaiting its analysis (model)" in html
     assert "The heuristic stood in for the model: the model&#39;s answer was refused" in html
@@ -140,10 +126,10 @@ def test_the_replay_shows_each_exchange_as_it_stood(client: TestClient) -> None:
     last = get(client, f"/runs/{RUN}/replay.json")
     assert [e["analysis_status"] for e in last["operator"]] == ["analysed", "analysed", "awaiting"]
 
-    html = get(client, f"/runs/{RUN}/replay?seq={requested}")
+    html = get(client, f"/runs/{RUN}/replay?seq={requested}").text
     assert "Operator exchanges so far" in html and "awaiting its analysis (model)" in html
     assert_inert(html)
-    html = get(client, f"/runs/{RUN}/replay")
+    html = get(client, f"/runs/{RUN}/replay").text
     assert html.count('class="analysis-cell"') == 3 and "The operator wants notes" in html
     assert_inert(html)
 
@@ -158,7 +144,7 @@ def test_persistent_memory_entries_are_marked_wherever_memory_is_shown(
     replay = {e["key"]: e for e in get(client, f"/runs/{RUN}/replay.json")["memory"]}
     assert replay[PERSISTENT_KEY]["persistent"] and not replay[NOTES_KEY]["persistent"]
     for path in (f"/runs/{RUN}/memory", f"/runs/{RUN}/replay"):
-        html = get(client, path)
+        html = get(client, path).text
         row = html[html.index(f'data-key="{PERSISTENT_KEY}"') :]
         assert row.index('class="badge persistent"') < row.index("</tr>"), path
         notes = html[html.index(f'data-key="{NOTES_KEY}"') :]
@@ -171,6 +157,6 @@ def test_persistent_memory_entries_are_marked_wherever_memory_is_shown(
     assert [(h["label"], h["persistent"]) for h in hits] == [(PERSISTENT_KEY, True)]
     notes_hits = get(client, "/search.json?q=tides&kind=memory")["hits"]
     assert notes_hits and not any(h["persistent"] for h in notes_hits)
-    html = get(client, "/search?q=javascript&kind=memory")
+    html = get(client, "/search?q=javascript&kind=memory").text
     assert 'class="badge persistent"' in html
     assert PERSISTENT_KEY.startswith(PERSISTENT_PREFIX)

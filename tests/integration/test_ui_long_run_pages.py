@@ -7,21 +7,16 @@ whole app from projections rebuilt from its archive."""
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from contreact_bus.archive import write_archive
-from contreact_ui.app import create_app
 from contreact_ui.read_models.rows import BAND_WIDTH
-from contreact_ui.rebuild import rebuild
-from contreact_ui.settings import UISettings
 from tests.support.dash_runs import run_log
+from tests.support.ui_client import app_client, get, rebuilt
 
 RUN = "long-120"
 CYCLES = 120
@@ -29,24 +24,13 @@ CYCLES = 120
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = tmp_path_factory.mktemp("ui-long-pages")
-    write_archive(data / "runs", RUN, run_log(RUN, CYCLES))
-    report = asyncio.run(rebuild(data / "ui.db", None, data / "runs"))
-    assert not report.problems
-    return data
+    return rebuilt(tmp_path_factory.mktemp("ui-long-pages"), {RUN: run_log(RUN, CYCLES)})
 
 
 @pytest.fixture(scope="module")
 def client(data_dir: Path) -> Iterator[TestClient]:
-    app = create_app(UISettings(data_dir=data_dir, redis_url="redis://127.0.0.1:1/0"))
-    with TestClient(app) as test_client:
+    with app_client(data_dir) as test_client:
         yield test_client
-
-
-def get(client: TestClient, path: str) -> Any:
-    response = client.get(path)
-    assert response.status_code == 200, (path, response.status_code, response.text[:500])
-    return response.json() if path.split("?")[0].endswith(".json") else response.text
 
 
 def test_the_band_is_the_similarities_of_each_cycle_to_the_ones_before(
@@ -88,7 +72,7 @@ def test_the_run_page_shows_the_exchanges_of_its_cycles(client: TestClient) -> N
     assert [e["cycle"] for e in latest["operator"]] == list(range(102, CYCLES + 1, 3))
     first = get(client, f"/runs/{RUN}.json?from_cycle=1")
     assert [e["cycle"] for e in first["operator"]] == list(range(3, 101, 3))
-    html = get(client, f"/runs/{RUN}")
+    html = get(client, f"/runs/{RUN}").text
     assert f"of {every} in all" in html and 'id="window-pager-operator"' in html
     assert html.count('class="analysis-cell"') == len(latest["operator"])
 
@@ -97,7 +81,7 @@ def test_the_replay_shows_the_latest_exchanges_by_its_position(client: TestClien
     end = get(client, f"/runs/{RUN}/replay.json")
     assert end["operator_total"] == CYCLES // 3 and len(end["operator"]) == 10
     assert [e["cycle"] for e in end["operator"]] == list(range(93, CYCLES + 1, 3))
-    assert "The latest 10 of the 40 exchanges so far" in get(client, f"/runs/{RUN}/replay")
+    assert "The latest 10 of the 40 exchanges so far" in get(client, f"/runs/{RUN}/replay").text
     early = get(client, f"/runs/{RUN}/replay.json?cycle=8")
     assert early["operator_total"] == 2 and [e["cycle"] for e in early["operator"]] == [3, 6]
 
@@ -131,5 +115,5 @@ def test_the_replay_shows_the_memory_changed_last_and_all_of_it_when_asked(
     changed = [e for e in stepped["memory"] if e["change"] is not None]
     assert [e["key"] for e in changed] == ["note-110"]  # this cycle's write comes first
     assert len(stepped["memory"]) == 100 and "note-10" not in {e["key"] for e in stepped["memory"]}
-    html = get(client, f"/runs/{RUN}/replay?cycle=110")
+    html = get(client, f"/runs/{RUN}/replay?cycle=110").text
     assert "The 100 keys changed last of 109" in html and "all_memory=true" in html
