@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contreact_events.catalog.analysis import ContextType, Intent
 from contreact_events.catalog.cycle import CycleMetrics
 from contreact_ui.assessments import AssessmentRow, Table2Live
 
@@ -169,9 +170,9 @@ class ExchangeAnalysis(_Model):
     what the operator's reply is, how it relates to the recent exchanges, and which
     analyser produced it. The field meanings are ``contreact_events.catalog.analysis``'s."""
 
-    intent: str
+    intent: Intent
     """question | request | statement | conversation."""
-    context_type: str
+    context_type: ContextType
     """new | continuation | clarification | related."""
     confidence: float
     persistence_score: float
