@@ -11,7 +11,10 @@ measured in the same run: the framework's floor (``/health.json``, one query); f
 long run, folding its log from its archive (what a page without projections would
 have to do first); for search, reading every searched text out of the store (one
 ``SELECT`` of the texts table, no matching); for the experiment page, its runs in
-the runs list (``/runs.json?experiment=``). Runs are made by ``tests/support/sim.py``
+the runs list (``/runs.json?experiment=``). The replay page keeps the last decoded snapshots
+(``contreact_ui.snapshots``): its figure is a researcher's second look at a position
+(or a step beside it), and the cold one, its cache emptied before each request, the
+first. Runs are made by ``tests/support/sim.py``
 (the pure core playing the workers): the 1,000 runs and the 18 replicas are one
 10-cycle run relabelled, the long run is driven whole. Semantic search is timed with
 a stand-in model (``ToyModel``: the sim's toy vectors), so the figure is the
@@ -154,6 +157,15 @@ def main(argv: list[str] | None = None) -> None:
         for label, path in long_pages:
             long_figures[label] = timed(get(path)) * 1000
             row(f"{LONG_CYCLES}-cycle run: {label}", long_figures[label], "ms")
+        replay_last = get(f"/runs/{LONG}/replay?cycle={last}")
+
+        def replay_cold() -> None:
+            app.state.snapshots.clear()  # as the first visit: its snapshot decoded again
+            replay_last()
+
+        label = "replay at the last cycle, cold"
+        long_figures[label] = timed(replay_cold) * 1000
+        row(f"{LONG_CYCLES}-cycle run: {label}", long_figures[label], "ms")
         slowest = max(long_figures, key=lambda k: long_figures[k])
         ratio(f"slowest ({slowest}) / framework floor", long_figures[slowest], floor * 1000)
         ratio(f"slowest ({slowest}) / folding its log", long_figures[slowest], long_fold * 1000)

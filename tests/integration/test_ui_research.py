@@ -5,7 +5,6 @@ their archives."""
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import json
@@ -20,17 +19,14 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from contreact_bus.archive import write_archive
 from contreact_events.config import parse_run_config
 from contreact_events.config.overrides import changed_settings
 from contreact_events.diversity.search_texts import keyword_match
-from contreact_ui.app import create_app
-from contreact_ui.rebuild import rebuild
 from contreact_ui.semantic import TextEmbedder
-from contreact_ui.settings import UISettings
 from contreact_ui.text import display
 from tests.support import hostile
 from tests.support.experiment_runs import NEEDLE, ToyModel, experiment_logs, run_log
+from tests.support.ui_client import app_client, get, rebuilt
 
 EXP = "exp2x2"
 LONG = "long-100"
@@ -39,28 +35,16 @@ REPLICAS = [f"{EXP}-{label}-{letter}" for label in ("alpha", "beta") for letter 
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = tmp_path_factory.mktemp("ui-research")
     logs = experiment_logs(EXP)
     logs[LONG] = run_log(LONG, "model-long", 100, experiment="long-exp")
     logs["solo"] = run_log("solo", "model-solo", 2, experiment=None)
-    for run_id, log in logs.items():
-        write_archive(data / "runs", run_id, log)
-    report = asyncio.run(rebuild(data / "ui.db", None, data / "runs"))
-    assert not report.problems and report.runs == len(logs)
-    return data
+    return rebuilt(tmp_path_factory.mktemp("ui-research"), logs)
 
 
 @pytest.fixture(scope="module")
 def client(data_dir: Path) -> Iterator[TestClient]:
-    app = create_app(UISettings(data_dir=data_dir, redis_url="redis://127.0.0.1:1/0"))
-    with TestClient(app) as test_client:
+    with app_client(data_dir) as test_client:
         yield test_client
-
-
-def get(client: TestClient, path: str, status: int = 200) -> Any:
-    response = client.get(path)
-    assert response.status_code == status, (path, response.status_code, response.text[:500])
-    return response.json() if path.split("?")[0].endswith(".json") else response
 
 
 def assert_inert(html: str) -> None:

@@ -26,6 +26,7 @@ from contreact_ui.read_models import (
     describe,
     task_key,
 )
+from contreact_ui.snapshots import SnapshotCache
 from contreact_ui.store import TABLES, ProjectionStore, connect_readonly
 from contreact_ui.text import display
 from contreact_ui.views.memory import memory_entries
@@ -142,7 +143,7 @@ def test_replay_from_snapshots_equals_folding_the_prefix(path: Path, tmp_path: P
     project(tmp_path / "ui.db", events).close()
     conn = connect_readonly(tmp_path / "ui.db")
     for seq in range(len(events) + 1):
-        page = replay_page(conn, events[0].run_id, seq, None)
+        page = replay_page(conn, events[0].run_id, seq, None, snapshots=SnapshotCache(2))
         expected = fold_all(events[:seq]) if seq else None
         assert page.seq == seq
         if expected is not None:

@@ -16,6 +16,7 @@ from contreact_ui.pages import add_error_handlers
 from contreact_ui.render import Renderer
 from contreact_ui.routes import ROUTERS
 from contreact_ui.settings import UISettings
+from contreact_ui.snapshots import SNAPSHOTS_KEPT, SnapshotCache
 from contreact_ui.store import STORE_VERSION
 
 SECURITY_HEADERS = {
@@ -45,6 +46,7 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
     app.state.settings = settings
     app.state.notifier = notifier or Notifier()
     app.state.renderer = Renderer()
+    app.state.snapshots = SnapshotCache(SNAPSHOTS_KEPT)
     app.middleware("http")(security_headers)
     # Gzip when the browser takes it (Starlette leaves the live stream, text/event-stream,
     # and responses already compressed, plotly.js, alone).

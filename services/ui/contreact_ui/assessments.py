@@ -15,7 +15,6 @@ every change of a live run, the statistics only change with the records.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -32,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from contreact_analysis.assessments.results import AssessmentMatrix
 from contreact_bus.assessments import read_assessments
 from contreact_events.catalog.assessment import AssessmentEvent
+from contreact_events.config.experiment import label_and_replica
 from contreact_ui.settings import UISettings
 
 __all__ = [
@@ -120,11 +120,9 @@ class History:
 
 def history_of(run_id: str, model: str, experiment: str) -> History:
     """The label and replica an experiment gave ``run_id``, else its model and its id."""
-    if experiment and run_id.startswith(f"{experiment}-"):
-        rest = run_id[len(experiment) + 1 :]
-        found = re.fullmatch(r"(.+)-([A-Z]{1,2})(?:\.\d+)?", rest)
-        if found:
-            return History(run_id, found.group(1), found.group(2), model)
+    found = label_and_replica(run_id, experiment)
+    if found is not None:
+        return History(run_id, found[0], found[1], model)
     return History(run_id, model, run_id, model)
 
 

@@ -13,6 +13,7 @@ from pydantic import StringConstraints
 from contreact_events.config import RUN_ID_PATTERN
 from contreact_ui.exceptions import StoreUnavailable
 from contreact_ui.settings import UISettings
+from contreact_ui.snapshots import SnapshotCache
 from contreact_ui.store import connect_readonly
 
 MAX_POSITION = 1_000_000_000
@@ -52,3 +53,12 @@ RunId = Annotated[
 RunIdItem = Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN.pattern, max_length=128)]
 """A run id inside a query list (``?run=A&run=B``)."""
 Seq = Annotated[int, Path(ge=0, le=10_000_000, description="position of the event in the log")]
+
+
+def snapshot_cache(request: Request) -> SnapshotCache:
+    found: SnapshotCache = request.app.state.snapshots
+    return found
+
+
+Snapshots = Annotated[SnapshotCache, Depends(snapshot_cache)]
+"""The app's decoded snapshots (the replay page)."""

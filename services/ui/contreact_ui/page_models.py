@@ -36,6 +36,8 @@ class SearchHit(_Model):
     after: str
     score: float | None
     """Cosine similarity to the query (semantic search only)."""
+    persistent: bool = False
+    """A memory value under the memory policy's reserved prefix (``PERSISTENT_PREFIX``)."""
 
 
 class SearchPage(_Model):

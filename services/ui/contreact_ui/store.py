@@ -82,6 +82,9 @@ CREATE TABLE IF NOT EXISTS operator (
   run_id TEXT NOT NULL, task_id TEXT NOT NULL, cycle INTEGER NOT NULL,
   message TEXT NOT NULL, sent_at TEXT NOT NULL,
   reply TEXT, replied_by TEXT, replied_at TEXT,
+  sent_seq INTEGER NOT NULL, replied_seq INTEGER,
+  analysis_requested TEXT, analysis_requested_seq INTEGER,
+  analysis TEXT, analysis_seq INTEGER,
   PRIMARY KEY (run_id, task_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS attempts (
@@ -111,6 +114,11 @@ CREATE TABLE IF NOT EXISTS text_folds (
 CREATE VIRTUAL TABLE IF NOT EXISTS text_index USING fts5(
   folded, content='', tokenize='trigram'
 );
+CREATE TABLE IF NOT EXISTS cycle_marks (
+  run_id TEXT NOT NULL, cycle INTEGER NOT NULL,
+  start_seq INTEGER, embedded INTEGER NOT NULL, band TEXT,
+  PRIMARY KEY (run_id, cycle)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS snapshots (
   run_id TEXT NOT NULL, seq INTEGER NOT NULL, cycle INTEGER NOT NULL, state BLOB NOT NULL,
   PRIMARY KEY (run_id, seq)
@@ -126,6 +134,7 @@ TABLES = (
     "attempts",
     "events",
     "snapshots",
+    "cycle_marks",
     "texts",
     "text_folds",
     "text_index",
@@ -309,7 +318,7 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str) -> None:
         [(run_id, m.seq, m.cycle, m.key, m.change, m.value) for m in delta.memory],
     )
     conn.executemany(
-        "INSERT OR REPLACE INTO operator VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO operator VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 run_id,
@@ -320,6 +329,12 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str) -> None:
                 o.reply,
                 o.replied_by,
                 _ts(o.replied_at),
+                o.sent_seq,
+                o.replied_seq,
+                o.analysis_requested,
+                o.analysis_requested_seq,
+                o.analysis.model_dump_json() if o.analysis is not None else None,
+                o.analysis_seq,
             )
             for o in delta.operator.values()
         ],
@@ -347,6 +362,19 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str) -> None:
         [
             (run_id, e.seq, e.entry_id, e.type, _ts(e.ts), e.cycle, e.task_key, e.payload)
             for e in delta.events
+        ],
+    )
+    conn.executemany(
+        "INSERT OR REPLACE INTO cycle_marks VALUES (?, ?, ?, ?, ?)",
+        [
+            (
+                run_id,
+                cycle,
+                m.start_seq,
+                int(m.embedded),
+                orjson.dumps(m.band).decode() if m.band is not None else None,
+            )
+            for cycle, m in delta.marks.items()
         ],
     )
     conn.executemany(

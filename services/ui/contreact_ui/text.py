@@ -1,32 +1,11 @@
-"""Agent text is untrusted: shown on a page it is text, never markup, and it carries
-no terminal control sequences. Jinja's autoescape makes it text; this module makes the
-escape sequences and other control characters visible instead of active or hidden.
-``static/app.js`` has the same rules for what the pages update live."""
+"""Agent text on the dashboard's pages: ``display`` (``contreact_events.untrusted_text``,
+shared with the analysis report) and ``shorten``."""
 
 from __future__ import annotations
 
-import re
+from contreact_events.untrusted_text import display
 
-ANSI_SEQUENCE = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, erase
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: titles, hyperlinks
-    r"|\x1b[@-Z\\-_]"  # other two-character escapes
-)
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-REPLACEMENT = "\ufffd"
-
-
-def display(text: object) -> str:
-    """Text for a page: ANSI escape sequences removed, any other control character
-    (bidi overrides included) shown as U+FFFD; newlines (CRLF as LF) and tabs kept."""
-    if text is None:
-        return ""
-    value = str(text)
-    if "\r" in value:
-        value = value.replace("\r\n", "\n")  # a line ending, not a control sequence
-    if "\x1b" in value:
-        value = ANSI_SEQUENCE.sub("", value)
-    return CONTROL.sub(REPLACEMENT, value)
+__all__ = ["display", "shorten"]
 
 
 def shorten(text: object, limit: int) -> str:

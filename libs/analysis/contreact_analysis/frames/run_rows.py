@@ -6,7 +6,6 @@ take them. Pure: no I/O."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +31,7 @@ from contreact_events.catalog.tool import (
     ToolCallRequested,
 )
 from contreact_events.config.experiment import config_sha256
+from contreact_events.config.experiment import label_and_replica as replica_of
 from contreact_events.core.fold import fold
 from contreact_events.core.memory_ledger import KNOWN_TOOLS, apply_effect, memory_effect, tool_kind
 from contreact_events.core.run_summary import run_metrics, run_summary
@@ -60,7 +60,6 @@ ROW_TYPES = frozenset(
     }
 )
 """The event types that add or change a row besides the events table's."""
-REPLICA = re.compile(r"-([A-Z]+)(?:\.(\d+))?$")
 
 
 @dataclass
@@ -79,13 +78,10 @@ class RunRows:
 
 def label_and_replica(run_id: str, model: str, experiment: str) -> tuple[str, str]:
     """The model's label and the replica letter of an experiment's run
-    (``{experiment}-{label}-{letter}[.attempt]``); the model name and "" otherwise."""
-    prefix = f"{experiment}-"
-    if experiment and run_id.startswith(prefix) and (match := REPLICA.search(run_id)):
-        label = run_id[len(prefix) : match.start()]
-        if label:
-            return label, match.group(1)
-    return model, ""
+    (``{experiment}-{label}-{letter}[.attempt]``, read by the config's
+    ``label_and_replica``); the model name and "" otherwise."""
+    found = replica_of(run_id, experiment)
+    return found if found is not None else (model, "")
 
 
 def run_rows(run_id: str, events: Iterable[Event], *, digest: bool = True) -> RunRows:

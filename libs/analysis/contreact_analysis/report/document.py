@@ -17,12 +17,12 @@ from contreact_analysis.assessments.results import PEIMatrix
 from contreact_analysis.exceptions import NotEnoughData
 from contreact_analysis.frames.tables import RunFrames
 from contreact_analysis.report.charts import trajectory_chart
-from contreact_analysis.report.text import display
 from contreact_analysis.stats.paired import paired_differences
 from contreact_analysis.stats.table1 import finished, table1
 from contreact_analysis.stats.trajectories import TRAJECTORY_METRICS, trajectories
 from contreact_events.protocol import CITATION
 from contreact_events.protocol.table1 import TABLE1, paper_table1
+from contreact_events.untrusted_text import display
 
 ENVIRONMENT = Environment(
     loader=PackageLoader("contreact_analysis", "report/templates"),

@@ -201,6 +201,22 @@ def replica_run_id(experiment: str, label: str, letter: str) -> str:
     return f"{experiment}-{label}-{letter}"
 
 
+REPLICA_RUN_ID = re.compile(r"(.+)-([A-Z]{1,2})(?:\.\d+)?")
+"""What follows ``{experiment}-`` in a replica's run id: its label, its letter (two at
+most: ``MAX_REPLICAS``) and, for a later attempt, ``.N``."""
+
+
+def label_and_replica(run_id: str, experiment: str) -> tuple[str, str] | None:
+    """The model label and the replica letter ``experiment`` gave ``run_id``
+    (``replica_run_id``, ``.N`` for a later attempt), or None for a run not named so.
+    What the dashboard and the analysis frames read a replica's place from."""
+    if experiment and run_id.startswith(f"{experiment}-"):
+        found = REPLICA_RUN_ID.fullmatch(run_id[len(experiment) + 1 :])
+        if found:
+            return found.group(1), found.group(2)
+    return None
+
+
 def attempt_run_id(first: str, attempt: int) -> str:
     """The run id of a replica's ``attempt`` (1: the first id itself)."""
     return first if attempt <= 1 else f"{first}.{attempt}"

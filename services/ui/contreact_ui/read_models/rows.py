@@ -18,7 +18,7 @@ from contreact_events.catalog.cycle import CycleMetrics
 from contreact_events.diversity.search_texts import SearchText
 from contreact_ui.models import CycleView, OperatorExchange, RegenerationAttempt, RunFields
 
-PROJECTION_VERSION = 2
+PROJECTION_VERSION = 3
 """Raise this whenever a table's shape or meaning changes: the store then rebuilds."""
 
 ChangeKind = Literal["added", "changed", "deleted"]
@@ -86,8 +86,10 @@ def new_cycle(number: int) -> CycleView:
     )
 
 
-def new_exchange(task_id: str, cycle: int, message: str, sent_at: datetime) -> OperatorExchange:
-    """A message to the operator, not answered yet."""
+def new_exchange(
+    task_id: str, cycle: int, message: str, sent_at: datetime, seq: int
+) -> OperatorExchange:
+    """A message to the operator (sent at log position ``seq``), not answered yet."""
     return OperatorExchange(
         task_id=task_id,
         cycle=cycle,
@@ -96,6 +98,7 @@ def new_exchange(task_id: str, cycle: int, message: str, sent_at: datetime) -> O
         reply=None,
         replied_by=None,
         replied_at=None,
+        sent_seq=seq,
     )
 
 
@@ -142,6 +145,22 @@ class EventRow(NamedTuple):
     payload: bytes
 
 
+BAND_WIDTH = 20
+"""A long run's similarity band: each cycle against the reflections of the
+``BAND_WIDTH`` cycles before it."""
+
+
+@dataclass
+class CycleMark:
+    """What the long-run pages look up per cycle without reading the event log: where
+    the cycle starts (the replay's cycle picker), whether its reflection was embedded,
+    and its row of the similarity band (rounded to 3 places; None where none)."""
+
+    start_seq: int | None = None
+    embedded: bool = False
+    band: list[float | None] | None = None
+
+
 class Snapshot(NamedTuple):
     seq: int
     cycle: int
@@ -163,6 +182,7 @@ class Delta:
     attempts: dict[tuple[int, int], RegenerationAttempt] = field(default_factory=dict)
     events: list[EventRow] = field(default_factory=list)
     snapshots: list[Snapshot] = field(default_factory=list)
+    marks: dict[int, CycleMark] = field(default_factory=dict)
     texts: list[SearchText] = field(default_factory=list)
     """What the search page searches (a reflection again once its vector is logged)."""
 

@@ -11,7 +11,12 @@ from typing import Any
 import numpy as np
 
 from contreact_events.catalog import EVENT_CLASSES, Event
-from contreact_events.catalog.cognition import PersistentMemoryRequested, PersistentMemoryStored
+from contreact_events.catalog.cognition import (
+    OperatorMessageAnalysisRequested,
+    OperatorMessageAnalyzed,
+    PersistentMemoryRequested,
+    PersistentMemoryStored,
+)
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleStarted,
@@ -21,6 +26,7 @@ from contreact_events.catalog.diversity import (
     EmbeddingFailed,
     ParagraphsAccepted,
     ParagraphsChecked,
+    ReflectionEmbedded,
     RegenerationRequested,
     SimilarityAssessed,
     TopicExhausted,
@@ -39,8 +45,16 @@ from contreact_events.diversity.search_texts import SearchTexts
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.wire.codec import bulk, event_to_json
 from contreact_ui.exceptions import ProjectionError
-from contreact_ui.models import CycleView, OperatorExchange, RegenerationAttempt
+from contreact_ui.models import (
+    CycleView,
+    ExchangeAnalysis,
+    OperatorExchange,
+    RegenerationAttempt,
+    analysis_status,
+)
 from contreact_ui.read_models.rows import (
+    BAND_WIDTH,
+    CycleMark,
     Delta,
     Entry,
     EventRow,
@@ -70,10 +84,13 @@ TASK_TYPES = frozenset(t for t, cls in EVENT_CLASSES.items() if "task_id" in cls
 PROJECTED_TYPES = frozenset(
     {
         "CycleStarted",
+        "ReflectionEmbedded",
         "ToolCallRequested",
         "ToolCallCompleted",
         "OperatorMessageSent",
         "OperatorReplied",
+        "OperatorMessageAnalysisRequested",
+        "OperatorMessageAnalyzed",
         "ReflectionRecorded",
         "SimilarityAssessed",
         "EmbeddingFailed",
@@ -99,7 +116,10 @@ class RunProjector:
         self.memory: dict[str, str] = {}
         self.last_entry_id: str | None = None
         self._cycles: dict[int, CycleView] = {}
+        self._marks: dict[int, CycleMark] = {}
         self._operator: dict[str, OperatorExchange] = {}
+        self._analysis_of: dict[str, str] = {}
+        """An analysis task's id -> the operator task of its exchange."""
         self._attempts: dict[tuple[int, int], RegenerationAttempt] = {}
         self._requests: dict[str, tuple[str, dict[str, Any]]] = {}
         self._delta: Delta | None = None
@@ -173,6 +193,14 @@ class RunProjector:
         self._delta.cycles[number] = row
         return row
 
+    def _mark(self, number: int) -> CycleMark:
+        assert self._delta is not None
+        mark = self._marks.get(number)
+        if mark is None:
+            mark = self._marks[number] = CycleMark()
+        self._delta.marks[number] = mark
+        return mark
+
     def _project(self, event: Event, state: AgentState, cycle: int) -> None:
         assert self._delta is not None
         delta = self._delta
@@ -185,6 +213,7 @@ class RunProjector:
                 row.advisory_level = (
                     (previous.level if previous else None) if event.advisory else None
                 )
+                self._mark(event.cycle).start_seq = state.seq
                 if (event.cycle - 1) % SNAPSHOT_EVERY == 0:
                     delta.snapshots.append(Snapshot(state.seq, event.cycle, snapshot_bytes(state)))
             case ToolCallRequested():
@@ -200,7 +229,7 @@ class RunProjector:
                     self._memory_effect(state.seq, cycle, *request)
             case OperatorMessageSent():
                 self._operator[event.task_id] = op = new_exchange(
-                    event.task_id, event.cycle, event.message, event.ts
+                    event.task_id, event.cycle, event.message, event.ts, state.seq
                 )
                 delta.operator[event.task_id] = op
             case OperatorReplied():
@@ -211,7 +240,26 @@ class RunProjector:
                         event.by,
                         event.ts,
                     )
+                    op_row.replied_seq = state.seq
                     delta.operator[event.task_id] = op_row
+            case OperatorMessageAnalysisRequested():
+                self._analysis_of[event.task_id] = event.exchange_task_id
+                op_row = self._operator.get(event.exchange_task_id)
+                if op_row is not None:
+                    op_row.analysis_requested = event.analyser
+                    op_row.analysis_requested_seq = state.seq
+                    op_row.analysis_status = analysis_status(op_row)
+                    delta.operator[op_row.task_id] = op_row
+            case OperatorMessageAnalyzed():
+                op_row = self._operator.get(self._analysis_of.get(event.task_id, ""))
+                if op_row is not None:
+                    op_row.analysis = ExchangeAnalysis(
+                        **event.analysis.model_dump(mode="json"),
+                        fallback_reason=event.fallback_reason,
+                    )
+                    op_row.analysis_seq = state.seq
+                    op_row.analysis_status = analysis_status(op_row)
+                    delta.operator[op_row.task_id] = op_row
             case ReflectionRecorded():
                 row = self._cycle(event.cycle)
                 row.reflection, row.reflection_complete = event.text, event.complete
@@ -222,9 +270,11 @@ class RunProjector:
                 row.most_similar_cycle = event.most_similar_cycle
                 row.advisory_given = event.advisory
                 row.note = event.note
-                delta.similarities.extend(
-                    (event.cycle, other, value) for other, value in similarities(event, state)
-                )
+                assessed = similarities(event, state)
+                delta.similarities.extend((event.cycle, other, value) for other, value in assessed)
+                self._mark(event.cycle).band = band_row(event.cycle, assessed)
+            case ReflectionEmbedded():
+                self._mark(event.cycle).embedded = True
             case EmbeddingFailed():
                 self._cycle(event.cycle).note = f"embedding failed: {event.error}"
             case ParagraphsChecked():
@@ -315,6 +365,17 @@ def similarities(event: SimilarityAssessed, state: AgentState) -> tuple[tuple[in
     norms[norms == 0] = 1.0
     values = np.clip(matrix @ target / norms, -1.0, 1.0)
     return tuple((c, float(v)) for (c, _), v in zip(earlier, values, strict=True))
+
+
+def band_row(cycle: int, values: Iterable[tuple[int, float]]) -> list[float | None]:
+    """A cycle's column of the similarity band: at index k its similarity to the
+    reflection of cycle ``cycle - k - 1`` (3 places), None where there is none."""
+    band: list[float | None] = [None] * BAND_WIDTH
+    for other, value in values:
+        lag = cycle - other - 1
+        if 0 <= lag < BAND_WIDTH:
+            band[lag] = round(value, 3)
+    return band
 
 
 def snapshot_bytes(state: AgentState) -> bytes:

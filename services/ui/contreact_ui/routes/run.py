@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from contreact_ui.assessments import Assessments
-from contreact_ui.deps import MAX_POSITION, Conn, RunId, Seq
+from contreact_ui.deps import MAX_POSITION, Conn, RunId, Seq, Snapshots
 from contreact_ui.models import (
     EventDetail,
     EventFilters,
@@ -87,14 +87,18 @@ def event(conn: Conn, run_id: RunId, seq: Seq) -> EventDetail:
 def replay(
     conn: Conn,
     run_id: RunId,
+    snapshots: Snapshots,
     seq: Annotated[int | None, Query(ge=0, le=MAX_POSITION)] = None,
     cycle: Annotated[int | None, Query(ge=1, le=1_000_000)] = None,
     all_messages: Annotated[
         bool, Query(description="the whole conversation, not only its latest messages")
     ] = False,
+    all_memory: Annotated[
+        bool, Query(description="every memory key, not only the latest changed")
+    ] = False,
 ) -> ReplayPage:
     """The agent's state as the fold has it after ``seq`` events (or at a cycle's start)."""
-    return replay_page(conn, run_id, seq, cycle, all_messages)
+    return replay_page(conn, run_id, seq, cycle, all_messages, all_memory, snapshots=snapshots)
 
 
 @pages.page(

@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from contreact_events.cognition.policy import is_persistent_key
 from contreact_ui.exceptions import BadQuery
 from contreact_ui.models import MemoryEntry, MemoryPage
 from contreact_ui.views.runs import run_row
@@ -56,7 +57,13 @@ def memory_entries(
     for key in sorted(set(before) | set(after)):
         if key not in after:
             out.append(
-                MemoryEntry(key=key, value=None, change="deleted", last_changed_cycle=last[key])
+                MemoryEntry(
+                    key=key,
+                    value=None,
+                    change="deleted",
+                    last_changed_cycle=last[key],
+                    persistent=is_persistent_key(key),
+                )
             )
             continue
         kind = None
@@ -65,6 +72,12 @@ def memory_entries(
         elif before[key] != after[key]:
             kind = "changed"
         out.append(
-            MemoryEntry(key=key, value=after[key], change=kind, last_changed_cycle=last[key])
+            MemoryEntry(
+                key=key,
+                value=after[key],
+                change=kind,
+                last_changed_cycle=last[key],
+                persistent=is_persistent_key(key),
+            )
         )
     return out

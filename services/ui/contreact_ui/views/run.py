@@ -4,6 +4,7 @@ regenerations, its configuration; and its metrics per cycle as CSV."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -17,24 +18,23 @@ from contreact_ui.models import (
     CycleView,
     CycleWindow,
     Link,
-    OperatorExchange,
     RegenerationAttempt,
     RunPage,
     SimilarityMatrix,
 )
+from contreact_ui.read_models.rows import BAND_WIDTH
 from contreact_ui.store import METRIC_FIELDS
+from contreact_ui.views.operator import operator_exchanges
 from contreact_ui.views.runs import run_row
 
 MATRIX_MAX_CYCLES = 40
 """Past this many embedded reflections the similarity is shown as a band."""
-BAND_WIDTH = 20
 WINDOW = 100
 """Cycles a run page shows in full (tables, reflections); the charts show every one."""
 
 CYCLE_VIEW = TypeAdapter(CycleView)
 CHART_CYCLE = TypeAdapter(ChartCycle)
 CHART_CYCLES = TypeAdapter(list[ChartCycle])
-OPERATOR_EXCHANGE = TypeAdapter(OperatorExchange)
 REGENERATION_ATTEMPT = TypeAdapter(RegenerationAttempt)
 
 
@@ -51,14 +51,9 @@ def run_page(conn: sqlite3.Connection, run_id: str, from_cycle: int | None = Non
         float(diversity.get("high_threshold", 0.8)),
         float(diversity.get("moderate_threshold", 0.7)),
     )
-    operator = [
-        OPERATOR_EXCHANGE.validate_python(dict(r))
-        for r in conn.execute(
-            "SELECT task_id, cycle, message, sent_at, reply, replied_by, replied_at "
-            "FROM operator WHERE run_id = ? ORDER BY sent_at, task_id",
-            (run_id,),
-        )
-    ]
+    operator, operator_total = operator_exchanges(
+        conn, run_id, cycles=(window.first, window.last) if window.cycles else None
+    )
     regenerations = [
         REGENERATION_ATTEMPT.validate_python({**dict(r), "is_unique": bool(r["is_unique"])})
         for r in conn.execute(
@@ -82,6 +77,7 @@ def run_page(conn: sqlite3.Connection, run_id: str, from_cycle: int | None = Non
         chart=chart,
         similarity=similarity,
         operator=operator,
+        operator_total=operator_total,
         regenerations=regenerations,
         config=config,
         exports=exports,
@@ -152,15 +148,13 @@ def chart_data(page: RunPage) -> dict[str, Any]:
 def similarity_matrix(
     conn: sqlite3.Connection, run_id: str, high: float, moderate: float
 ) -> SimilarityMatrix:
-    embedded = {
-        r[0]
-        for r in conn.execute(
-            "SELECT cycle FROM events WHERE run_id = ? AND type = 'ReflectionEmbedded'",
-            (run_id,),
-        )
-    }
+    marks = conn.execute(
+        "SELECT cycle, band FROM cycle_marks WHERE run_id = ? AND embedded ORDER BY cycle",
+        (run_id,),
+    ).fetchall()
+    embedded = {r[0] for r in marks}
     if len(embedded) > MATRIX_MAX_CYCLES:
-        return similarity_band(conn, run_id, sorted(embedded), high, moderate)
+        return similarity_band(marks, high, moderate)
     pairs = conn.execute(
         "SELECT cycle, other, value FROM similarities WHERE run_id = ?", (run_id,)
     ).fetchall()
@@ -179,23 +173,17 @@ def similarity_matrix(
 
 
 def similarity_band(
-    conn: sqlite3.Connection, run_id: str, cycles: list[int], high: float, moderate: float
+    marks: Sequence[sqlite3.Row | tuple[Any, ...]], high: float, moderate: float
 ) -> SimilarityMatrix:
-    """Each cycle against the ``BAND_WIDTH`` before it: one index range per cycle (the
-    whole matrix of a 1,000-cycle run is half a million pairs)."""
-    index = {c: i for i, c in enumerate(cycles)}
+    """Each embedded cycle against the ``BAND_WIDTH`` before it, as the projection
+    keeps it per cycle (``cycle_marks.band``: the whole matrix of a 1,000-cycle run is
+    half a million pairs)."""
+    cycles = [r[0] for r in marks]
     band: list[list[float | None]] = [[None] * len(cycles) for _ in range(BAND_WIDTH)]
-    rows = conn.execute(
-        "SELECT s.cycle - s.other - 1, s.cycle, round(s.value, 3) "
-        "FROM cycles AS c CROSS JOIN similarities AS s "
-        "ON s.run_id = c.run_id AND s.cycle = c.cycle "
-        "AND s.other BETWEEN c.cycle - ? AND c.cycle - 1 WHERE c.run_id = ?",
-        (BAND_WIDTH, run_id),
-    )
-    for lag, cycle, value in rows:
-        i = index.get(cycle)
-        if i is not None:
-            band[lag][i] = value
+    for i, (_, column) in enumerate(marks):
+        if column is not None:
+            for lag, value in enumerate(orjson.loads(column)):
+                band[lag][i] = value
     return SimilarityMatrix(
         cycles=cycles,
         view="band",
@@ -208,14 +196,17 @@ def similarity_band(
 
 
 def _config(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
-    row = conn.execute(
-        "SELECT payload FROM events WHERE run_id = ? AND type IN ('RunStarted', 'RunRequested') "
-        "ORDER BY seq DESC LIMIT 1",
+    # Each at most once, at the log's start: reading on from there stops at the second
+    # (or, for a run not started yet, at the end of its short log).
+    rows = conn.execute(
+        "SELECT type, payload FROM events WHERE run_id = ? AND type IN ('RunStarted', "
+        "'RunRequested') ORDER BY seq LIMIT 2",
         (run_id,),
-    ).fetchone()
-    if row is None:
+    ).fetchall()
+    if not rows:
         return None
-    event = event_from_json(bytes(row[0]))  # upcast: older runs read as current configs
+    row = next((r for r in rows if r[0] == "RunStarted"), rows[0])
+    event = event_from_json(bytes(row[1]))  # upcast: older runs read as current configs
     config: dict[str, Any] = event.model_dump(mode="json").get("config") or {}
     return config
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from contreact_events.cognition.policy import is_persistent_key
 from contreact_events.diversity.search_texts import (
     KIND_LABELS,
     KINDS,
@@ -119,6 +120,7 @@ def _keyword(
                 match=match.match,
                 after=match.after,
                 score=None,
+                persistent=key["kind"] == "memory" and is_persistent_key(key["label"]),
             )
         )
     return hits, len(found)
@@ -176,4 +178,5 @@ def _semantic_hit(text: SearchText, score: float) -> SearchHit:
         match=body[:SEMANTIC_PREVIEW_CHARS],
         after="…" if cut else "",
         score=round(score, 4),
+        persistent=text.kind == "memory" and is_persistent_key(text.label),
     )

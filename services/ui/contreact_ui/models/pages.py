@@ -1,201 +1,23 @@
-"""The JSON contracts of the dashboard: every page is one of these, as JSON at its
-``.json`` path and as HTML at its plain path (rendered from the same object).
-
-The rows that pages show as the read models hold them (a run, a cycle, an operator
-exchange, a regeneration attempt) are declared once, here, as dataclasses: the
-projector (``read_models``) builds them and updates them in place as it folds a run's
-events, the store writes them, and the pages carry them. Dataclasses, not models,
-because the fold writes their attributes once per event or so, which is the rebuild's
-hot path, and a dataclass's attribute write is several times cheaper than a model's;
-pydantic validates, serializes and documents them as it does models
-(``__pydantic_config__``), with the same JSON schema. Build them from untrusted or
-stored values through a ``TypeAdapter`` (which validates), not their constructor."""
+"""The dashboard's pages as JSON contracts (see the package's docstring)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from contreact_events.catalog.cycle import CycleMetrics
 from contreact_ui.assessments import AssessmentRow, Table2Live
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-ROW_CONFIG = ConfigDict(extra="forbid")
-"""The config of the row dataclasses (as ``_Model``'s, but mutable)."""
-
-
-@dataclass
-class RunFields:
-    # What the listing shows of a run, and what the projector's run summary holds
-    # (``read_models.RunSummary`` adds the fold's phase; ``RunRow`` adds where the log
-    # was read). Not in the schema itself: its fields are, in RunRow.
-    __pydantic_config__ = ROW_CONFIG
-
-    run_id: str
-    status: str
-    """new, checking, running, waiting_operator, completed, failed, cancelled; or
-    quarantined / unreadable for a run whose log cannot be projected."""
-    model: str
-    resolved_model: str
-    """The model that answered (differs from ``model`` when ``auto`` fell back)."""
-    backend: str
-    """The backend that ran (ollama, embedded, scripted), once resolved."""
-    experiment: str
-    cycle: int
-    cycle_count: int
-    step: int
-    """LLM calls in the current cycle."""
-    llm_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    events: int
-    memory_keys: int
-    failure_reason: str
-    created_at: datetime | None
-    updated_at: datetime | None
-
-
-@dataclass
-class RunRow(RunFields):
-    """One run as the listing shows it."""
-
-    source: str
-    """Where the projection read the log: redis or archive."""
-    projection_error: str | None
-
-
-RunSort = Literal[
-    "run_id",
-    "status",
-    "model",
-    "backend",
-    "experiment",
-    "cycle",
-    "step",
-    "llm_calls",
-    "tokens",
-    "memory_keys",
-    "created_at",
-    "updated_at",
-]
-"""What the runs list can be ordered by: each of its columns."""
-
-
-class RunFilters(_Model):
-    status: str | None = None
-    model: str | None = None
-    backend: str | None = None
-    experiment: str | None = None
-    q: str | None = None
-    """Substring of the run id."""
-    since: date | None = None
-    """Runs created on or after this day (UTC)."""
-    until: date | None = None
-    """Runs created on or before this day (UTC)."""
-    sort: RunSort = "created_at"
-    """The column the runs are ordered by (any column of the table)."""
-    order: Literal["asc", "desc"] = "desc"
-    limit: int = 1000
-    offset: int = 0
-
-
-class FilterOptions(_Model):
-    status: list[str]
-    model: list[str]
-    backend: list[str]
-    experiment: list[str]
-
-
-class RunsPage(_Model):
-    runs: list[RunRow]
-    total: int
-    """Runs matching the filters (``runs`` holds one page of them)."""
-    filters: RunFilters
-    options: FilterOptions
-
-
-@dataclass
-class CycleView:
-    __pydantic_config__ = ROW_CONFIG
-
-    cycle: int
-    started_at: datetime | None
-    ended_at: datetime | None
-    ended_by: str | None
-    advisory: str | None
-    """The advisory this cycle received (in force during it)."""
-    advisory_level: str | None
-    metrics: CycleMetrics
-    tools: dict[str, int]
-    """Tool calls by tool (made-up tools counted as ``(unknown tool)``)."""
-    reflection: str | None
-    reflection_complete: bool
-    level: str | None
-    """This cycle's own similarity assessment: high, moderate or none."""
-    max_similarity: float | None
-    most_similar_cycle: int | None
-    advisory_given: str | None
-    """The advisory this cycle's assessment gave the next cycle."""
-    note: str
-    topic_exhausted: bool
-
-
-class SimilarityMatrix(_Model):
-    cycles: list[int]
-    """The cycles whose reflection was embedded."""
-    view: Literal["matrix", "band"] = "matrix"
-    """``matrix`` up to ``MATRIX_MAX_CYCLES`` reflections; past that ``band``: each cycle
-    against the ``band_width`` cycles before it (a long run's square is unreadable)."""
-    values: list[list[float | None]]
-    """matrix: cosine similarity of cycle i's reflection to cycle j's (symmetric; None
-    where a cycle was not embedded). band: empty."""
-    band_width: int = 0
-    band: list[list[float | None]] = Field(default_factory=list)
-    """band: row k (0-based) holds, for each of ``cycles``, its similarity to the
-    reflection k + 1 cycles before it (None where there is none)."""
-    high_threshold: float
-    moderate_threshold: float
-
-
-@dataclass
-class OperatorExchange:
-    __pydantic_config__ = ROW_CONFIG
-
-    task_id: str
-    cycle: int
-    message: str
-    sent_at: datetime
-    reply: str | None
-    replied_by: str | None
-    replied_at: datetime | None
-
-
-@dataclass
-class RegenerationAttempt:
-    __pydantic_config__ = ROW_CONFIG
-
-    cycle: int
-    attempt: int
-    text: str
-    similarity: float
-    is_unique: bool
-    feedback: str
-    matches: int
-    paragraphs: int
-    outcome: str
-    """checked, regenerated, accepted or accepted (relaxed)."""
-
-
-class Link(_Model):
-    label: str
-    href: str
+from contreact_ui.models.rows import (
+    CycleView,
+    Link,
+    OperatorExchange,
+    RegenerationAttempt,
+    RunRow,
+    SimilarityMatrix,
+    _Model,
+)
 
 
 class ChartCycle(_Model):
@@ -229,6 +51,7 @@ class RunPage(_Model):
     """Every cycle's figures, for the charts."""
     similarity: SimilarityMatrix
     operator: list[OperatorExchange]
+    """The operator exchanges of the cycles of ``window``, each with its analysis."""
     regenerations: list[RegenerationAttempt]
     config: dict[str, Any] | None
     """The run's effective configuration (from RunStarted, else RunRequested)."""
@@ -236,6 +59,8 @@ class RunPage(_Model):
     assessments: list[AssessmentRow] = []
     """Its assessments by evaluator models (``contreact assess``), as recorded."""
     assessments_note: str | None = None
+    operator_total: int = 0
+    """The run's operator exchanges in all (``operator`` holds the window's)."""
 
 
 class MemoryEntry(_Model):
@@ -245,6 +70,9 @@ class MemoryEntry(_Model):
     change: Literal["added", "changed", "deleted"] | None
     """What happened to the key in the cycle shown (None: unchanged)."""
     last_changed_cycle: int
+    persistent: bool = False
+    """The key lies under the memory policy's reserved prefix (``PERSISTENT_PREFIX``):
+    the platform wrote it from an exchange's analysis, not the agent."""
 
 
 class MemoryPage(_Model):
@@ -334,6 +162,10 @@ class ReplayPage(_Model):
     """The diversity advisory in force."""
     next_advisory: str | None
     memory: list[MemoryEntry]
+    """Memory after ``seq``: every key with ``all_memory``, else the keys changed in the
+    cycle and the latest changed before, up to ``MEMORY_SHOWN``."""
+    memory_total: int = 0
+    """How many keys (deleted in the cycle included) memory has after ``seq``."""
     prompt: list[PromptMessage]
     """The messages the next LLM call is (or the last one was) sent: all of them with
     ``all_messages``, else the system prompt and the latest ``PROMPT_SHOWN``."""
@@ -348,6 +180,11 @@ class ReplayPage(_Model):
     pending_task: str | None
     cycle_starts: list[list[int]]
     """[cycle, seq of its CycleStarted] for jumping to a cycle."""
+    operator: list[OperatorExchange] = Field(default_factory=list)
+    """The latest ``EXCHANGES_SHOWN`` operator exchanges by ``seq``, each with its
+    analysis as it stood then."""
+    operator_total: int = 0
+    """The operator exchanges sent by ``seq``."""
 
 
 class Table1Row(_Model):

@@ -1,0 +1,232 @@
+"""The dashboard's row types and the base of its page models (see the package's
+docstring)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contreact_events.catalog.analysis import ContextType, Intent
+from contreact_events.catalog.cycle import CycleMetrics
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+ROW_CONFIG = ConfigDict(extra="forbid")
+"""The config of the row dataclasses (as ``_Model``'s, but mutable)."""
+
+
+@dataclass
+class RunFields:
+    # What the listing shows of a run, and what the projector's run summary holds
+    # (``read_models.RunSummary`` adds the fold's phase; ``RunRow`` adds where the log
+    # was read). Not in the schema itself: its fields are, in RunRow.
+    __pydantic_config__ = ROW_CONFIG
+
+    run_id: str
+    status: str
+    """new, checking, running, waiting_operator, completed, failed, cancelled; or
+    quarantined / unreadable for a run whose log cannot be projected."""
+    model: str
+    resolved_model: str
+    """The model that answered (differs from ``model`` when ``auto`` fell back)."""
+    backend: str
+    """The backend that ran (ollama, embedded, scripted), once resolved."""
+    experiment: str
+    cycle: int
+    cycle_count: int
+    step: int
+    """LLM calls in the current cycle."""
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    events: int
+    memory_keys: int
+    failure_reason: str
+    created_at: datetime | None
+    updated_at: datetime | None
+
+
+@dataclass
+class RunRow(RunFields):
+    """One run as the listing shows it."""
+
+    source: str
+    """Where the projection read the log: redis or archive."""
+    projection_error: str | None
+
+
+RunSort = Literal[
+    "run_id",
+    "status",
+    "model",
+    "backend",
+    "experiment",
+    "cycle",
+    "step",
+    "llm_calls",
+    "tokens",
+    "memory_keys",
+    "created_at",
+    "updated_at",
+]
+"""What the runs list can be ordered by: each of its columns."""
+
+
+class RunFilters(_Model):
+    status: str | None = None
+    model: str | None = None
+    backend: str | None = None
+    experiment: str | None = None
+    q: str | None = None
+    """Substring of the run id."""
+    since: date | None = None
+    """Runs created on or after this day (UTC)."""
+    until: date | None = None
+    """Runs created on or before this day (UTC)."""
+    sort: RunSort = "created_at"
+    """The column the runs are ordered by (any column of the table)."""
+    order: Literal["asc", "desc"] = "desc"
+    limit: int = 1000
+    offset: int = 0
+
+
+class FilterOptions(_Model):
+    status: list[str]
+    model: list[str]
+    backend: list[str]
+    experiment: list[str]
+
+
+class RunsPage(_Model):
+    runs: list[RunRow]
+    total: int
+    """Runs matching the filters (``runs`` holds one page of them)."""
+    filters: RunFilters
+    options: FilterOptions
+
+
+@dataclass
+class CycleView:
+    __pydantic_config__ = ROW_CONFIG
+
+    cycle: int
+    started_at: datetime | None
+    ended_at: datetime | None
+    ended_by: str | None
+    advisory: str | None
+    """The advisory this cycle received (in force during it)."""
+    advisory_level: str | None
+    metrics: CycleMetrics
+    tools: dict[str, int]
+    """Tool calls by tool (made-up tools counted as ``(unknown tool)``)."""
+    reflection: str | None
+    reflection_complete: bool
+    level: str | None
+    """This cycle's own similarity assessment: high, moderate or none."""
+    max_similarity: float | None
+    most_similar_cycle: int | None
+    advisory_given: str | None
+    """The advisory this cycle's assessment gave the next cycle."""
+    note: str
+    topic_exhausted: bool
+
+
+class SimilarityMatrix(_Model):
+    cycles: list[int]
+    """The cycles whose reflection was embedded."""
+    view: Literal["matrix", "band"] = "matrix"
+    """``matrix`` up to ``MATRIX_MAX_CYCLES`` reflections; past that ``band``: each cycle
+    against the ``band_width`` cycles before it (a long run's square is unreadable)."""
+    values: list[list[float | None]]
+    """matrix: cosine similarity of cycle i's reflection to cycle j's (symmetric; None
+    where a cycle was not embedded). band: empty."""
+    band_width: int = 0
+    band: list[list[float | None]] = Field(default_factory=list)
+    """band: row k (0-based) holds, for each of ``cycles``, its similarity to the
+    reflection k + 1 cycles before it (None where there is none)."""
+    high_threshold: float
+    moderate_threshold: float
+
+
+class ExchangeAnalysis(_Model):
+    """An exchange's analysis as the run log records it (``OperatorMessageAnalyzed``):
+    what the operator's reply is, how it relates to the recent exchanges, and which
+    analyser produced it. The field meanings are ``contreact_events.catalog.analysis``'s."""
+
+    intent: Intent
+    """question | request | statement | conversation."""
+    context_type: ContextType
+    """new | continuation | clarification | related."""
+    confidence: float
+    persistence_score: float
+    """How much the exchange is worth keeping in persistent memory, 0 to 1."""
+    summary: str
+    relevant_memories: list[str]
+    """Keys of the run's memories relevant to the exchange, most relevant first."""
+    reasoning: str
+    analyser: Literal["heuristic", "model"]
+    """The analyser that produced it."""
+    fallback_reason: str | None = None
+    """Why the heuristic stood in for the model that was asked (None: it answered)."""
+
+
+AnalysisStatus = Literal["analysed", "awaiting", "not requested"]
+
+
+@dataclass
+class OperatorExchange:
+    __pydantic_config__ = ROW_CONFIG
+
+    task_id: str
+    cycle: int
+    message: str
+    sent_at: datetime
+    reply: str | None
+    replied_by: str | None
+    replied_at: datetime | None
+    sent_seq: int = 0
+    """Log positions (the replay page shows an exchange as it stood at any event)."""
+    replied_seq: int | None = None
+    analysis_requested: Literal["heuristic", "model"] | None = None
+    """The analyser asked for, once the exchange was complete (None: not asked: the
+    reply is not given back yet, or the run's ``cognition.analysis`` is off)."""
+    analysis_requested_seq: int | None = None
+    analysis: ExchangeAnalysis | None = None
+    """The analysis, once recorded (None with ``analysis_requested``: awaiting it)."""
+    analysis_seq: int | None = None
+    analysis_status: AnalysisStatus = "not requested"
+    """analysed; awaiting (asked for, not recorded yet); not requested (``analysis_of``)."""
+
+
+def analysis_status(exchange: OperatorExchange) -> AnalysisStatus:
+    """Where an exchange's analysis stands, from its fields."""
+    if exchange.analysis is not None:
+        return "analysed"
+    return "awaiting" if exchange.analysis_requested is not None else "not requested"
+
+
+@dataclass
+class RegenerationAttempt:
+    __pydantic_config__ = ROW_CONFIG
+
+    cycle: int
+    attempt: int
+    text: str
+    similarity: float
+    is_unique: bool
+    feedback: str
+    matches: int
+    paragraphs: int
+    outcome: str
+    """checked, regenerated, accepted or accepted (relaxed)."""
+
+
+class Link(_Model):
+    label: str
+    href: str
