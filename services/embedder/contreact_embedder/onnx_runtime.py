@@ -184,7 +184,7 @@ class OnnxEncoder:
         # takes the core Redis and the event loop need between batches.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            self._session = ort.InferenceSession(
+            self.session = ort.InferenceSession(
                 str(path), options, providers=["CPUExecutionProvider"]
             )
         except Exception as exc:
@@ -210,7 +210,7 @@ class OnnxEncoder:
                 "attention_mask": mask,
                 "token_type_ids": np.zeros_like(input_ids),
             }
-            rows.append(np.asarray(self._session.run([OUTPUT], feeds)[0], dtype=np.float32))
+            rows.append(np.asarray(self.session.run([OUTPUT], feeds)[0], dtype=np.float32))
             order.extend(group)
         if not rows:
             return np.empty((0, 0), dtype=np.float32)
