@@ -6,6 +6,8 @@ events read as made by ``torch``."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -177,3 +179,19 @@ def test_events_of_before_the_runtime_read_as_torch() -> None:
             assert (event.runtime, event.schema_version) == ("torch", 2)
             kinds[event.type] = kinds.get(event.type, 0) + 1
     assert set(kinds) == {"ReflectionEmbedded", "ParagraphsChecked"}
+
+
+def test_the_service_process_refuses_an_unknown_runtime_without_a_traceback() -> None:
+    env = {**os.environ, "CONTREACT_EMBED_RUNTIME": "cuda"}
+    done = subprocess.run(
+        [sys.executable, "-m", "contreact_embedder", "--prepare"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "contreact-embedder: bad setting" in done.stderr
+    assert "'torch' or 'onnx'" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from pydantic import ValidationError
+
 from contreact_bus.connection import connect
 from contreact_bus.consumer import Consumer
 from contreact_bus.inbox import Inbox, tell_run_of_dead_letter
@@ -56,7 +58,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     setup_logging()
-    settings = EmbedderSettings()
+    try:
+        settings = EmbedderSettings()
+    except ValidationError as exc:
+        raise SystemExit(f"contreact-embedder: bad setting: {exc}") from None
     try:
         service = EmbeddingService(
             settings.model_path,
