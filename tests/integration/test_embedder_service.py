@@ -23,7 +23,11 @@ from contreact_embedder.embedding_service import EmbeddingService
 from contreact_embedder.handler import EmbedHandler
 from contreact_embedder.main import run
 from contreact_embedder.settings import EmbedderSettings
-from contreact_events.catalog.diversity import EmbeddingFailed, ReflectionEmbedded
+from contreact_events.catalog.diversity import (
+    EmbeddingFailed,
+    ParagraphsChecked,
+    ReflectionEmbedded,
+)
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
     EMBED_GROUP,
@@ -48,7 +52,8 @@ async def _one_inbox_shard(aredis: aioredis.Redis) -> None:
 
 @pytest.fixture(scope="session")
 def service() -> EmbeddingService:
-    return EmbeddingService()
+    """On the runtime the service runs by default (``onnx``)."""
+    return EmbeddingService(runtime=EmbedderSettings().runtime)
 
 
 def task(task_id: str, run_id: str, text: str, cycle: int = 1, **extra: Any) -> EmbedTask:
@@ -126,6 +131,7 @@ async def test_waiting_tasks_of_two_runs_are_embedded_in_one_model_call(
         ("run-b", "b2", "b2", 2),
     ]
     assert {e.model for e in events} == {"all-MiniLM-L6-v2"}
+    assert {e.runtime for e in events} == {service.runtime} == {"onnx"}
     assert [e.truncated for e in events] == [False, False, False, True]
     for event, text in zip(events, texts, strict=True):
         assert len(event.vector) == 384
@@ -191,14 +197,14 @@ async def test_a_task_for_another_model_fails_alone(
 async def test_a_text_the_model_cannot_take_is_answered_embedding_failed(
     aredis: aioredis.Redis, service: EmbeddingService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    encode = service._model.encode
+    encode = service._encode
 
-    def encode_breaking_on_poison(inputs: list[str], **kwargs: Any) -> Any:
+    def encode_breaking_on_poison(inputs: list[str]) -> Any:
         if any("poison" in text for text in inputs):
             raise RuntimeError("the model choked")
-        return encode(inputs, **kwargs)
+        return encode(inputs)
 
-    monkeypatch.setattr(service._model, "encode", encode_breaking_on_poison)
+    monkeypatch.setattr(service, "_encode", encode_breaking_on_poison)
     await send(
         aredis,
         task("t1", "run-a", "fine"),
@@ -285,6 +291,9 @@ async def test_a_task_with_a_bad_setting_or_corpus_fails_alone(
     answers = {m.causation_id: m for m in await inbox(aredis)}
     assert answers["r1"].kind == "ReflectionEmbedded"
     assert answers["p3"].kind == "ParagraphsChecked"
+    checked = answers["p3"].to_event(T0)
+    assert isinstance(checked, ParagraphsChecked)
+    assert checked.runtime == service.runtime == "onnx"
     assert "the paragraph check failed" in failed(answers["p1"]).error
     assert "the paragraph check failed" in failed(answers["p2"]).error
     assert await pending(aredis) == 0

@@ -18,8 +18,10 @@ import pytest
 from contreact_embedder.embedding_service import (
     DIMENSION,
     MODEL_NAME,
+    RUNTIMES,
     Embedding,
     EmbeddingService,
+    Runtime,
     default_model_path,
 )
 from contreact_embedder.exceptions import EmbeddingError, ModelUnavailable
@@ -34,9 +36,12 @@ MARKETS = "Stock markets fell sharply in Tokyo after the central bank raised int
 LONG = " ".join(f"reflection{i % 97} on memory and curiosity" for i in range(20_000))[:100_000]
 
 
-@pytest.fixture(scope="session")
-def service() -> EmbeddingService:
-    return EmbeddingService()
+@pytest.fixture(scope="session", params=RUNTIMES)
+def service(request: pytest.FixtureRequest) -> EmbeddingService:
+    """Each test runs on both runtimes (``onnx``: the export in the default cache, as
+    the service processes of the other tests use it)."""
+    runtime: Runtime = request.param
+    return EmbeddingService(runtime=runtime)
 
 
 def cosine(a: Embedding, b: Embedding) -> float:
@@ -113,14 +118,14 @@ def test_lone_surrogates_are_replaced_and_the_text_embedded(service: EmbeddingSe
 def test_one_failing_text_fails_alone(
     service: EmbeddingService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    encode = service._model.encode
+    encode = service._encode
 
-    def encode_breaking_on_poison(inputs: list[str], **kwargs: Any) -> Any:
+    def encode_breaking_on_poison(inputs: list[str]) -> Any:
         if any("poison" in text for text in inputs):
             raise RuntimeError("the model choked")
-        return encode(inputs, **kwargs)
+        return encode(inputs)
 
-    monkeypatch.setattr(service._model, "encode", encode_breaking_on_poison)
+    monkeypatch.setattr(service, "_encode", encode_breaking_on_poison)
     calls = service.model_calls
     results = service.embed_each([PLAN, "poison pill", RECIPE])
     assert service.model_calls == calls + 4  # the batch, then one call per text

@@ -18,12 +18,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from contreact_embedder.exceptions import EmbeddingError, ModelUnavailable
+from contreact_embedder.onnx_runtime import OnnxEncoder, exported_model, require_onnxruntime
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -38,6 +39,20 @@ INSTALL_HINT = (
 )
 
 Vector = npt.NDArray[np.float32]
+
+Runtime = Literal["torch", "onnx"]
+"""What runs the model: ``torch`` (sentence-transformers on PyTorch, the reference)
+or ``onnx`` (the same weights exported to ONNX, run by ONNX Runtime: see
+``onnx_runtime``). Recorded with every embedding (``ReflectionEmbedded.runtime``)."""
+RUNTIMES: tuple[Runtime, ...] = ("torch", "onnx")
+AGREEMENT = 1e-4
+"""Most a runtime's vector may differ from torch's, in cosine distance: checked on
+load (``onnx``) and by the tests on a fixed corpus."""
+SELF_CHECK_TEXTS = (
+    "The embedder checks its runtime against PyTorch before it serves.",
+    "short",
+    "A longer text, so that the check covers padding: " + "words and more words " * 20,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,18 +92,44 @@ def encodable(text: str) -> tuple[str, bool]:
     return text, False
 
 
+def default_cache_dir() -> Path:
+    """Where the ``onnx`` runtime keeps its export: ``$XDG_CACHE_HOME/contreact/embedder``
+    (``~/.cache/contreact/embedder``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "contreact" / "embedder"
+
+
 class EmbeddingService:
     """One loaded model. Thread-safe: model calls are serialized by a lock."""
 
     model_name = MODEL_NAME
 
     def __init__(
-        self, model_path: Path | None = None, *, batch_size: int = 32, device: str = "cpu"
+        self,
+        model_path: Path | None = None,
+        *,
+        batch_size: int = 32,
+        device: str = "cpu",
+        runtime: Runtime = "torch",
+        cache_dir: Path | None = None,
     ) -> None:
+        """``runtime``: see ``Runtime``; ``cache_dir``: where the ``onnx`` runtime's
+        export is kept (default ``default_cache_dir()``)."""
+        if runtime not in RUNTIMES:
+            raise ModelUnavailable(
+                f"unknown embedding runtime {runtime!r}: use one of {', '.join(RUNTIMES)}"
+            )
+        if runtime == "onnx":
+            require_onnxruntime()  # before loading anything, with the fix
         path = model_path if model_path is not None else default_model_path()
         _check_model_dir(path)
         started = time.perf_counter()
         self._model = _load(path, device)
+        self.runtime: Runtime = runtime
+        self._onnx: OnnxEncoder | None = None
+        if runtime == "onnx":
+            exported = exported_model(self._model, path, cache_dir or default_cache_dir())
+            self._onnx = OnnxEncoder(exported)
         self.load_s = time.perf_counter() - started
         """Seconds spent loading the model (without importing the libraries)."""
         self.path = path
@@ -97,7 +138,9 @@ class EmbeddingService:
         self.model_calls = 0
         """How many times the model ran (one per batch, however many texts)."""
         self._lock = threading.Lock()
-        log.info("loaded %s from %s in %.2f s", MODEL_NAME, path, self.load_s)
+        if self._onnx is not None:
+            self._check_against_torch()
+        log.info("loaded %s from %s (runtime %s) in %.2f s", MODEL_NAME, path, runtime, self.load_s)
 
     @property
     def dimension(self) -> int:
@@ -115,17 +158,9 @@ class EmbeddingService:
         with self._lock:
             self.model_calls += 1
             try:
-                truncated = self._truncated(inputs)
-                vectors = self._model.encode(
-                    inputs,
-                    batch_size=self.batch_size,
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
+                vectors, truncated = self._encode(inputs)
             except Exception as exc:
                 raise EmbeddingError(f"the model could not embed the text: {exc}") from exc
-        vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.shape != (len(inputs), DIMENSION) or not np.isfinite(vectors).all():
             raise EmbeddingError(
                 f"the model returned {vectors.shape} values, not {len(inputs)} finite "
@@ -166,6 +201,58 @@ class EmbeddingService:
 
     async def aembed_each(self, texts: Sequence[str]) -> list[Embedding | EmbeddingError]:
         return await asyncio.to_thread(self.embed_each, texts)
+
+    def _encode(self, texts: list[str]) -> tuple[Vector, list[bool]]:
+        """Unit vectors of ``texts`` and whether each was truncated (under the lock)."""
+        if self._onnx is None:
+            truncated = self._truncated(texts)
+            vectors = self._model.encode(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            return np.asarray(vectors, dtype=np.float32), truncated
+        ids, truncated = self._token_ids(texts)
+        return self._onnx.run(ids, self.batch_size), truncated
+
+    def _token_ids(self, texts: list[str]) -> tuple[list[list[int]], list[bool]]:
+        """The model's input ids of each text (cut to ``max_seq_length``, as
+        sentence-transformers cuts them), and whether it was cut. One tokenizer pass
+        up to one past the limit; only the texts found too long are tokenized again."""
+        limit = self.max_seq_length
+        tokenizer = self._model.tokenizer
+        ids = tokenizer(texts, add_special_tokens=True, truncation=True, max_length=limit + 1)[
+            "input_ids"
+        ]
+        truncated = [len(one) > limit for one in ids]
+        long = [i for i, cut in enumerate(truncated) if cut]
+        if long:
+            again = tokenizer(
+                [texts[i] for i in long], add_special_tokens=True, truncation=True, max_length=limit
+            )["input_ids"]
+            for i, one in zip(long, again, strict=True):
+                ids[i] = one
+        return [list(one) for one in ids], truncated
+
+    def _check_against_torch(self) -> None:
+        """Refuse to serve if this runtime's vectors differ from PyTorch's by more
+        than ``AGREEMENT`` (a broken or stale export)."""
+        texts = list(SELF_CHECK_TEXTS)
+        reference = self._model.encode(
+            texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        with self._lock:
+            ours, _ = self._encode(texts)
+        distance = float(np.max(1.0 - np.sum(np.asarray(reference) * ours, axis=1)))
+        if not np.isfinite(distance) or distance > AGREEMENT:
+            raise ModelUnavailable(
+                f"the {self.runtime} runtime's vectors differ from PyTorch's by {distance:.2e} "
+                f"in cosine (more than {AGREEMENT:g}): its export is broken or stale. Delete "
+                "the embedder's cache directory to export it again, or set "
+                "CONTREACT_EMBED_RUNTIME=torch."
+            )
 
     def _truncated(self, texts: list[str]) -> list[bool]:
         """Whether each text has more tokens than the model reads. Tokenized up to one

@@ -103,7 +103,15 @@ class EmbedHandler:
                     log.warning("%s: text had characters that are not UTF-8", task.task_id)
                 vector = result.as_floats()
                 model = self._service.model_name
-                out.append(reflection_embedded(task, vector, model, truncated=result.truncated))
+                out.append(
+                    reflection_embedded(
+                        task,
+                        vector,
+                        model,
+                        truncated=result.truncated,
+                        runtime=self._service.runtime,
+                    )
+                )
             else:
                 log.warning("%s of run %s: %s", task.task_id, task.run_id, result)
                 out.append(embedding_failed(task, str(result)))
@@ -144,7 +152,9 @@ class EmbedHandler:
         paragraphs = split_paragraphs(task.text, task.min_length)
         vectors = [e.as_floats() for e in embedded if isinstance(e, Embedding)]
         await self._corpus.refresh(task.scope)
-        return check_answer(task, paragraphs, vectors, self._corpus.index)
+        return check_answer(
+            task, paragraphs, vectors, self._corpus.index, runtime=self._service.runtime
+        )
 
     async def _answer_search(
         self, task: EmbedTask, query: Embedding | EmbeddingError

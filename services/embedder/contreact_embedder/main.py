@@ -1,10 +1,13 @@
 """Entry point: ``contreact-embedder [--burst]`` loads the model, then serves
-``tasks:embed`` in micro-batches until SIGTERM."""
+``tasks:embed`` in micro-batches until SIGTERM; ``--prepare`` only loads it (and
+makes the ``onnx`` runtime's export: an image build runs it)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+
+from pydantic import ValidationError
 
 from contreact_bus.connection import connect
 from contreact_bus.consumer import Consumer
@@ -48,11 +51,27 @@ async def run(settings: EmbedderSettings, service: EmbeddingService, *, burst: b
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="contreact-embedder", description=__doc__)
     parser.add_argument("--burst", action="store_true", help="exit once the stream is drained")
+    parser.add_argument(
+        "--prepare",
+        action="store_true",
+        help="load the model (exporting it for the onnx runtime if not yet done), then exit",
+    )
     args = parser.parse_args(argv)
     setup_logging()
-    settings = EmbedderSettings()
     try:
-        service = EmbeddingService(settings.model_path, batch_size=settings.batch_size)
+        settings = EmbedderSettings()
+    except ValidationError as exc:
+        raise SystemExit(f"contreact-embedder: bad setting: {exc}") from None
+    try:
+        service = EmbeddingService(
+            settings.model_path,
+            batch_size=settings.batch_size,
+            runtime=settings.runtime,
+            cache_dir=settings.cache_dir,
+        )
     except ModelUnavailable as exc:
         raise SystemExit(f"contreact-embedder: {exc}") from None
+    if args.prepare:
+        print(f"contreact-embedder: {service.model_name} ready (runtime {service.runtime})")
+        return
     asyncio.run(run(settings, service, burst=args.burst))

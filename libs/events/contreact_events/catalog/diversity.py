@@ -10,6 +10,11 @@ from contreact_events.catalog.envelope import EventBase, InputEvent
 
 SimilarityLevel = Literal["high", "moderate", "none"]
 
+TORCH_RUNTIME = "torch"
+"""What ran the model of an embedding recorded before the runtime was (schema
+version 1 of ``ReflectionEmbedded`` and ``ParagraphsChecked``): sentence-transformers
+on PyTorch, the only runtime there was."""
+
 
 class ChunkMatch(BaseModel):
     """A paragraph (or window) of an attempt that is close to a corpus chunk."""
@@ -35,12 +40,18 @@ class ReflectionEmbedded(InputEvent):
     history is rebuilt without the model."""
 
     type: Literal["ReflectionEmbedded"] = "ReflectionEmbedded"
+    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
+    """2: ``runtime`` (version 1 events read as ``torch``, which is what ran them)."""
     task_id: str
     cycle: int
     vector: tuple[float, ...]
     model: str
     truncated: bool = False
     """The text was longer than the model reads (its tail did not count)."""
+    runtime: str = TORCH_RUNTIME
+    """What ran the model: ``torch`` (sentence-transformers on PyTorch) or ``onnx``
+    (the same weights exported to ONNX, run by ONNX Runtime); their vectors agree
+    within 1e-4 cosine."""
 
 
 class EmbeddingFailed(InputEvent):
@@ -87,6 +98,8 @@ class ParagraphsChecked(InputEvent):
     the seed's feedback. Every attempt is in the log."""
 
     type: Literal["ParagraphsChecked"] = "ParagraphsChecked"
+    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
+    """2: ``runtime`` (version 1 events read as ``torch``, which is what ran them)."""
     task_id: str
     cycle: int
     attempt: int
@@ -101,6 +114,8 @@ class ParagraphsChecked(InputEvent):
     """Size of the corpus the attempt was compared with."""
     windows: bool = False
     """Compared as sliding windows of paragraphs (the corpus was large)."""
+    runtime: str = TORCH_RUNTIME
+    """What ran the model that made ``vectors`` (as ``ReflectionEmbedded.runtime``)."""
 
 
 class RegenerationRequested(EventBase):

@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from contreact_events.catalog import Event
-from contreact_events.catalog.diversity import ChunkMatch, ParagraphsAccepted, ParagraphsChecked
+from contreact_events.catalog.diversity import (
+    TORCH_RUNTIME,
+    ChunkMatch,
+    ParagraphsAccepted,
+    ParagraphsChecked,
+)
 from contreact_events.config import RunConfig
 from contreact_events.diversity.paragraphs import SLIDING_WINDOW_ACTIVATION, check_paragraphs
 from contreact_events.diversity.vector_index import VectorIndex
@@ -94,9 +99,12 @@ def check_answer(
     paragraphs: Sequence[str],
     vectors: Sequence[Sequence[float]],
     index: VectorIndex,
+    *,
+    runtime: str = TORCH_RUNTIME,
 ) -> InboxMessage:
     """Seed 001's check of one answer's paragraphs (embedded, in order) against the
-    task's scope in ``index``: the embedder's answer, and the test driver's."""
+    task's scope in ``index``: the embedder's answer, and the test driver's.
+    ``runtime``: what ran the model that made ``vectors`` (recorded with them)."""
     result = check_paragraphs(
         paragraphs,
         vectors,
@@ -126,4 +134,5 @@ def check_answer(
         feedback=result.feedback,
         corpus_chunks=chunks,
         windows=chunks > SLIDING_WINDOW_ACTIVATION,
+        runtime=runtime,
     )

@@ -23,6 +23,7 @@ from contreact_events.catalog.cognition import OperatorMessageAnalyzed
 from contreact_events.catalog.cycle import LLMFailed, LLMResponded
 from contreact_events.catalog.delivery import TaskFailed
 from contreact_events.catalog.diversity import (
+    TORCH_RUNTIME,
     ChunkMatch,
     EmbeddingFailed,
     ParagraphsChecked,
@@ -338,7 +339,12 @@ def tool_result(run_id: str, task_id: str, tool: str, output: str, *, ok: bool) 
 
 
 def reflection_embedded(
-    task: EmbedTask, vector: Sequence[float], model: str, *, truncated: bool
+    task: EmbedTask,
+    vector: Sequence[float],
+    model: str,
+    *,
+    truncated: bool,
+    runtime: str = TORCH_RUNTIME,
 ) -> InboxMessage:
     return input_message(
         ReflectionEmbedded,
@@ -349,6 +355,7 @@ def reflection_embedded(
         vector=[float(x) for x in vector],
         model=model,
         truncated=truncated,
+        runtime=runtime,
     )
 
 
@@ -374,6 +381,7 @@ def paragraphs_checked(
     feedback: str,
     corpus_chunks: int,
     windows: bool,
+    runtime: str = TORCH_RUNTIME,
 ) -> InboxMessage:
     return input_message(
         ParagraphsChecked,
@@ -390,4 +398,5 @@ def paragraphs_checked(
         feedback=feedback,
         corpus_chunks=corpus_chunks,
         windows=windows,
+        runtime=runtime,
     )

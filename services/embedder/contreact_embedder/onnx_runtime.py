@@ -1,0 +1,240 @@
+"""The ``onnx`` runtime: the shipped all-MiniLM-L6-v2 weights exported to ONNX (fp32,
+no quantisation) and run by ONNX Runtime, with sentence-transformers' tokenizer.
+
+The export is made offline from the local model directory (``torch.onnx.export`` of
+the loaded model, its mean pooling and normalisation included), once per weights:
+it is cached under ``cache_dir/<key>/model.onnx``, the key being a hash of the
+model's files and of the exporter's versions, written to a temporary name and
+renamed, so that processes starting together neither see half a file nor export
+twice into one. ``contreact-embedder --prepare`` makes it ahead (the image does, at
+build time); otherwise the first start does (a few seconds).
+
+Texts are run in groups of nearly equal token length, each padded only to its own
+longest (``group_by_length``): a paragraph check's ten paragraphs of 30-200 tokens
+padded to the longest cost a third more than the tokens they hold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from contreact_embedder.exceptions import ModelUnavailable
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+log = logging.getLogger(__name__)
+
+EXPORT_FORMAT = 1
+"""Raised whenever the exported graph changes: a new key, a new export."""
+OPSET = 17
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+OUTPUT = "sentence_embedding"
+PADDING_TOLERANCE = 0.15
+"""A text joins a group while its length is within this share of the group's longest."""
+INSTALL_HINT = (
+    "Install it with `pip install onnxruntime onnx` (the versions in constraints.txt), "
+    "or set CONTREACT_EMBED_RUNTIME=torch."
+)
+
+
+def require_onnxruntime() -> Any:
+    """The ``onnxruntime`` module, or ModelUnavailable naming the fix."""
+    try:
+        import onnxruntime  # type: ignore[import-untyped]
+    except ImportError:
+        raise ModelUnavailable(
+            f"the embedder's runtime is onnx, but onnxruntime is not installed. {INSTALL_HINT}"
+        ) from None
+    return onnxruntime
+
+
+def export_key(model_path: Path) -> str:
+    """A hash of the model's files (weights, config, pooling) and the exporter's
+    versions: the name of the export made from them."""
+    import torch
+
+    digest = hashlib.sha256()
+    digest.update(f"format {EXPORT_FORMAT} opset {OPSET} torch {torch.__version__}".encode())
+    for path in sorted(p for p in model_path.rglob("*") if p.is_file()):
+        if path.suffix in {".onnx", ".xml", ".md"} or ".cache" in path.parts:
+            continue
+        digest.update(str(path.relative_to(model_path)).encode())
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:24]
+
+
+def exported_model(model: SentenceTransformer, model_path: Path, cache_dir: Path) -> Path:
+    """The ONNX file of ``model`` (loaded from ``model_path``), exported now if the
+    cache has none for these weights."""
+    target = cache_dir / export_key(model_path) / "model.onnx"
+    if target.is_file():
+        return target
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ModelUnavailable(
+            f"cannot create the embedder's ONNX cache {target.parent}: {exc}. Set "
+            "CONTREACT_EMBED_CACHE_DIR to a writable directory, or run "
+            "`contreact-embedder --prepare` where it is writable."
+        ) from None
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".export-") as scratch:
+        partial = Path(scratch) / "model.onnx"
+        _export(model, partial)
+        os.replace(partial, target)
+    manifest = {"model_path": str(model_path), "format": EXPORT_FORMAT, "opset": OPSET}
+    (target.parent / "export.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    log.info("exported the model to %s in %.1f s", target, time.perf_counter() - started)
+    return target
+
+
+def _export(model: SentenceTransformer, path: Path) -> None:
+    """``torch.onnx.export`` of the transformer with sentence-transformers' mean
+    pooling and normalisation, so the graph outputs what ``encode`` does."""
+    require_onnxruntime()
+    try:
+        import onnx  # noqa: F401  # torch's exporter needs it
+    except ImportError:
+        raise ModelUnavailable(
+            f"the embedder's runtime is onnx, but onnx (needed to export the model) is "
+            f"not installed. {INSTALL_HINT}"
+        ) from None
+    import torch
+
+    encoder = _pooled_module()(model[0].auto_model).eval()
+    sample = model.tokenizer(
+        ["a short one", "and a somewhat longer sentence, so that one is padded"],
+        padding=True,
+        return_tensors="pt",
+    )
+    args = tuple(sample[name] for name in INPUTS)
+    axes = {name: {0: "batch", 1: "tokens"} for name in INPUTS}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            encoder,
+            args,
+            str(path),
+            input_names=list(INPUTS),
+            output_names=[OUTPUT],
+            dynamic_axes={**axes, OUTPUT: {0: "batch"}},
+            opset_version=OPSET,
+            dynamo=False,
+        )
+
+
+def _pooled_module() -> Any:
+    """The export's module class (made on first use: torch is imported late, after
+    the Hugging Face libraries are put offline)."""
+    import torch
+
+    class Pooled(torch.nn.Module):
+        """The transformer, mean pooling over the attention mask, L2 normalisation:
+        sentence-transformers' ``Transformer`` + ``Pooling(mean)`` + ``Normalize``."""
+
+        def __init__(self, transformer: torch.nn.Module) -> None:
+            super().__init__()
+            self.transformer = transformer
+
+        def forward(
+            self,
+            input_ids: torch.Tensor,
+            attention_mask: torch.Tensor,
+            token_type_ids: torch.Tensor,
+        ) -> torch.Tensor:
+            tokens = self.transformer(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                token_type_ids=token_type_ids,
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(tokens.dtype)
+            summed = (tokens * mask).sum(dim=1)
+            mean = summed / mask.sum(dim=1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(mean, p=2.0, dim=1)
+
+    return Pooled
+
+
+class OnnxEncoder:
+    """An ONNX Runtime session of the exported model. Not thread-safe by itself:
+    the EmbeddingService calls it under its lock."""
+
+    def __init__(self, path: Path, *, threads: int = 0) -> None:
+        ort = require_onnxruntime()
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        # Idle threads sleep instead of spinning: on a small machine the spinning
+        # takes the core Redis and the event loop need between batches.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        try:
+            self.session = ort.InferenceSession(
+                str(path), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            raise ModelUnavailable(
+                f"ONNX Runtime cannot load the exported model {path}: {exc}. Delete that "
+                "directory to export it again."
+            ) from None
+
+    def run(self, ids: Sequence[Sequence[int]], batch_size: int) -> npt.NDArray[np.float32]:
+        """Unit vectors of token-id sequences (with [CLS]/[SEP]), in their order; at
+        most ``batch_size`` in one run of the model."""
+        rows: list[npt.NDArray[np.float32]] = []
+        order: list[int] = []
+        for group in group_by_length([len(one) for one in ids], batch_size):
+            longest = max(len(ids[i]) for i in group)
+            input_ids = np.zeros((len(group), longest), dtype=np.int64)
+            mask = np.zeros((len(group), longest), dtype=np.int64)
+            for row, i in enumerate(group):
+                input_ids[row, : len(ids[i])] = ids[i]
+                mask[row, : len(ids[i])] = 1
+            feeds = {
+                "input_ids": input_ids,
+                "attention_mask": mask,
+                "token_type_ids": np.zeros_like(input_ids),
+            }
+            rows.append(np.asarray(self.session.run([OUTPUT], feeds)[0], dtype=np.float32))
+            order.extend(group)
+        if not rows:
+            return np.empty((0, 0), dtype=np.float32)
+        result = np.empty((len(ids), rows[0].shape[1]), dtype=np.float32)
+        result[np.asarray(order, dtype=np.int64)] = np.concatenate(rows)
+        return result
+
+
+def group_by_length(
+    lengths: Sequence[int], batch_size: int, tolerance: float = PADDING_TOLERANCE
+) -> list[list[int]]:
+    """Indices of ``lengths`` in groups of at most ``batch_size``, longest first, each
+    padded to its first member's length: a member is at least ``(1 - tolerance)`` of
+    it."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    groups: list[list[int]] = []
+    for i in order:
+        last = groups[-1] if groups else None
+        if (
+            last is not None
+            and len(last) < batch_size
+            and lengths[i] >= (1 - tolerance) * lengths[last[0]]
+        ):
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups

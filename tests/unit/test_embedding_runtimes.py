@@ -1,0 +1,197 @@
+"""The embedder's runtimes with the real all-MiniLM-L6-v2: the ``onnx`` runtime's
+vectors agree with PyTorch's within 1e-4 cosine on a fixed corpus; its export is made
+offline from the shipped weights, once, and reused; a broken or disagreeing export,
+a missing ``onnxruntime`` and an unknown runtime are refused, naming the fix; old
+events read as made by ``torch``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+from pydantic import ValidationError
+
+from bench.similarity_search import stdlib_sentences, thousand_word_text
+from contreact_embedder.embedding_service import AGREEMENT, EmbeddingService
+from contreact_embedder.exceptions import ModelUnavailable
+from contreact_embedder.onnx_runtime import export_key, group_by_length
+from contreact_embedder.settings import EmbedderSettings
+from contreact_events.catalog.diversity import ParagraphsChecked, ReflectionEmbedded
+from contreact_events.diversity.paragraphs import split_paragraphs
+from contreact_events.wire.codec import event_from_json
+
+pytestmark = pytest.mark.slow
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def torch_service() -> EmbeddingService:
+    return EmbeddingService(runtime="torch")
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[EmbeddingService, Path]:
+    """An ``onnx`` service whose export was made into a fresh cache by this test."""
+    cache = tmp_path_factory.mktemp("onnx-cache")
+    return EmbeddingService(runtime="onnx", cache_dir=cache), cache
+
+
+def fixed_corpus() -> list[str]:
+    """400 stdlib sentences, the benchmark's 1,000-word text's paragraphs, and edge
+    cases: empty, one word, past the model's 256 tokens, non-ASCII."""
+    sentences = stdlib_sentences(460)
+    paragraphs = split_paragraphs(thousand_word_text(sentences[400:], sentences[:400]))
+    edges = [
+        "",
+        "memory",
+        " ".join(["memory"] * 254),
+        " ".join(["memory"] * 255),
+        " ".join(f"reflection{i} on curiosity" for i in range(400)),
+        "Ich dachte über Erinnerung nach — 记忆 and ✨ emoji.",
+    ]
+    return [*sentences[:400], *paragraphs, *edges]
+
+
+def test_onnx_vectors_agree_with_torch_within_1e4_cosine_on_a_fixed_corpus(
+    torch_service: EmbeddingService, exported: tuple[EmbeddingService, Path]
+) -> None:
+    onnx_service, _ = exported
+    texts = fixed_corpus()
+    reference = torch_service.embed_batch(texts)
+    ours = onnx_service.embed_batch(texts)
+    distances = [
+        1.0 - float(np.dot(a.vector, b.vector)) for a, b in zip(reference, ours, strict=True)
+    ]
+    assert max(distances) <= AGREEMENT == 1e-4
+    assert [e.truncated for e in ours] == [e.truncated for e in reference]
+    assert sum(e.truncated for e in ours) == 2
+    # Alone, in a batch of one, it agrees too (no padding at all).
+    for text in texts[400:]:
+        alone = onnx_service.embed(text)
+        assert 1.0 - float(np.dot(alone.vector, torch_service.embed(text).vector)) <= AGREEMENT
+    assert (onnx_service.runtime, torch_service.runtime) == ("onnx", "torch")
+
+
+def test_the_export_is_made_once_and_reused(exported: tuple[EmbeddingService, Path]) -> None:
+    service, cache = exported
+    files = list(cache.glob("*/model.onnx"))
+    assert len(files) == 1
+    assert files[0].parent.name == export_key(service.path)
+    made = files[0].stat().st_mtime_ns
+    again = EmbeddingService(runtime="onnx", cache_dir=cache)
+    assert files[0].stat().st_mtime_ns == made
+    assert list(cache.glob("*/model.onnx")) == files
+    assert not list(cache.glob("*/.export-*"))  # no scratch left behind
+    np.testing.assert_allclose(again.embed("a plan").vector, service.embed("a plan").vector)
+
+
+def test_a_corrupt_export_is_refused_naming_the_fix(
+    exported: tuple[EmbeddingService, Path], tmp_path: Path
+) -> None:
+    service, _ = exported
+    broken = tmp_path / export_key(service.path)
+    broken.mkdir()
+    (broken / "model.onnx").write_bytes(b"not an onnx graph")
+    with pytest.raises(ModelUnavailable, match="Delete that directory"):
+        EmbeddingService(runtime="onnx", cache_dir=tmp_path)
+
+
+def test_an_export_whose_vectors_disagree_is_refused(
+    exported: tuple[EmbeddingService, Path], tmp_path: Path
+) -> None:
+    """The check on load breaks on purpose: the same graph with one weight matrix
+    perturbed loads fine, but its vectors drift past 1e-4."""
+    import onnx
+    from onnx import numpy_helper
+
+    service, cache = exported
+    graph = onnx.load(str(next(cache.glob("*/model.onnx"))))
+    largest = max(graph.graph.initializer, key=lambda t: int(np.prod(t.dims)))
+    values = numpy_helper.to_array(largest).copy()
+    values += np.random.default_rng(0).normal(0.0, 0.05, values.shape).astype(values.dtype)
+    largest.CopyFrom(numpy_helper.from_array(values, largest.name))
+    stale = tmp_path / export_key(service.path)
+    stale.mkdir()
+    onnx.save(graph, str(stale / "model.onnx"))
+    with pytest.raises(ModelUnavailable, match=r"differ from PyTorch's .* broken or stale"):
+        EmbeddingService(runtime="onnx", cache_dir=tmp_path)
+
+
+def test_the_onnx_runtime_without_onnxruntime_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(ModelUnavailable) as caught:
+        EmbeddingService(runtime="onnx", cache_dir=tmp_path)
+    message = str(caught.value)
+    assert "onnxruntime is not installed" in message
+    assert "pip install onnxruntime onnx" in message
+    assert "CONTREACT_EMBED_RUNTIME=torch" in message
+    assert not list(tmp_path.iterdir())  # refused before loading or exporting anything
+
+
+def test_an_unknown_runtime_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ModelUnavailable, match="unknown embedding runtime 'tensorflow'"):
+        EmbeddingService(runtime="tensorflow")  # type: ignore[arg-type]
+    monkeypatch.setenv("CONTREACT_EMBED_RUNTIME", "tensorflow")
+    with pytest.raises(ValidationError, match="'torch' or 'onnx'"):
+        EmbedderSettings()
+
+
+def test_the_settings_choose_the_runtime(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert EmbedderSettings().runtime == "onnx"
+    assert EmbedderSettings().cache_dir is None
+    monkeypatch.setenv("CONTREACT_EMBED_RUNTIME", "torch")
+    monkeypatch.setenv("CONTREACT_EMBED_CACHE_DIR", str(tmp_path))
+    settings = EmbedderSettings()
+    assert (settings.runtime, settings.cache_dir) == ("torch", tmp_path)
+
+
+def test_texts_are_grouped_by_length_so_that_little_is_padded() -> None:
+    lengths = [174, 157, 164, 32, 192, 181, 136, 42, 172, 138]
+    groups = group_by_length(lengths, batch_size=32)
+    assert sorted(i for group in groups for i in group) == list(range(10))
+    for group in groups:
+        longest = lengths[group[0]]
+        assert all(0.85 * longest <= lengths[i] <= longest for i in group)
+    assert [len(g) for g in groups] == [5, 3, 1, 1]  # 192..164, 157..136, 42, 32
+    assert group_by_length([100] * 5, batch_size=2) == [[0, 1], [2, 3], [4]]
+    assert group_by_length([], batch_size=32) == []
+
+
+def test_events_of_before_the_runtime_read_as_torch() -> None:
+    """The recorded logs' embeddings (version 1, no ``runtime``) read as ``torch``."""
+    kinds: dict[str, int] = {}
+    for path in sorted(FIXTURES.glob("runlog-*.jsonl")):
+        for line in path.read_bytes().splitlines():
+            raw = orjson.loads(line)
+            if raw.get("type") not in ("ReflectionEmbedded", "ParagraphsChecked"):
+                continue
+            assert "runtime" not in raw and raw.get("schema_version", 1) == 1
+            event = event_from_json(line)
+            assert isinstance(event, ReflectionEmbedded | ParagraphsChecked)
+            assert (event.runtime, event.schema_version) == ("torch", 2)
+            kinds[event.type] = kinds.get(event.type, 0) + 1
+    assert set(kinds) == {"ReflectionEmbedded", "ParagraphsChecked"}
+
+
+def test_the_service_process_refuses_an_unknown_runtime_without_a_traceback() -> None:
+    env = {**os.environ, "CONTREACT_EMBED_RUNTIME": "cuda"}
+    done = subprocess.run(
+        [sys.executable, "-m", "contreact_embedder", "--prepare"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "contreact-embedder: bad setting" in done.stderr
+    assert "'torch' or 'onnx'" in done.stderr
+    assert "Traceback" not in done.stderr
