@@ -32,9 +32,10 @@ class TaskSender:
         self._memory = TaskStream(redis, MEMORY_TASKS_STREAM)
         self._embed = TaskStream(redis, EMBED_TASKS_STREAM)
 
-    def queue(self, pipe: Pipeline, task: Task) -> None:
-        """Queue ``task``'s send on ``pipe`` (sent with whatever else the pipe holds)."""
-        self._stream_for(task).queue(pipe, task)
+    def queue(self, pipe: Pipeline, task: Task, raw: bytes | None = None) -> None:
+        """Queue ``task``'s send on ``pipe`` (sent with whatever else the pipe holds);
+        ``raw``: the task already encoded (``tasks.task_bytes``)."""
+        self._stream_for(task).queue(pipe, task, raw)
 
     async def send(self, tasks: Sequence[Task]) -> None:
         if not tasks:
