@@ -45,7 +45,6 @@ from contreact_events.wire.tasks import (
     FORK_REQUEST,
     InboxMessage,
     digest_of,
-    task_bytes,
     task_digest,
 )
 from contreact_orchestrator.archiving import Archiver, listed_state
@@ -329,13 +328,11 @@ class Orchestrator:
         has archived it."""
         meta = meta_fields(state)
         changed = meta != self._meta.get(state.run_id)
-        # The task the cycle waits on is encoded once: its digest is of the bytes sent.
-        encoded = [task_bytes(t) if t.task_id == state.pending_task_id else None for t in tasks]
-        gating = [raw for raw in encoded if raw is not None]
+        gating = [t for t in tasks if t.task_id == state.pending_task_id]
         if gating:  # open tasks (analyses) are not recorded: no worker effect hangs on them
-            pending: PendingTask | None = PendingTask(
-                state.pending_task_id or "", digest_of(gating[0])
-            )
+            # encoded once: its digest is of the bytes sent
+            raw = self._sender.encode(gating[0])
+            pending: PendingTask | None = PendingTask(gating[0].task_id, digest_of(raw))
         elif state.pending_task_id is None:
             pending = PendingTask("", "")
         else:
@@ -350,8 +347,8 @@ class Orchestrator:
                 pending=pending,
                 meta=meta if changed else None,
             )
-            for task, raw in zip(tasks, encoded, strict=True):
-                self._sender.queue(pipe, task, raw)
+            for task in tasks:  # (the cycle's first: its bytes are reused, not encoded again)
+                self._sender.queue(pipe, task)
             results = await pipe.execute(raise_on_error=False)
         append_result(results[0])
         self._meta[state.run_id] = meta
