@@ -357,3 +357,58 @@ async def test_renewals_do_not_cry_wolf_over_calls_that_just_ended(
         await asyncio.wait_for(run(settings, burst=True), 60)
     assert len(ollama.calls) == 300
     assert not [r for r in caplog.records if "had expired" in r.getMessage()]
+
+
+async def test_a_bell_starts_its_call_without_a_scan_and_a_limited_host_still_gets_one(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    """Issue 20: a serving worker that left nothing waiting goes from a task's bell
+    straight to a slot and the entry (no scan of the routes), on a host that holds any
+    number of models; on a host with a model limit, placement needs the scan's view, so
+    the bell leads to a scan as before. Full polls are far apart here, so every scan
+    counted is one a bell asked for."""
+    with running_ollama_host(["m"], num_parallel=4, latency_s=lambda _m: 0.0) as ollama:
+        free_host = ollama.host
+        limited_host = ollama.host.replace("127.0.0.1", "localhost")
+        limits = {
+            free_host: {"parallel": 4, "max_loaded_models": 0},
+            limited_host: {"parallel": 4, "max_loaded_models": 2},
+        }
+        settings = worker(redis_url, "w1", free_host, hosts=limits, poll_s=30.0)
+        handler = await build_handler(aredis, settings)
+        scheduler = build_scheduler(aredis, handler, settings)
+        scans = 0
+        scan = scheduler._routes.scan
+
+        async def counted(*, full: bool = True) -> Any:
+            nonlocal scans
+            scans += 1
+            return await scan(full=full)
+
+        scheduler._routes.scan = counted  # type: ignore[method-assign]
+        stop = asyncio.Event()
+        serving = asyncio.create_task(scheduler.run(stop))
+
+        async def answered(run_id: str) -> None:
+            deadline = time.monotonic() + 20
+            while run_id not in await answers(aredis):
+                assert time.monotonic() < deadline and not serving.done()
+                await asyncio.sleep(0.02)
+
+        try:
+            await send(aredis, chat("r1", "m", free_host))  # a new route: the full look
+            await answered("r1")
+            await asyncio.sleep(0.2)  # the bell's own look is over
+            before = scans
+            await send(aredis, chat("r2", "m", free_host), chat("r3", "m", free_host))
+            await answered("r2")
+            await answered("r3")
+            assert scans == before  # both started from their bells alone
+            await send(aredis, chat("r4", "m", limited_host))
+            await answered("r4")
+            assert scans > before  # a host with a model limit is looked at first
+        finally:
+            stop.set()
+            await serving
+            await handler.aclose()
+    assert {m.kind for m in (await answers(aredis)).values()} == {"LLMResponded"}

@@ -65,3 +65,18 @@ def test_a_new_run_has_an_empty_summary() -> None:
     summary = run_summary(AgentState(run_id="r1"))
     assert (summary.status, summary.model, summary.cycle_count, summary.tokens) == ("new", "", 0, 0)
     assert meta_fields(AgentState(run_id="r1"))["backend"] == ""
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name)
+def test_the_listing_is_computed_without_the_summary_and_agrees_at_every_event(
+    path: Path,
+) -> None:
+    """The orchestrator compares the listing after every step; it is computed without
+    the summary's O(cycles) sums (issue 20), and must stay the summary's slow part."""
+    lines = path.read_bytes().splitlines()
+    events = [event_from_json(line, where=f"{path.name}:{n}") for n, line in enumerate(lines, 1)]
+    state = AgentState(run_id=events[0].run_id)
+    assert meta_fields(state) == run_summary(state).listing_fields()
+    for event in events:
+        state = fold(state, event)
+        assert meta_fields(state) == run_summary(state).listing_fields()

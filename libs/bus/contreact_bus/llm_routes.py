@@ -106,8 +106,8 @@ class RouteStream(TaskStream):
             entry_id, *_ = await pipe.execute()
         return entry_id if isinstance(entry_id, bytes) else str(entry_id).encode()
 
-    def queue(self, pipe: Pipeline, message: BaseModel) -> None:
-        super().queue(pipe, message)
+    def queue(self, pipe: Pipeline, message: BaseModel, raw: bytes | None = None) -> None:
+        super().queue(pipe, message, raw)
         if getattr(message, "reply_to", None) is None:  # an evaluation keeps no model in use
             pipe.sadd(llm_route_runs_key(self.route.id), str(getattr(message, "run_id", "")))
         pipe.hset(LLM_ROUTES, self.route.id, self.route.to_json())

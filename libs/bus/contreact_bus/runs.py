@@ -17,7 +17,7 @@ from contreact_bus.exceptions import RunNotFound
 from contreact_bus.replies import text_map, texts
 from contreact_bus.run_log import RunLog
 from contreact_events.catalog import Event
-from contreact_events.core.run_summary import run_summary
+from contreact_events.core.run_summary import listing_fields
 from contreact_events.core.state import AgentState
 from contreact_events.names import (
     ACTIVE_RUNS,
@@ -45,7 +45,7 @@ async def load_events(redis: aioredis.Redis | None, archive_dir: Path, run_id: s
 def meta_fields(state: AgentState) -> dict[str, str]:
     """The listing projection of a state (strings, for a Redis hash): the slow-changing
     fields of its ``run_summary``, so the orchestrator writes it only on change."""
-    return run_summary(state).listing_fields()
+    return listing_fields(state)
 
 
 async def register_run(redis: aioredis.Redis, run_id: str, experiment: str | None) -> None:

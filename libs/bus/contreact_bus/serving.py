@@ -38,7 +38,10 @@ async def serve(
     stop: asyncio.Event | None = None,
 ) -> int:
     """Decode each entry as ``model`` and hand it to ``handle``; ack once it returns:
-    ``serve_batches`` with batches of one, ``concurrency`` of them at once.
+    ``serve_batches`` with batches of one, ``concurrency`` of them at once. A serial
+    consumer (``concurrency`` 1: the orchestrator's inbox, the memory service) reads
+    up to its ``batch_size`` entries at once and handles them in order, one after the
+    other: under load one read (and one wake-up) serves many entries (issue 20).
 
     ``handle`` must have written its result before returning. An entry whose
     ``handle`` raised a ContReActEventError (it cannot be processed) goes to the
@@ -49,7 +52,14 @@ async def serve(
         await handle(messages[0])
 
     return await serve_batches(
-        consumer, model, one, batch_size=1, concurrency=concurrency, burst=burst, stop=stop
+        consumer,
+        model,
+        one,
+        batch_size=1,
+        concurrency=concurrency,
+        burst=burst,
+        stop=stop,
+        per_read=consumer.settings.batch_size if concurrency == 1 else None,
     )
 
 
@@ -62,6 +72,7 @@ async def serve_batches(
     concurrency: int = 1,
     burst: bool = False,
     stop: asyncio.Event | None = None,
+    per_read: int | None = None,
 ) -> int:
     """Hand ``handle`` the decoded entries in batches, ``concurrency`` batches at
     once; ack a batch once ``handle`` returns. Returns how many entries were handled.
@@ -74,14 +85,18 @@ async def serve_batches(
     ``handle`` must have written a result for every message before returning. In
     batches of more than one it answers a message it cannot process itself (one bad
     message must not fail its batch): if it raises, every entry of the batch is let
-    go, to be retried when reclaimed. With ``batch_size`` 1 a ContReActEventError is
+    go, to be retried when reclaimed. ``per_read``: how many entries one read may take
+    per free slot (default: ``batch_size``, else the consumer's); with ``concurrency`` 1
+    a read's batches are handled in order, one after the other. With ``batch_size`` 1 a
+    ContReActEventError is
     the message's own: it is dead-lettered at once. An entry that cannot be decoded,
     or was delivered ``max_deliveries`` times, is dead-lettered and left out. With
     ``burst`` it returns once the stream has nothing more to give.
     """
     backoff = Backoff(f"{consumer.stream} ({consumer.name})")
     await ensure_group_resiliently(consumer, backoff)
-    per_read = consumer.settings.batch_size if batch_size is None else batch_size
+    if per_read is None:
+        per_read = consumer.settings.batch_size if batch_size is None else batch_size
     running: set[asyncio.Task[None]] = set()
     handled = 0
     stopping = stop or asyncio.Event()
@@ -125,8 +140,13 @@ async def serve_batches(
                 if message is not None:
                     admitted.append((delivery, message))
             batches = list(_batches(admitted, batch_size))
-            if len(batches) == 1 and concurrency == 1:
-                await work(*batches[0])  # the hot path: no task to make and wait for
+            if concurrency == 1:  # the hot path: in order, no task to make and wait for
+                for taken, messages in batches:
+                    if stopping.is_set():  # the rest is let go (a new owner takes it over)
+                        for delivery in taken:
+                            consumer.release(delivery.entry_id)
+                        continue
+                    await work(taken, messages)
                 continue
             for taken, messages in batches:
                 task = asyncio.create_task(work(taken, messages))

@@ -14,7 +14,7 @@ import redis.asyncio as aioredis
 from pydantic import BaseModel
 
 from contreact_bus.run_log import RunLog
-from contreact_events.wire.tasks import task_digest
+from contreact_events.wire.tasks import digest_matches
 
 
 class TaskGate:
@@ -22,15 +22,22 @@ class TaskGate:
         self._log = RunLog(redis)
 
     async def refusal(
-        self, run_id: str, task_id: str, task: BaseModel, deadline: datetime | None
+        self,
+        run_id: str,
+        task_id: str,
+        task: BaseModel,
+        deadline: datetime | None,
+        *,
+        raw: bytes | None = None,
     ) -> str | None:
-        """None if the run waits on exactly this task now; else why it is dropped."""
+        """None if the run waits on exactly this task now; else why it is dropped.
+        ``raw``: the bytes the task arrived as (hashed as they are: no re-encoding)."""
         recorded = await self._log.pending_task(run_id)
         if recorded is None or not recorded.task_id:
             return f"run {run_id} waits on no task now (its log did not ask for {task_id})"
         if recorded.task_id != task_id:
             return f"run {run_id} waits on {recorded.task_id}, not {task_id}"
-        if recorded.digest != task_digest(task):
+        if not digest_matches(recorded.digest, task, raw):
             return f"{task_id} is not the copy the run's log asked for (it was sent again)"
         if deadline is not None and datetime.now(UTC) > deadline:
             return f"{task_id} is past its deadline (the run has sent it again, or given up)"

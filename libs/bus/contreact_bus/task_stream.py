@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from redis.asyncio.client import Pipeline
 
 from contreact_bus.replies import as_bytes, stream_fields
-from contreact_events.wire.codec import message_to_fields
+from contreact_events.wire.codec import MESSAGE_FIELD, message_to_fields
 
 DEFAULT_MAXLEN = 100_000
 """A safety cap on a stream's length; housekeeping trims what is acked long before."""
@@ -32,7 +32,10 @@ class TaskStream:
         )
         return as_bytes(entry_id)
 
-    def queue(self, pipe: Pipeline, message: BaseModel) -> None:
-        """Add a send to a caller's pipeline (no round trip of its own)."""
-        fields = stream_fields(message_to_fields(message))
+    def queue(self, pipe: Pipeline, message: BaseModel, raw: bytes | None = None) -> None:
+        """Add a send to a caller's pipeline (no round trip of its own). ``raw``: the
+        message already encoded (``codec.message_to_fields``'s field), not encoded again."""
+        fields = stream_fields(
+            {MESSAGE_FIELD: raw} if raw is not None else message_to_fields(message)
+        )
         pipe.xadd(self.stream, fields, maxlen=self._maxlen, approximate=True)

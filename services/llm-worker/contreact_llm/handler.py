@@ -49,17 +49,18 @@ class LLMTaskHandler:
         self.inbox = inbox
         self._gate = gate
 
-    async def refusal(self, task: LLMTask) -> str | None:
+    async def refusal(self, task: LLMTask, raw: bytes | None = None) -> str | None:
         """Why ``task`` is not worth a call (its run waits on something else now: it
         was cancelled, moved on, or sent the task again; an assessment job's call:
-        the job waits on another call, or on none), else None."""
+        the job waits on another call, or on none), else None. ``raw``: the bytes the
+        task arrived as (their digest is checked as they are)."""
         if self._gate is None:
             return None
         if task.kind == "analysis":  # no effect hangs on it: the core checks its answer
             return analysis_refusal(task)
         if task.reply_to is not None:
-            return await evaluator_calls.refusal(self.inbox.redis, task)
-        return await self._gate.refusal(task.run_id, task.task_id, task, task.deadline)
+            return await evaluator_calls.refusal(self.inbox.redis, task, raw)
+        return await self._gate.refusal(task.run_id, task.task_id, task, task.deadline, raw=raw)
 
     def queue_answer(self, pipe: Pipeline, task: LLMTask, message: InboxMessage) -> None:
         """Add the answer's send to a caller's pipeline: to the run's inbox, or to the

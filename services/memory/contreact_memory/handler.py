@@ -61,9 +61,15 @@ class MemoryHandler:
 
     async def __call__(self, task: MemoryTask) -> None:
         gate = self._gate
-        if gate is not None and await asyncio.to_thread(self._store.recorded, task.task_id) is None:
-            refusal = await gate.refusal(task.run_id, task.task_id, task, task.deadline)
-            if refusal is not None:
+        if gate is not None:
+            # The store's record and the run's gate are read side by side (the gate's
+            # round trip overlaps the store's thread hop: issue 20); a task applied
+            # before is answered whatever the gate now says, as it always was.
+            recorded, refusal = await asyncio.gather(
+                asyncio.to_thread(self._store.recorded, task.task_id),
+                gate.refusal(task.run_id, task.task_id, task, task.deadline),
+            )
+            if recorded is None and refusal is not None:
                 log.warning("memory task dropped, not applied: %s", refusal)
                 return
         if task.tool == SEED_TOOL:

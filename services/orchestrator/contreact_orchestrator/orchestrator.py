@@ -44,6 +44,7 @@ from contreact_events.wire.tasks import (
     DIGEST_REQUEST,
     FORK_REQUEST,
     InboxMessage,
+    digest_of,
     task_digest,
 )
 from contreact_orchestrator.archiving import Archiver, listed_state
@@ -329,7 +330,9 @@ class Orchestrator:
         changed = meta != self._meta.get(state.run_id)
         gating = [t for t in tasks if t.task_id == state.pending_task_id]
         if gating:  # open tasks (analyses) are not recorded: no worker effect hangs on them
-            pending: PendingTask | None = PendingTask(gating[0].task_id, task_digest(gating[0]))
+            # encoded once: its digest is of the bytes sent
+            raw = self._sender.encode(gating[0])
+            pending: PendingTask | None = PendingTask(gating[0].task_id, digest_of(raw))
         elif state.pending_task_id is None:
             pending = PendingTask("", "")
         else:
@@ -344,7 +347,7 @@ class Orchestrator:
                 pending=pending,
                 meta=meta if changed else None,
             )
-            for task in tasks:
+            for task in tasks:  # (the cycle's first: its bytes are reused, not encoded again)
                 self._sender.queue(pipe, task)
             results = await pipe.execute(raise_on_error=False)
         append_result(results[0])

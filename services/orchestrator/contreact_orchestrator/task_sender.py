@@ -21,7 +21,7 @@ from contreact_bus.replies import entries
 from contreact_bus.task_stream import TaskStream
 from contreact_events.core.decide import Task
 from contreact_events.names import EMBED_TASKS_STREAM, LLM_TASKS_STREAM, MEMORY_TASKS_STREAM
-from contreact_events.wire.tasks import EmbedTask, LLMTask
+from contreact_events.wire.tasks import EmbedTask, LLMTask, task_bytes
 
 
 class TaskSender:
@@ -31,10 +31,21 @@ class TaskSender:
         self._redis = redis
         self._memory = TaskStream(redis, MEMORY_TASKS_STREAM)
         self._embed = TaskStream(redis, EMBED_TASKS_STREAM)
+        self._encoded: tuple[Task, bytes] | None = None
+
+    def encode(self, task: Task) -> bytes:
+        """``task`` as it will be sent (``tasks.task_bytes``), kept for its ``queue``:
+        a task whose digest is recorded is encoded once, for both."""
+        raw = task_bytes(task)
+        self._encoded = (task, raw)
+        return raw
 
     def queue(self, pipe: Pipeline, task: Task) -> None:
-        """Queue ``task``'s send on ``pipe`` (sent with whatever else the pipe holds)."""
-        self._stream_for(task).queue(pipe, task)
+        """Queue ``task``'s send on ``pipe`` (sent with whatever else the pipe holds);
+        the bytes ``encode`` made of it, if it was the last task encoded."""
+        encoded, self._encoded = self._encoded, None
+        raw = encoded[1] if encoded is not None and encoded[0] is task else None
+        self._stream_for(task).queue(pipe, task, raw)
 
     async def send(self, tasks: Sequence[Task]) -> None:
         if not tasks:

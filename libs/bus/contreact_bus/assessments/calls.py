@@ -29,7 +29,7 @@ from contreact_bus.replies import text
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import assessment_gate_key, assessment_reply_key
 from contreact_events.wire.codec import message_from_fields
-from contreact_events.wire.tasks import InboxMessage, LLMTask, task_digest
+from contreact_events.wire.tasks import InboxMessage, LLMTask, digest_matches, task_digest
 
 DEFAULT_TTL_S = 24 * 3600
 
@@ -48,15 +48,16 @@ async def send_call(redis: aioredis.Redis, task: LLMTask, *, ttl_s: int = DEFAUL
         await pipe.execute()
 
 
-async def refusal(redis: aioredis.Redis, task: LLMTask) -> str | None:
-    """None if the job named by ``task.reply_to`` waits on exactly this call now."""
+async def refusal(redis: aioredis.Redis, task: LLMTask, raw: bytes | None = None) -> str | None:
+    """None if the job named by ``task.reply_to`` waits on exactly this call now
+    (``raw``: the bytes the task arrived as)."""
     assert task.reply_to is not None
     task_id, digest = await redis.hmget(assessment_gate_key(task.reply_to), ["task", "digest"])
     if task_id is None:
         return f"assessment job {task.reply_to} waits on no call now (it ended or expired)"
     if text(task_id) != task.task_id:
         return f"assessment job {task.reply_to} waits on {text(task_id)}, not {task.task_id}"
-    if text(digest or b"") != task_digest(task):
+    if not digest_matches(text(digest or b""), task, raw):
         return f"{task.task_id} is not the copy assessment job {task.reply_to} sent"
     if task.deadline is not None and datetime.now(UTC) > task.deadline:
         return f"{task.task_id} is past its deadline (the job has given up on it)"

@@ -67,6 +67,27 @@ class RunSummary(BaseModel):
         }
 
 
+def listing_fields(state: AgentState) -> dict[str, str]:
+    """``run_summary(state).listing_fields()``, without the summary's sums over every
+    cycle's metrics: the orchestrator compares it after every step to write the listing
+    hash only on change, and the sums made that O(cycles) per step (issue 20).
+    ``tests/unit/test_run_summary.py`` checks the two agree on every state of a run."""
+    config = state.config
+    waiting = state.waiting_for
+    return {
+        "run_id": state.run_id,
+        "status": state.status,
+        "cycle": str(state.cycle_number),
+        "cycle_count": str(config.cycle_count if config else 0),
+        "model": config.model_name if config else "",
+        "backend": state.backend or (config.backend if config else ""),
+        "ran_model": state.resolved_model,
+        "experiment": (config.experiment or "") if config else "",
+        "waiting_task": waiting.task_id if waiting else "",
+        "failure_reason": state.failure_reason or "",
+    }
+
+
 def run_metrics(state: AgentState) -> tuple[CycleMetrics, ...]:
     """The metrics of every cycle so far, the one in progress included."""
     if len(state.cycle_metrics) < state.cycle_number:  # a cycle has not ended yet

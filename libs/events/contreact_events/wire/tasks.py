@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contreact_events.catalog import EVENT_ADAPTER, EVENT_CLASSES, Event
@@ -35,6 +34,7 @@ from contreact_events.catalog.run import ModelChecked, RunCancelled, RunRequeste
 from contreact_events.catalog.tool import OperatorReplied, ToolCallCompleted
 from contreact_events.config import RUN_ID_PATTERN, Backend, RunConfig, ScriptConfig
 from contreact_events.exceptions import CorruptEvent
+from contreact_events.wire.codec import dumps
 
 
 class _Frozen(BaseModel):
@@ -308,12 +308,41 @@ def task_failed(
     )
 
 
+def task_bytes(task: BaseModel) -> bytes:
+    """A task as it travels (the ``msg`` field of its stream entry: ``codec.message_to_fields``)."""
+    return task.__pydantic_serializer__.to_json(task)
+
+
+def digest_of(raw: bytes) -> str:
+    """SHA-256 of a task's bytes as sent (``task_bytes``): the digest the orchestrator
+    records with the events that call for the task."""
+    return hashlib.sha256(raw).hexdigest()
+
+
 def task_digest(task: BaseModel) -> str:
-    """SHA-256 of a task's canonical JSON: the orchestrator records it with the events
-    that call for the task, and a worker applies a task only if it matches (so a task
-    from anyone else, or a stale copy, has no effect)."""
-    canonical = orjson.dumps(task.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
-    return hashlib.sha256(canonical).hexdigest()
+    """The digest of a task: SHA-256 of its bytes as sent (``task_bytes``). The
+    orchestrator records it with the events that call for the task, and a worker applies
+    a task only if it matches (so a task from anyone else, or a stale copy, has no
+    effect). A worker that holds the bytes it received hashes those (``digest_matches``):
+    the whole message list of an LLM task is then neither dumped nor sorted on either
+    side (issue 20: that canonical form cost more than the task's own encoding)."""
+    return digest_of(task_bytes(task))
+
+
+def canonical_task_digest(task: BaseModel) -> str:
+    """The digest recorded before issue 20: SHA-256 of the task's canonical JSON (keys
+    sorted). Still accepted by ``digest_matches``, for tasks recorded by an orchestrator
+    of that version and still in flight across an upgrade."""
+    return hashlib.sha256(dumps(task.model_dump(mode="json"), sort_keys=True)).hexdigest()
+
+
+def digest_matches(recorded: str, task: BaseModel, raw: bytes | None = None) -> bool:
+    """Whether ``recorded`` is the digest of ``task``: of the bytes it arrived as
+    (``raw``, when the caller has them: one hash, no re-encoding), else of the task
+    encoded again, else (a task recorded before issue 20) of its canonical form."""
+    if raw is not None and digest_of(raw) == recorded:
+        return True
+    return recorded in (task_digest(task), canonical_task_digest(task))
 
 
 def memory_seeded(task: MemoryTask, calls: int, *, ok: bool, detail: str = "") -> InboxMessage:

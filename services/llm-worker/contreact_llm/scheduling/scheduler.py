@@ -8,8 +8,13 @@ the ack, the slot's release and a wake-up for the other workers go in one pipeli
 
 Wake-ups come through pub/sub (a task queued, a slot released); a poll every
 ``poll_s`` covers what pub/sub cannot say (a dead worker's lease that expired, a
-lost message). While calls run, their leases are renewed and their stream entries'
-claims refreshed, so neither a live worker's slot nor its task is taken over.
+lost message). A bell names the route of the task queued: when the last look left no
+call waiting and the rung routes' hosts hold any number of models (nothing for
+placement to weigh: the slot script alone decides), the loop goes from the bell
+straight to the slots and the entries, without the scan (``_dispatch_rung``: issue 20,
+one round trip and the scan's work fewer on every call's way). While calls run,
+their leases are renewed and their stream entries' claims refreshed, so neither a
+live worker's slot nor its task is taken over.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -91,6 +97,8 @@ class ChatScheduler:
         self._running: dict[bytes, _Running] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
+        self._rung: Counter[str] = Counter()
+        """Bells heard per route since the last look (each queued task rings once)."""
         self._refresh = True
         self._blocked = False
         """Whether calls were left waiting by the last look (a call's end may free them)."""
@@ -106,6 +114,8 @@ class ChatScheduler:
         Calls in progress are finished before returning. Returns calls started."""
         listening = asyncio.create_task(self._listen(stop))
         keeping = asyncio.create_task(self._keep())
+        stopping = asyncio.create_task(stop.wait())  # a stop ends the wait for a bell
+        stopping.add_done_callback(lambda _done: self._wake.set())
         next_full = 0.0
         try:
             while not stop.is_set():
@@ -113,8 +123,12 @@ class ChatScheduler:
                 full = time.monotonic() >= next_full
                 if full:  # what no bell rings for: a silent worker's tasks
                     next_full = time.monotonic() + self.settings.poll_s
+                rung, self._rung = self._rung, Counter()
                 try:
-                    started, left, waiting = await self._dispatch(full=full)
+                    fast = None
+                    if rung and not (full or burst or self._blocked or self._refresh):
+                        fast = await self._dispatch_rung(rung)
+                    started, left, waiting = fast or await self._dispatch(full=full)
                 except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
                     log.warning("Redis did not answer (%s); looking again shortly", exc)
                     await asyncio.sleep(self.settings.poll_s)
@@ -132,9 +146,9 @@ class ChatScheduler:
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
         finally:
-            for task in (listening, keeping):
+            for task in (listening, keeping, stopping):
                 task.cancel()
-            await asyncio.gather(listening, keeping, return_exceptions=True)
+            await asyncio.gather(listening, keeping, stopping, return_exceptions=True)
         return self.started
 
     async def _dispatch(self, *, full: bool = True) -> tuple[int, int, bool]:
@@ -179,6 +193,41 @@ class ChatScheduler:
                 remaining[attempt.route_id] = 0
                 await self._release(*leases[len(taken) :])
         return started, sum(remaining.values()), bool(scan.waiting)
+
+    async def _dispatch_rung(self, rung: Counter[str]) -> tuple[int, int, bool] | None:
+        """Start the calls the bells announced, without a scan: as many per route as
+        it rang, on its hosts in order (as ``plan`` orders a pool it has no view of),
+        runs' lines before background ones. None (the full look instead) when a rung
+        route is unknown yet, or one of its hosts limits the models it holds (then
+        placement weighs the hosts' views, which only the scan reads)."""
+        limits = self._routes.host_limits()
+        lines = []
+        for route_id in rung:
+            line = self._routes.lines.get(route_id)
+            if line is None or any(limits[host].max_loaded > 0 for host in line.route.hosts):
+                return None
+            lines.append(line)
+        started = left = 0
+        for line in sorted(lines, key=lambda line: line.route.background):
+            wanted = min(rung[line.route.id], self._free())
+            left += rung[line.route.id] - wanted
+            for host in line.route.hosts:
+                if wanted <= 0:
+                    break
+                attempt = Attempt(line.route.id, host, "warm", (), 0)
+                leases = await self._acquire(line, attempt, limits[host], wanted)
+                if not leases:
+                    continue
+                taken = await self._take(line, len(leases), reclaimable=False)
+                for delivery, lease in zip(taken, leases, strict=False):
+                    self._start(line, delivery, lease)
+                started += len(taken)
+                wanted -= len(taken)
+                if len(taken) < len(leases):  # another worker took them (bells ring for all)
+                    wanted = 0
+                    await self._release(*leases[len(taken) :])
+            left += wanted
+        return started, left, True
 
     def _free(self) -> int:
         return self.settings.concurrency - len(self._running)
@@ -270,7 +319,8 @@ class ChatScheduler:
                 await line.consumer.dead_letter(delivery, f"cannot decode: {exc}")
                 await self._release(lease)
                 return
-            refusal = await self._handler.refusal(task)  # the task as its run's log has it
+            # the task as its run's log has it (its bytes as they came, hashed as they are)
+            refusal = await self._handler.refusal(task, delivery.fields.get(b"msg"))
             if refusal is not None:  # a cancelled run, a stale copy: no call for nothing
                 log.info("%s: LLM task dropped: %s", line.route.id, refusal)
                 await line.consumer.ack(delivery.entry_id)
@@ -316,9 +366,9 @@ class ChatScheduler:
                     if data == self._freed:
                         continue  # our own release: the loop knows already
                     if data.startswith(ROUTE_WAKE_PREFIX):
-                        self._refresh |= (
-                            data.removeprefix(ROUTE_WAKE_PREFIX) not in self._routes.lines
-                        )
+                        route_id = data.removeprefix(ROUTE_WAKE_PREFIX)
+                        self._refresh |= route_id not in self._routes.lines
+                        self._rung[route_id] += 1
                     self._wake.set()
             except (OSError, aioredis.ConnectionError, aioredis.TimeoutError) as exc:
                 log.warning("wake-up channel lost (%s); listening again", exc)
