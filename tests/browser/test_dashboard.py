@@ -29,7 +29,7 @@ def write(stack: UIStack, name: str, config: dict[str, Any]) -> Path:
 
 def live_config() -> dict[str, Any]:
     def reply(content: str = "", *calls: dict[str, Any]) -> dict[str, Any]:
-        return {"content": content, "tool_calls": list(calls), "latency_ms": 250}
+        return {"content": content, "tool_calls": list(calls), "latency_ms": 600}
 
     return {
         "run_id": LIVE,

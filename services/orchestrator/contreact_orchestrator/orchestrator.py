@@ -45,7 +45,6 @@ from contreact_events.wire.tasks import (
     FORK_REQUEST,
     InboxMessage,
     digest_of,
-    task_digest,
 )
 from contreact_orchestrator.archiving import Archiver, listed_state
 from contreact_orchestrator.deadlines import DeadlineWatch
@@ -54,7 +53,7 @@ from contreact_orchestrator.exceptions import LeaseLost
 from contreact_orchestrator.leases import Lease
 from contreact_orchestrator.rejections import dead_letter, rejection
 from contreact_orchestrator.run_requests import completed_request, decide_fork
-from contreact_orchestrator.task_sender import TaskSender
+from contreact_orchestrator.task_sender import TaskSender, pending_of
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +131,7 @@ class Orchestrator:
             if state is not None:
                 states.append(state)
         for state in states:
-            claimed = await self._log.claim(state.run_id, lease.token, _pending_of(state))
+            claimed = await self._log.claim(state.run_id, lease.token, pending_of(state))
             if not claimed:
                 self.drop_shard(lease.shard)
                 raise FencedOut(f"run {state.run_id} is written by a newer owner of its shard")
@@ -330,8 +329,7 @@ class Orchestrator:
         changed = meta != self._meta.get(state.run_id)
         gating = [t for t in tasks if t.task_id == state.pending_task_id]
         if gating:  # open tasks (analyses) are not recorded: no worker effect hangs on them
-            # encoded once: its digest is of the bytes sent
-            raw = self._sender.encode(gating[0])
+            raw = self._sender.encode(gating[0])  # encoded once, digest of the bytes sent
             pending: PendingTask | None = PendingTask(gating[0].task_id, digest_of(raw))
         elif state.pending_task_id is None:
             pending = PendingTask("", "")
@@ -435,8 +433,3 @@ class Orchestrator:
         state = held or await self._state(run_id)
         if state is not None:
             await write_digest(self._redis, state, "memory" if held is not None else "log")
-
-
-def _pending_of(state: AgentState) -> PendingTask | None:
-    tasks = [t for t in pending_tasks(state) if t.task_id == state.pending_task_id]
-    return PendingTask(tasks[0].task_id, task_digest(tasks[0])) if tasks else None

@@ -18,10 +18,13 @@ from redis.asyncio.client import Pipeline
 
 from contreact_bus.llm_routes import known_routes, llm_task_stream
 from contreact_bus.replies import entries
+from contreact_bus.run_log import PendingTask
 from contreact_bus.task_stream import TaskStream
 from contreact_events.core.decide import Task
+from contreact_events.core.outbox import pending_tasks
+from contreact_events.core.state import AgentState
 from contreact_events.names import EMBED_TASKS_STREAM, LLM_TASKS_STREAM, MEMORY_TASKS_STREAM
-from contreact_events.wire.tasks import EmbedTask, LLMTask, task_bytes
+from contreact_events.wire.tasks import EmbedTask, LLMTask, task_bytes, task_digest
 
 
 class TaskSender:
@@ -116,3 +119,9 @@ def _json(raw: bytes | None) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def pending_of(state: AgentState) -> PendingTask | None:
+    """The task a run waits on, as its lease claim records it (id and digest)."""
+    tasks = [t for t in pending_tasks(state) if t.task_id == state.pending_task_id]
+    return PendingTask(tasks[0].task_id, task_digest(tasks[0])) if tasks else None
