@@ -36,6 +36,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import importlib.util
 import os
 import re
 import statistics
@@ -338,7 +339,9 @@ def main(argv: list[str] | None = None) -> None:
         use_smoke_sizes(
             globals(), BASE=64, HELD_OUT=8, SIZES=(500,), CHECK_REPEATS=1, CHECK_CHUNKS=500
         )
-    with_chroma = not args.smoke
+    with_chroma = not args.smoke and importlib.util.find_spec("chromadb") is not None
+    if not args.smoke and not with_chroma:
+        print("   ChromaDB is not installed (pip install -r requirements-bench.txt): left out")
     started = time.perf_counter()
     sentences = stdlib_sentences(BASE + HELD_OUT)
     texts, held_out = sentences[:BASE], sentences[BASE:]
