@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from contreact_events.cognition.policy import PERSISTENT_PREFIX
 from contreact_events.wire.codec import event_from_json
 from tests.support import hostile
 from tests.support.exchange_runs import (
@@ -159,4 +158,3 @@ def test_persistent_memory_entries_are_marked_wherever_memory_is_shown(
     assert notes_hits and not any(h["persistent"] for h in notes_hits)
     html = get(client, "/search?q=javascript&kind=memory").text
     assert 'class="badge persistent"' in html
-    assert PERSISTENT_KEY.startswith(PERSISTENT_PREFIX)
