@@ -19,8 +19,10 @@ from contreact_bus.runs import register_run
 from contreact_events.catalog import Event
 from contreact_events.names import run_log_key, run_meta_key
 from contreact_ui.follower import Notifier, Projector
+from contreact_ui.page_models import SearchFilters
 from contreact_ui.rebuild import rebuild
-from contreact_ui.store import TABLES, ProjectionStore
+from contreact_ui.store import TABLES, ProjectionStore, connect_readonly
+from contreact_ui.views.search import search_page
 from tests.support.sim import Sim, make_config, say
 
 pytestmark = pytest.mark.redis
@@ -212,6 +214,57 @@ async def test_a_rebuild_by_another_process_is_picked_up(
     finally:
         stop.set()
         await task
+
+
+def tidal_log(run_id: str, cycles: int) -> list[Event]:
+    """A run whose reflection and memory value name their cycle (``tide-3``)."""
+
+    def reply(task: Any) -> Any:
+        cycle = task.cycle
+        if task.step == 1:
+            return say("", ("write", {"key": f"k{cycle}", "value": f"tide-{cycle} noted"}))
+        return say(f"Cycle {cycle}: I wrote tide-{cycle} down.")
+
+    sim = Sim(make_config(run_id=run_id, cycle_count=cycles, operator={"mode": "auto"}))
+    sim.drive([reply])
+    return sim.log
+
+
+def keyword_hits(path: Path, q: str) -> list[tuple[str, int, str, str]]:
+    conn = connect_readonly(path)
+    try:
+        page = search_page(conn, SearchFilters(q=q, limit=500))
+    finally:
+        conn.close()
+    return [(h.run_id, h.seq, h.kind, h.label) for h in page.hits]
+
+
+async def test_texts_projected_after_a_rebuild_are_found_by_keyword(
+    aredis: aioredis.Redis, store: ProjectionStore, archive: Path, tmp_path: Path
+) -> None:
+    """A rebuild makes the trigram index in one go once its rows are in; the follower
+    then indexes each new text as it projects it: a search finds both, exactly as in a
+    store rebuilt once the run ended."""
+    events = tidal_log("tidal-1", cycles=4)
+    half = next(i for i, e in enumerate(events) if getattr(e, "cycle", 0) == 3)
+    await register_run(aredis, "tidal-1", None)
+    await append(aredis, events[:half])
+    await rebuild(store.path, aredis, archive)
+    assert [hit[1] for hit in keyword_hits(store.path, "TIDE-2")]  # indexed by the rebuild
+    assert not keyword_hits(store.path, "tide-3")
+    projector = Projector(store, aredis, archive, Notifier())
+    await projector.load()
+    await append(aredis, events[half:])
+    await projector.discover()
+    await projector.poll()
+    assert rows(store, "tidal-1")["status"] == "completed"
+    rebuilt = tmp_path / "rebuilt.db"
+    await rebuild(rebuilt, aredis, archive)
+    for q in ("tide-4", "tide-3 noted", "TIDE", "Cycle 2:", "de-"):
+        found = keyword_hits(store.path, q)
+        assert found and found == keyword_hits(rebuilt, q), q
+    assert {hit[2] for hit in keyword_hits(store.path, "tide-4")} == {"memory", "reflection"}
+    assert all(seq > half for _, seq, _, _ in keyword_hits(store.path, "tide-3"))
 
 
 async def wait_for(predicate: Any, within_s: float = 10.0) -> None:

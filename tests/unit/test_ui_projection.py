@@ -4,6 +4,7 @@ projector does while a run is live) gives exactly the store a rebuild gives."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
 import sqlite3
@@ -26,6 +27,7 @@ from contreact_ui.read_models import (
     describe,
     task_key,
 )
+from contreact_ui.rebuild import rebuild
 from contreact_ui.snapshots import SnapshotCache
 from contreact_ui.store import TABLES, ProjectionStore, connect_readonly
 from contreact_ui.text import display
@@ -181,6 +183,41 @@ def test_a_log_that_does_not_fold_is_a_named_error() -> None:
     projector.feed((None, e) for e in events[:5])
     with pytest.raises(ProjectionError, match=r"run fixture-completed: event 6"):
         projector.feed((None, e) for e in events[7:9])
+
+
+def test_a_rebuild_shows_the_runs_it_cannot_read_or_fold_and_keeps_the_others(
+    tmp_path: Path,
+) -> None:
+    """An archive with a line that does not decode is shown with no rows; one whose
+    events stop folding keeps what comes before; the runs around them are whole."""
+    lines = (FIXTURES / "runlog-v1-completed.jsonl").read_bytes().splitlines()
+    run_id = load(FIXTURES / "runlog-v1-completed.jsonl")[0].run_id
+
+    def archive(name: str, kept: list[bytes]) -> None:
+        body = b"\n".join(
+            line.replace(f'"{run_id}"'.encode(), f'"{name}"'.encode()) for line in kept
+        )
+        (tmp_path / "runs").mkdir(exist_ok=True)
+        (tmp_path / "runs" / f"{name}.events.jsonl").write_bytes(body + b"\n")
+
+    archive("a-good", lines)
+    archive("b-garbled", [*lines[:5], b"{not json", *lines[5:]])
+    archive("c-gapped", [*lines[:5], *lines[7:]])
+    archive("d-good", lines)
+    report = asyncio.run(rebuild(tmp_path / "ui.db", None, tmp_path / "runs"))
+    assert (report.runs, sorted(report.problems)) == (2, ["b-garbled", "c-gapped"])
+    assert "b-garbled.events.jsonl:6" in report.problems["b-garbled"]
+    store = ProjectionStore.open(tmp_path / "ui.db")
+    runs = {
+        r[0]: r[1:]
+        for r in store.conn.execute("SELECT run_id, events, terminal, projection_error FROM runs")
+    }
+    assert runs["a-good"] == runs["d-good"] == (len(lines), 1, None)
+    assert runs["b-garbled"] == (0, 1, report.problems["b-garbled"])
+    assert runs["c-gapped"] == (5, 1, report.problems["c-gapped"])
+    assert "cannot be folded" in report.problems["c-gapped"]
+    counts = dict(store.conn.execute("SELECT run_id, count(*) FROM events GROUP BY run_id"))
+    assert counts == {"a-good": len(lines), "c-gapped": 5, "d-good": len(lines)}
 
 
 def test_store_of_another_version_is_refused(tmp_path: Path) -> None:

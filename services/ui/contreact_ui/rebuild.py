@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,11 +37,26 @@ class RebuildReport:
 
 
 BATCH_EVENTS = 20_000
-"""Events projected per write transaction of a rebuild."""
+"""Events whose rows are written per write transaction of a rebuild."""
+
+
+@dataclass
+class _Batch:
+    """Runs projected and not written yet: their deltas, and the problems to record
+    once their rows are in."""
+
+    deltas: list[tuple[Delta, str]] = field(default_factory=list)
+    problems: dict[str, str] = field(default_factory=dict)
+    events: int = 0
 
 
 async def rebuild(path: Path, redis: aioredis.Redis | None, archive_dir: Path) -> RebuildReport:
-    """Project every run into a fresh store and put it in place of ``path``."""
+    """Project every run into a fresh store and put it in place of ``path``.
+
+    Each run is projected as soon as it is read, so only its rows wait for the batch's
+    write (holding the decoded events of many runs made the cyclic garbage collector
+    scan them again and again); the trigram index of the search texts is made once,
+    after the last write."""
     scratch = path.with_name(path.name + ".rebuild")
     for leftover in (scratch, Path(f"{scratch}-wal"), Path(f"{scratch}-shm")):
         leftover.unlink(missing_ok=True)
@@ -51,23 +67,19 @@ async def rebuild(path: Path, redis: aioredis.Redis | None, archive_dir: Path) -
         ids: set[str] = set(archived_run_ids(archive_dir))
         if redis is not None:
             ids.update(texts(await redis.zrange(RUNS_INDEX, 0, -1)))
-        batch: list[tuple[str, list[Entry], str]] = []
-        pending = 0
+        batch = _Batch()
         for run_id in sorted(i for i in ids if RUN_ID_PATTERN.match(i)):
             try:
-                pairs, source = await _log_of(redis, archive_dir, run_id)
-            except ContReActEventError as exc:
+                await _project(redis, archive_dir, run_id, batch, report)
+            except ContReActEventError as exc:  # a log that does not decode
                 report.problems[run_id] = str(exc)
                 store.set_problem(run_id, status=None, error=str(exc))
                 continue
-            if not pairs:
-                continue  # registered, nothing appended yet: the follower follows it
-            batch.append((run_id, pairs, source))
-            pending += len(pairs)
-            if pending >= BATCH_EVENTS:
-                await asyncio.to_thread(_project_batch, store, batch, report)
-                batch, pending = [], 0
-        await asyncio.to_thread(_project_batch, store, batch, report)
+            if batch.events >= BATCH_EVENTS:
+                await asyncio.to_thread(_write_batch, store, batch)
+                batch = _Batch()
+        await asyncio.to_thread(_write_batch, store, batch)
+        await asyncio.to_thread(store.reindex_texts)
         await asyncio.to_thread(_install, store.conn, path)
     finally:
         store.close()
@@ -76,15 +88,32 @@ async def rebuild(path: Path, redis: aioredis.Redis | None, archive_dir: Path) -
     return report
 
 
-async def _log_of(
-    redis: aioredis.Redis | None, archive_dir: Path, run_id: str
-) -> tuple[list[Entry], str]:
+async def _project(
+    redis: aioredis.Redis | None,
+    archive_dir: Path,
+    run_id: str,
+    batch: _Batch,
+    report: RebuildReport,
+) -> None:
+    """Project one run into the batch: from Redis while it holds the run's log, else
+    from its archive, each line decoded as the projector takes it, so the events are
+    gone (but for what the fold's state keeps) before the collector runs again. A run
+    registered with nothing appended yet is left to the follower."""
     if redis is not None:
         read = await RunLog(redis).read(run_id)
         if read:
-            return [Entry(entry_id.decode(), event, None) for entry_id, event in read], "redis"
-    archived = await asyncio.to_thread(archive_entries, archive_dir, run_id)
-    return archived or [], "archive"
+            entries = [Entry(entry_id.decode(), event, None) for entry_id, event in read]
+            del read
+            await asyncio.to_thread(_project_run, run_id, entries, "redis", batch, report)
+            return
+    path = archive_path(archive_dir, run_id)
+    if path.exists():
+        await asyncio.to_thread(_project_archive, path, run_id, batch, report)
+
+
+def _project_archive(path: Path, run_id: str, batch: _Batch, report: RebuildReport) -> None:
+    with path.open("rb") as lines, bulk():
+        _project_run(run_id, _entries(lines, path), "archive", batch, report)
 
 
 def archive_entries(archive_dir: Path, run_id: str) -> list[Entry] | None:
@@ -93,37 +122,42 @@ def archive_entries(archive_dir: Path, run_id: str) -> list[Entry] | None:
     path = archive_path(archive_dir, run_id)
     if not path.exists():
         return None
-    out = []
     with path.open("rb") as lines, bulk():
-        for number, line in enumerate(lines, start=1):
-            raw = line.rstrip(b"\r\n")
-            if raw.strip():
-                out.append(Entry(None, event_from_json(raw, where=f"{path}:{number}"), raw))
-    return out
+        return list(_entries(lines, path))
 
 
-def _project_batch(
-    store: ProjectionStore,
-    batch: list[tuple[str, list[Entry], str]],
-    report: RebuildReport,
+def _entries(lines: Iterable[bytes], path: Path) -> Iterator[Entry]:
+    for number, line in enumerate(lines, start=1):
+        raw = line.rstrip(b"\r\n")
+        if raw.strip():
+            yield Entry(None, event_from_json(raw, where=f"{path}:{number}"), raw)
+
+
+def _project_run(
+    run_id: str, entries: Iterable[Entry], source: str, batch: _Batch, report: RebuildReport
 ) -> None:
-    """Project several runs and write them in one transaction."""
-    deltas: list[tuple[Delta, str]] = []
-    problems: dict[str, str] = {}
-    for run_id, pairs, source in batch:
-        try:
-            deltas.append((RunProjector(run_id).feed(pairs), source))
-        except ProjectionError as exc:
-            problems[run_id] = str(exc)
-            if exc.partial is not None:
-                deltas.append((exc.partial, source))  # what comes before the bad event
-            continue
-        report.runs += 1
-        report.events += len(pairs)
-    store.apply_many(deltas)
-    for run_id, problem in problems.items():
+    """Project one run into the batch (what comes before a bad event, and the problem)."""
+    try:
+        delta = RunProjector(run_id).feed(entries)
+    except ProjectionError as exc:
+        batch.problems[run_id] = report.problems[run_id] = str(exc)
+        if exc.partial is not None:
+            batch.deltas.append((exc.partial, source))
+        return
+    if delta.empty:
+        return  # an empty archive: nothing to show
+    batch.deltas.append((delta, source))
+    report.runs += 1
+    report.events += len(delta.events)
+    batch.events += len(delta.events)
+
+
+def _write_batch(store: ProjectionStore, batch: _Batch) -> None:
+    """Write the batch's runs in one transaction, their texts left out of the trigram
+    index (made once at the end), then the problems of those that stopped short."""
+    store.apply_many(batch.deltas, index=False)
+    for run_id, problem in batch.problems.items():
         store.set_problem(run_id, status=None, error=problem)
-    report.problems.update(problems)
 
 
 def _install(built: sqlite3.Connection, path: Path) -> None:

@@ -141,6 +141,11 @@ TABLES = (
 )
 
 
+FOLD_INSERT = (
+    "INSERT OR IGNORE INTO text_folds (run_id, seq, kind, label, folded) VALUES (?, ?, ?, ?, ?)"
+)
+
+
 def _ts(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
@@ -233,12 +238,21 @@ class ProjectionStore:
     def apply(self, delta: Delta, *, source: str = "redis") -> None:
         """Write one delta and the log position it reaches, in one transaction."""
         with self.transaction() as conn:
-            _write_delta(conn, delta, source)
+            _write_delta(conn, delta, source, index=True)
 
-    def apply_many(self, deltas: list[tuple[Delta, str]]) -> None:
+    def apply_many(self, deltas: list[tuple[Delta, str]], *, index: bool = True) -> None:
+        """Write several deltas in one transaction; ``index=False`` leaves their texts
+        out of the trigram index (a rebuild fills it once at the end: ``reindex_texts``)."""
         with self.transaction() as conn:
             for delta, source in deltas:
-                _write_delta(conn, delta, source)
+                _write_delta(conn, delta, source, index=index)
+
+    def reindex_texts(self) -> None:
+        """The trigram index made again from every folded text, in one statement: much
+        cheaper than a row at a time while a rebuild writes 60,000 texts."""
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO text_index (text_index) VALUES ('delete-all')")
+            conn.execute("INSERT INTO text_index (rowid, folded) SELECT id, folded FROM text_folds")
 
     def set_problem(self, run_id: str, *, status: str | None, error: str) -> None:
         """A run that cannot be projected (or is quarantined): shown with the reason,
@@ -266,7 +280,7 @@ class ProjectionStore:
         return [(r[0], bytes(r[1])) for r in rows]
 
 
-def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str) -> None:
+def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str, *, index: bool) -> None:
     run_id = delta.run_id
     s = delta.summary
     values: dict[str, Any] = {name: getattr(s, name) for name in SUMMARY_FIELDS}
@@ -396,16 +410,15 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str) -> None:
             for t in delta.texts
         ],
     )
-    for t in delta.texts:  # a text seen before (a reflection again, with its vector): kept
-        folded = fold_case(t.text)
-        cursor = conn.execute(
-            "INSERT OR IGNORE INTO text_folds (run_id, seq, kind, label, folded) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (run_id, t.seq, t.kind, t.label, folded),
-        )
+    folds = [(run_id, t.seq, t.kind, t.label, fold_case(t.text)) for t in delta.texts]
+    if not index:  # a rebuild: the index is made from every folded text at the end
+        conn.executemany(FOLD_INSERT, folds)
+        return
+    for fold in folds:  # a text seen before (a reflection again, with its vector): kept
+        cursor = conn.execute(FOLD_INSERT, fold)
         if cursor.rowcount == 1:
             conn.execute(
-                "INSERT INTO text_index (rowid, folded) VALUES (?, ?)", (cursor.lastrowid, folded)
+                "INSERT INTO text_index (rowid, folded) VALUES (?, ?)", (cursor.lastrowid, fold[-1])
             )
 
 
