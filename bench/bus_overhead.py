@@ -310,8 +310,12 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
     from contreact_bus.task_gate import TaskGate
     from contreact_events.core.outbox import pending_tasks
     from contreact_events.names import MEMORY_TASKS_STREAM
+    from contreact_events.wire.answers import tool_completed
     from contreact_events.wire.codec import message_from_fields
-    from contreact_events.wire.tasks import LLMTask, MemoryTask, tool_completed
+    from contreact_events.wire.tasks import (
+        LLMTask,
+        MemoryTask,
+    )
     from contreact_llm.backends.scripted import ScriptedBackend
     from contreact_llm.handler import LLMTaskHandler
     from contreact_llm.retry import RetryPolicy

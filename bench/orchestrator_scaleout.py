@@ -50,8 +50,9 @@ from contreact_events.names import (
     ORCHESTRATOR_REPLICAS,
     run_meta_key,
 )
+from contreact_events.wire.answers import llm_responded, model_checked
 from contreact_events.wire.codec import message_from_fields
-from contreact_events.wire.tasks import InboxMessage, LLMTask, llm_responded, model_checked
+from contreact_events.wire.tasks import InboxMessage, LLMTask
 
 SHARDS = 8
 REPLICA_COUNTS = (1, 2, 4, 1)

@@ -10,7 +10,7 @@ import redis.asyncio as aioredis
 from contreact_bus.inbox import Inbox
 from contreact_cli.output import Printer
 from contreact_events.core.state import AgentState
-from contreact_events.wire.tasks import operator_replied
+from contreact_events.wire.answers import operator_replied
 
 
 class OperatorPrompt:

@@ -15,7 +15,8 @@ from contreact_events.config import parse_run_config
 from contreact_events.core.fold import final_call_note
 from contreact_events.core.tools import ALL_TOOLS, system_prompt_with_tools, tool_schemas
 from contreact_events.protocol import paper_system_prompt
-from contreact_events.wire.tasks import LLMTask, llm_responded
+from contreact_events.wire.answers import llm_responded
+from contreact_events.wire.tasks import LLMTask
 from contreact_llm.backends import ChatReply
 from contreact_llm.backends.embedded import EmbeddedBackend
 from contreact_llm.backends.ollama import OllamaBackend

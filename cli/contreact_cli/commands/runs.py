@@ -31,7 +31,7 @@ from contreact_cli.text import safe
 from contreact_events.config import RunConfig
 from contreact_events.core.fold import fold_all
 from contreact_events.core.state import AgentState
-from contreact_events.wire.tasks import run_cancelled, run_requested
+from contreact_events.wire.answers import run_cancelled, run_requested
 
 
 def register(sub: Any) -> None:

@@ -21,7 +21,8 @@ from contreact_events.names import (
     inbox_shard,
     inbox_stream,
 )
-from contreact_events.wire.tasks import InboxMessage, LLMTask, llm_failed, task_failed
+from contreact_events.wire.answers import llm_failed, task_failed
+from contreact_events.wire.tasks import InboxMessage, LLMTask
 
 
 async def inbox_shards(redis: aioredis.Redis) -> int:

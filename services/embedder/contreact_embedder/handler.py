@@ -28,18 +28,16 @@ from contreact_embedder.corpus_index import CorpusIndex
 from contreact_embedder.embedding_service import Embedding, EmbeddingService
 from contreact_embedder.exceptions import EmbeddingError
 from contreact_embedder.memory_search import MemorySearch
-from contreact_events.catalog.cognition import MemoriesRetrieved, RetrievedMemory
 from contreact_events.core.tools import SEARCH_TOOL
 from contreact_events.diversity.corpus import check_answer
 from contreact_events.diversity.paragraphs import split_paragraphs
-from contreact_events.wire.tasks import (
-    EmbedTask,
-    InboxMessage,
+from contreact_events.wire.answers import (
     embedding_failed,
-    input_message,
+    memories_retrieved,
     reflection_embedded,
     tool_result,
 )
+from contreact_events.wire.tasks import EmbedTask, InboxMessage
 
 log = logging.getLogger(__name__)
 
@@ -186,18 +184,3 @@ def _texts_of(task: EmbedTask) -> list[str]:
     if task.kind == "paragraphs":
         return split_paragraphs(task.text, task.min_length)
     return [task.text]
-
-
-def memories_retrieved(
-    task: EmbedTask, memories: Sequence[RetrievedMemory], *, error: str | None = None
-) -> InboxMessage:
-    """The answer to a cycle's memory retrieval (``cognition.memory_block``)."""
-    return input_message(
-        MemoriesRetrieved,
-        task.run_id,
-        task.task_id,
-        task_id=task.task_id,
-        cycle=task.cycle,
-        memories=[m.model_dump(mode="json") for m in memories],
-        error=error,
-    )

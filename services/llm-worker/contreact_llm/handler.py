@@ -20,14 +20,13 @@ from contreact_bus.assessments import calls as evaluator_calls
 from contreact_bus.inbox import Inbox
 from contreact_bus.task_gate import TaskGate
 from contreact_events.core.analysis_prompt import analysis_from_answer, heuristic_instead
-from contreact_events.wire.tasks import (
-    InboxMessage,
-    LLMTask,
+from contreact_events.wire.answers import (
     llm_failed,
     llm_responded,
     model_checked,
     operator_message_analyzed,
 )
+from contreact_events.wire.tasks import InboxMessage, LLMTask
 from contreact_llm.backends import ChatReply, CheckOutcome, LLMBackend
 from contreact_llm.backends import auto as auto_backend
 from contreact_llm.backends.embedded import EmbeddedBackend

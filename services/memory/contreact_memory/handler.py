@@ -23,17 +23,11 @@ import logging
 from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
 from contreact_bus.task_gate import TaskGate
-from contreact_events.catalog.cognition import PersistentMemoryStored
 from contreact_events.cognition.policy import POLICY_TOOL
 from contreact_events.core.memory_calls import memory_calls
 from contreact_events.core.tools import SEED_TOOL
-from contreact_events.wire.tasks import (
-    InboxMessage,
-    MemoryTask,
-    input_message,
-    memory_seeded,
-    tool_completed,
-)
+from contreact_events.wire.answers import kept_stored, memory_seeded, tool_completed
+from contreact_events.wire.tasks import MemoryTask
 from contreact_memory.exceptions import SeedUnavailable
 from contreact_memory.store import MemoryStore
 
@@ -97,17 +91,3 @@ class MemoryHandler:
         log.info("run %s: memory seeded with %d call(s): %s", task.run_id, len(calls), outcome)
         detail = "" if outcome.ok else outcome.output
         await self._inbox.send(memory_seeded(task, len(calls), ok=outcome.ok, detail=detail))
-
-
-def kept_stored(task: MemoryTask, output: str, *, ok: bool) -> InboxMessage:
-    """The answer to the memory policy's task."""
-    key = str(task.arguments.get("key", ""))
-    return input_message(
-        PersistentMemoryStored,
-        task.run_id,
-        task.task_id,
-        task_id=task.task_id,
-        key=key,
-        output=output,
-        ok=ok,
-    )

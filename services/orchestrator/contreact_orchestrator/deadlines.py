@@ -13,7 +13,8 @@ from datetime import datetime
 
 from contreact_events.core.outbox import open_deadlines, waiting_deadline
 from contreact_events.core.state import AgentState
-from contreact_events.wire.tasks import InboxMessage, task_failed
+from contreact_events.wire.answers import task_failed
+from contreact_events.wire.tasks import InboxMessage
 
 REFIRE_S = 60.0
 """An expiry reported but not yet acted on is reported again after this long."""

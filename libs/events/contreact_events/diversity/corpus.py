@@ -21,7 +21,8 @@ from contreact_events.catalog.diversity import (
 from contreact_events.config import RunConfig
 from contreact_events.diversity.paragraphs import SLIDING_WINDOW_ACTIVATION, check_paragraphs
 from contreact_events.diversity.vector_index import VectorIndex
-from contreact_events.wire.tasks import EmbedTask, InboxMessage, paragraphs_checked
+from contreact_events.wire.answers import paragraphs_checked
+from contreact_events.wire.tasks import EmbedTask, InboxMessage
 
 
 @dataclass(frozen=True)

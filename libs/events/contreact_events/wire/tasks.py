@@ -9,30 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contreact_events.catalog import EVENT_ADAPTER, EVENT_CLASSES, Event
-from contreact_events.catalog.analysis import Analysis
-from contreact_events.catalog.chat import AssistantMessage, ChatMessage, LLMUsage
-from contreact_events.catalog.cognition import OperatorMessageAnalyzed
-from contreact_events.catalog.cycle import LLMFailed, LLMResponded
-from contreact_events.catalog.delivery import TaskFailed
-from contreact_events.catalog.diversity import (
-    TORCH_RUNTIME,
-    ChunkMatch,
-    EmbeddingFailed,
-    ParagraphsChecked,
-    ReflectionEmbedded,
-)
-from contreact_events.catalog.envelope import EventBase, InputEvent
-from contreact_events.catalog.fork import MemorySeeded
-from contreact_events.catalog.run import ModelChecked, RunCancelled, RunRequested
-from contreact_events.catalog.tool import OperatorReplied, ToolCallCompleted
-from contreact_events.config import RUN_ID_PATTERN, Backend, RunConfig, ScriptConfig
+from contreact_events.catalog.chat import ChatMessage
+from contreact_events.catalog.envelope import InputEvent
+from contreact_events.config import RUN_ID_PATTERN, Backend, ScriptConfig
 from contreact_events.exceptions import CorruptEvent
 from contreact_events.wire.codec import dumps
 
@@ -194,120 +179,6 @@ class InboxMessage(_Frozen):
             raise CorruptEvent(f"inbox message {self.msg_id} ({self.kind}): {exc}") from None
 
 
-_ENVELOPE_FIELDS: set[str] = {*EventBase.model_fields, "type"}
-_UNSTAMPED = datetime.fromtimestamp(0, UTC)
-
-
-def input_message(
-    kind: type[InputEvent], run_id: str, causation_id: str | None, **data: Any
-) -> InboxMessage:
-    """An inbox message carrying ``kind``'s data, validated against the event class where
-    it is made: a worker (or the CLI) that builds a malformed input fails at once, in its
-    own process, instead of the orchestrator refusing the message later. The orchestrator validates
-    again on receipt (``InboxMessage.to_event``), since the bus is not trusted; the
-    envelope (id, receipt time) is stamped there."""
-    event = kind.model_validate(
-        {
-            **data,
-            "event_id": "unstamped",
-            "run_id": run_id,
-            "ts": _UNSTAMPED,
-            "causation_id": causation_id,
-            "correlation_id": run_id,
-        }
-    )
-    return InboxMessage(
-        run_id=run_id,
-        kind=event.type,  # type: ignore[attr-defined]
-        causation_id=causation_id,
-        data=event.model_dump(mode="json", exclude=_ENVELOPE_FIELDS),
-    )
-
-
-def run_requested(config: RunConfig, requested_by: str = "cli") -> InboxMessage:
-    return input_message(
-        RunRequested, config.run_id, None, config=config, requested_by=requested_by
-    )
-
-
-def run_cancelled(run_id: str, reason: str) -> InboxMessage:
-    return input_message(RunCancelled, run_id, None, reason=reason)
-
-
-def operator_replied(
-    run_id: str, task_id: str, text: str, by: Literal["operator", "policy", "timeout"]
-) -> InboxMessage:
-    return input_message(OperatorReplied, run_id, task_id, task_id=task_id, text=text, by=by)
-
-
-def llm_responded(
-    task: LLMTask,
-    message: AssistantMessage,
-    usage: LLMUsage,
-    model: str,
-    tool_call_error: str | None = None,
-) -> InboxMessage:
-    return input_message(
-        LLMResponded,
-        task.run_id,
-        task.task_id,
-        message=message,
-        usage=usage,
-        model=model,
-        tool_call_error=tool_call_error,
-    )
-
-
-def operator_message_analyzed(
-    task: LLMTask, analysis: Analysis, fallback_reason: str | None
-) -> InboxMessage:
-    return input_message(
-        OperatorMessageAnalyzed,
-        task.run_id,
-        task.task_id,
-        task_id=task.task_id,
-        analysis=analysis.model_dump(),
-        fallback_reason=fallback_reason,
-    )
-
-
-def llm_failed(task: LLMTask, error: str, *, retryable: bool, attempts: int) -> InboxMessage:
-    return input_message(
-        LLMFailed, task.run_id, task.task_id, error=error, retryable=retryable, attempts=attempts
-    )
-
-
-def model_checked(
-    task: LLMTask,
-    *,
-    ok: bool,
-    backend: str | None,
-    detail: str,
-    model_digest: str | None = None,
-    model: str | None = None,
-) -> InboxMessage:
-    return input_message(
-        ModelChecked,
-        task.run_id,
-        task.task_id,
-        ok=ok,
-        backend=backend,
-        model=model or task.model,
-        model_digest=model_digest,
-        detail=detail,
-    )
-
-
-def task_failed(
-    run_id: str, task_id: str, cause: str, reason: str, *, send: int | None = None
-) -> InboxMessage:
-    """A task of ``run_id`` will not be answered: it expired, was dead-lettered, or its
-    result was refused. The run retries it within its budget, then fails."""
-    return input_message(
-        TaskFailed, run_id, task_id, task_id=task_id, cause=cause, reason=reason, send=send
-    )
-
-
 def task_bytes(task: BaseModel) -> bytes:
     """A task as it travels (the ``msg`` field of its stream entry: ``codec.message_to_fields``)."""
     return task.__pydantic_serializer__.to_json(task)
@@ -343,89 +214,3 @@ def digest_matches(recorded: str, task: BaseModel, raw: bytes | None = None) -> 
     if raw is not None and digest_of(raw) == recorded:
         return True
     return recorded in (task_digest(task), canonical_task_digest(task))
-
-
-def memory_seeded(task: MemoryTask, calls: int, *, ok: bool, detail: str = "") -> InboxMessage:
-    return input_message(
-        MemorySeeded,
-        task.run_id,
-        task.task_id,
-        task_id=task.task_id,
-        calls=calls,
-        ok=ok,
-        detail=detail,
-    )
-
-
-def tool_completed(task: MemoryTask, output: str, *, ok: bool) -> InboxMessage:
-    return tool_result(task.run_id, task.task_id, task.tool, output, ok=ok)
-
-
-def tool_result(run_id: str, task_id: str, tool: str, output: str, *, ok: bool) -> InboxMessage:
-    return input_message(
-        ToolCallCompleted, run_id, task_id, task_id=task_id, tool_name=tool, output=output, ok=ok
-    )
-
-
-def reflection_embedded(
-    task: EmbedTask,
-    vector: Sequence[float],
-    model: str,
-    *,
-    truncated: bool,
-    runtime: str = TORCH_RUNTIME,
-) -> InboxMessage:
-    return input_message(
-        ReflectionEmbedded,
-        task.run_id,
-        task.task_id,
-        task_id=task.task_id,
-        cycle=task.cycle,
-        vector=[float(x) for x in vector],
-        model=model,
-        truncated=truncated,
-        runtime=runtime,
-    )
-
-
-def embedding_failed(task: EmbedTask, error: str) -> InboxMessage:
-    return input_message(
-        EmbeddingFailed,
-        task.run_id,
-        task.task_id,
-        task_id=task.task_id,
-        cycle=task.cycle,
-        error=error,
-    )
-
-
-def paragraphs_checked(
-    task: EmbedTask,
-    *,
-    paragraphs: Sequence[str],
-    vectors: Sequence[Sequence[float]],
-    overall_similarity: float,
-    is_unique: bool,
-    matches: Sequence[ChunkMatch],
-    feedback: str,
-    corpus_chunks: int,
-    windows: bool,
-    runtime: str = TORCH_RUNTIME,
-) -> InboxMessage:
-    return input_message(
-        ParagraphsChecked,
-        task.run_id,
-        task.task_id,
-        task_id=task.task_id,
-        cycle=task.cycle,
-        attempt=task.attempt,
-        paragraphs=list(paragraphs),
-        vectors=[[float(x) for x in v] for v in vectors],
-        overall_similarity=float(overall_similarity),
-        is_unique=is_unique,
-        matches=list(matches),
-        feedback=feedback,
-        corpus_chunks=corpus_chunks,
-        windows=windows,
-        runtime=runtime,
-    )
