@@ -1,5 +1,6 @@
 """Messages on the bus that are not run-log events: tasks for workers, and the inbox
-messages (worker results, CLI commands) that the orchestrator turns into input events.
+messages (worker results, CLI commands) that the orchestrator turns into input events;
+the constructors of those that answer a task or carry an input are in ``answers.py``.
 
 Tasks carry their whole payload (the LLM task carries the full message list) and
 may be trimmed from their streams; the run log is the record.
