@@ -87,7 +87,7 @@ BENCHES: dict[str, Expected] = {
         ("framework floor: /health.json", "18 replicas: experiment page"),
         ("search over 12 runs", "experiment page of 18 replicas"),
     ),
-    "experiment_scaling": Expected(("3 runs as one experiment",), ("3 runs",)),
+    "experiment_scaling": Expected(("3 runs as one experiment",), ("3 runs", "services' logs")),
     "model_swaps": Expected(("model_aware: makespan", "lower bound"), ("model swaps",)),
     "assessment_matrix": Expected(("makespan", "lower bound"), ("assessment matrix",)),
     "analysis_speed": Expected(
