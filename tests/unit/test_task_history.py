@@ -20,6 +20,7 @@ from contreact_events.core.fold import fold
 from contreact_events.core.outbox import pending_tasks
 from contreact_events.core.state import AgentState
 from contreact_events.exceptions import CorruptEvent
+from contreact_events.wire import task_history
 from contreact_events.wire.codec import event_from_json, message_from_fields
 from contreact_events.wire.task_history import HistoryCache, TaskDecoder, TaskEncoder
 from contreact_events.wire.tasks import LLMTask, task_bytes
@@ -27,6 +28,13 @@ from tests.support.sim import Sim, make_config, say
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 LOGS = sorted(FIXTURES.glob("runlog-v*.jsonl"))
+DEFAULT_MIN = task_history.MIN_MESSAGES
+
+
+@pytest.fixture(autouse=True)
+def min_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Histories kept from two messages on, so that small tasks take the splice."""
+    monkeypatch.setattr(task_history, "MIN_MESSAGES", 2)
 
 
 def load(path: Path) -> list[Event]:
@@ -59,9 +67,15 @@ def check_every_state(events: Iterable[Event]) -> tuple[int, int, int]:
     return chats, encoder.reused, decoder.reused
 
 
+@pytest.mark.parametrize("least", [2, DEFAULT_MIN])
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name)
-def test_every_state_of_every_saved_log(path: Path) -> None:
+def test_every_state_of_every_saved_log(
+    path: Path, least: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(task_history, "MIN_MESSAGES", least)
     chats, encoded, decoded = check_every_state(load(path))
+    if least > 2:
+        return  # (the saved runs are short: this checks they go the plain way unharmed)
     if chats > 2:  # (the history is known from a run's second chat on)
         assert encoded > 0 and decoded > 0, (chats, encoded, decoded)
 
@@ -85,7 +99,7 @@ SAME = "The tides follow the moon, and I spent this cycle charting how they rise
 OTHER = "Prime gaps grow irregularly, and I wondered what a record gap would look like now."
 
 RUNS: dict[str, tuple[dict[str, Any], list[Any]]] = {
-    "reflections": ({"cycle_count": 12}, [say("Reflection.")]),
+    "reflections": ({"cycle_count": 24}, [say("Reflection.")]),
     "tools": (
         {"cycle_count": 5, "operator": {"mode": "auto"}},
         [
@@ -95,26 +109,30 @@ RUNS: dict[str, tuple[dict[str, Any], list[Any]]] = {
         ],
     ),
     "odd arguments, cut in the history": (
-        {"cycle_count": 3},
+        {"cycle_count": 12},
         [say("", ("write", ODD_ARGUMENTS)), say("x" * 3000)],
     ),
     "the final call at the step cap": (
-        {"cycle_count": 3, "max_steps_per_cycle": 2},
+        {"cycle_count": 8, "max_steps_per_cycle": 2},
         [say("", ("list", {}))],
     ),
     "memory block (the system message changes)": (
-        {"cycle_count": 4, "cognition": {"memory_block": True, "memory_block_k": 2}},
+        {"cycle_count": 16, "cognition": {"memory_block": True, "memory_block_k": 2}},
         [say("", ("write", {"key": "boat", "value": "moored"})), say("The boat is moored.")],
     ),
     "regenerations (feedback inside the prompt)": (
-        {"cycle_count": 3, "diversity": {"enabled": True, "mode": "regenerate"}},
+        {"cycle_count": 16, "diversity": {"enabled": True, "mode": "regenerate"}},
         [say(SAME), say(SAME), say("", ("list", {})), say(SAME), say(OTHER), say(SAME)],
     ),
 }
 
 
+@pytest.mark.parametrize("least", [2, DEFAULT_MIN])
 @pytest.mark.parametrize("name", RUNS)
-def test_every_state_of_scripted_runs(name: str) -> None:
+def test_every_state_of_scripted_runs(
+    name: str, least: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(task_history, "MIN_MESSAGES", least)
     config, replies = RUNS[name]
     chats, encoded, decoded = check_every_state(scripted(config, replies))
     assert chats > 2 and encoded > 0 and decoded > 0, (chats, encoded, decoded)
@@ -204,7 +222,7 @@ def test_a_malformed_task_is_refused_with_the_codecs_error(raw: bytes | None) ->
 
 def test_a_malformed_message_after_the_known_history_is_named() -> None:
     raw = task_bytes(chat("a", "b", "c")).replace(b'"content":"c"', b'"content":3')
-    with pytest.raises(CorruptEvent, match=r"messages\.3\.content"):
+    with pytest.raises(CorruptEvent, match=r"messages\.3\.content: Input should be a valid string"):
         known_decoder("a", "b").decode({b"msg": raw})
 
 
@@ -216,3 +234,13 @@ def test_the_cache_keeps_the_most_recent_runs_within_its_bounds() -> None:
     small = TaskDecoder(HistoryCache(max_bytes=10))
     small.decode({b"msg": task_bytes(chat("a", "b"))})
     assert len(small.cache) == 0
+
+
+def test_short_tasks_go_the_plain_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(task_history, "MIN_MESSAGES", DEFAULT_MIN)
+    encoder, decoder = TaskEncoder(), TaskDecoder()
+    short, long = chat(*"ab"), chat(*(f"m{i}" for i in range(DEFAULT_MIN)))
+    for task in (short, long):
+        raw = encoder.encode(task)
+        assert raw == task_bytes(task) and decoder.decode({b"msg": raw}) == task
+        assert len(encoder.cache) == len(decoder.cache) == (task is long)

@@ -54,6 +54,11 @@ PROBE = 64
 """Bytes of a known history looked for in a task (then compared whole): a search for
 all of it would cost more than the rest of the decoding."""
 
+MIN_MESSAGES = 32
+"""Shorter tasks go the plain way: below about 30 messages, encoding or validating them
+all costs less than the splice, its check and the task's other fields
+(``python -m bench.task_codec``)."""
+
 MAX_RUNS = 512
 MAX_BYTES = 64 * 1024 * 1024
 """What a cache holds at most: the histories of this many runs, of this many bytes of
@@ -118,8 +123,8 @@ class HistoryCache:
 
 def cached(task: LLMTask) -> bool:
     """Whether ``task``'s history is worth keeping: a chat's (checks have none, an
-    analysis carries an exchange of its own)."""
-    return task.kind == "chat" and len(task.messages) > 1
+    analysis carries an exchange of its own) of ``MIN_MESSAGES`` or more."""
+    return task.kind == "chat" and len(task.messages) >= MIN_MESSAGES
 
 
 def splice(shell: bytes, system: bytes, history: History) -> bytes:
