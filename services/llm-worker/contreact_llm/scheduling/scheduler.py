@@ -93,7 +93,8 @@ class ChatScheduler:
             reclaim_idle_ms=settings.reclaim_idle_ms,
             on_dead_letter=tell_run_of_dead_letter(handler.inbox),
         )
-        self._decoder = TaskDecoder()
+        self.decoder = TaskDecoder()
+        """Chat tasks, each run's known history validated once (``wire.task_history``)."""
         self._running: dict[bytes, _Running] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
@@ -314,7 +315,7 @@ class ChatScheduler:
                 await self._release(lease)
                 return
             try:
-                task = self._decoder.decode(delivery.fields)  # a run's history once
+                task = self.decoder.decode(delivery.fields)  # a run's history once
             except ContReActEventError as exc:
                 await line.consumer.dead_letter(delivery, f"cannot decode: {exc}")
                 await self._release(lease)
