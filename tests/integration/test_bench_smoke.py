@@ -58,6 +58,9 @@ BENCHES: dict[str, Expected] = {
         ("RunLog.read (decode + validate)", "rebuild: RunLog.rebuild (read + fold)"),
         ("fold speed",),
     ),
+    "task_codec": Expected(
+        ("encode, history known / plain", "decode, history known / plain"), ("task codec",)
+    ),
     "replay_speed": Expected(("events", "replay with prompt hashes"), ("replay speed",)),
     "what_if_speed": Expected(("events", "what-if, nothing changes"), ("what-if speed",)),
     "log_growth": Expected(("LLM task bytes over the run / log bytes",), ("log growth",)),
