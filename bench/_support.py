@@ -147,6 +147,20 @@ def services(
             stop_process(proc)
 
 
+def logged_problems(data_dir: Path) -> dict[str, list[str]]:
+    """Per service started by ``services``: the first line of each error or traceback
+    in its log (a run that completes can hide a call that failed and was retried)."""
+    found: dict[str, list[str]] = {}
+    for log in sorted((data_dir / "logs").glob("*.log")):
+        lines = log.read_text(errors="replace").splitlines()
+        found[log.stem] = [
+            line
+            for line in lines
+            if " ERROR " in line or " CRITICAL " in line or line.startswith("Traceback")
+        ]
+    return found
+
+
 def cli(env: dict[str, str], *args: str, timeout: float = 600) -> str:
     """Run ``contreact ARGS`` with ``env``; its output, or the benchmark stops with it."""
     proc = subprocess.run(

@@ -312,10 +312,8 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
     from contreact_events.names import MEMORY_TASKS_STREAM
     from contreact_events.wire.answers import tool_completed
     from contreact_events.wire.codec import message_from_fields
-    from contreact_events.wire.tasks import (
-        LLMTask,
-        MemoryTask,
-    )
+    from contreact_events.wire.task_history import TaskDecoder
+    from contreact_events.wire.tasks import LLMTask, MemoryTask
     from contreact_llm.backends.scripted import ScriptedBackend
     from contreact_llm.handler import LLMTaskHandler
     from contreact_llm.retry import RetryPolicy
@@ -338,6 +336,7 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
     )
     store = MemoryStore.open(tmp / "memory.db")
     inbox = Inbox(client, 1)
+    decoder = TaskDecoder()
 
     async def newest(stream: str, what: str) -> dict[bytes, bytes]:
         t = time.perf_counter()
@@ -364,7 +363,7 @@ async def breakdown(client: aioredis.Redis, config: RunConfig, tmp: Path) -> _Ph
                 fields = await newest(stream, "fetch task (XREVRANGE)")
                 phases.task_bytes.append(sum(len(k) + len(v) for k, v in fields.items()))
                 t = time.perf_counter()
-                task = message_from_fields(LLMTask, fields)
+                task = decoder.decode(fields)  # as the worker's scheduler does
                 phases.add("worker: decode LLM task", time.perf_counter() - t)
                 t = time.perf_counter()
                 answer = await llm.answer(task)

@@ -14,6 +14,10 @@ Diversity is off (the embedder is measured in its own benchmarks).
   once (N slots, ``CONTREACT_LLM_HOSTS``): from the call until the last run completed.
   Also shown: how long the submission itself took.
 
+The services' logs are read at the end: every error they logged is counted (a
+failed call is retried and its run still completes, only later: issue 20's 200 runs
+lost seconds to "Too many connections" that no figure showed).
+
 Targets: with 200 ms calls, 16 runs take at most 1.15x one run's wall time and 50 runs
 at most 1.3x; with 1 s calls, 200 runs at most 1.3x (issue 20: the CPU per step is what
 limits how many runs one orchestrator and one worker carry when the model answers fast).
@@ -36,6 +40,7 @@ import yaml
 from bench._support import (
     add_smoke_flag,
     header,
+    logged_problems,
     ratio,
     redis_server,
     row,
@@ -143,6 +148,7 @@ async def measure(url: str, workdir: Path) -> dict[str, Any]:
                 )
         finally:
             await client.aclose()
+    results["problems"] = logged_problems(workdir / "data")
     return results
 
 
@@ -157,6 +163,15 @@ def main(argv: list[str] | None = None) -> None:
     )
     with redis_server() as url, tempfile.TemporaryDirectory(prefix="bench-exp-") as tmp:
         results = asyncio.run(measure(url, Path(tmp)))
+    problems = results["problems"]
+    for service, lines in problems.items():
+        row(f"errors in the {service} log", len(lines), "lines", lines[0][:90] if lines else "")
+    count = sum(len(lines) for lines in problems.values())
+    verdict(
+        "services' logs",
+        count == 0,
+        f"{count} error line(s) logged by the services (0: no call failed on the way)",
+    )
     for latency, samples in results["single"].items():
         single = statistics.median(samples)
         row(

@@ -58,6 +58,9 @@ BENCHES: dict[str, Expected] = {
         ("RunLog.read (decode + validate)", "rebuild: RunLog.rebuild (read + fold)"),
         ("fold speed",),
     ),
+    "task_codec": Expected(
+        ("encode, history known / plain", "decode, history known / plain"), ("task codec",)
+    ),
     "replay_speed": Expected(("events", "replay with prompt hashes"), ("replay speed",)),
     "what_if_speed": Expected(("events", "what-if, nothing changes"), ("what-if speed",)),
     "log_growth": Expected(("LLM task bytes over the run / log bytes",), ("log growth",)),
@@ -87,7 +90,7 @@ BENCHES: dict[str, Expected] = {
         ("framework floor: /health.json", "18 replicas: experiment page"),
         ("search over 12 runs", "experiment page of 18 replicas"),
     ),
-    "experiment_scaling": Expected(("3 runs as one experiment",), ("3 runs",)),
+    "experiment_scaling": Expected(("3 runs as one experiment",), ("3 runs", "services' logs")),
     "model_swaps": Expected(("model_aware: makespan", "lower bound"), ("model swaps",)),
     "assessment_matrix": Expected(("makespan", "lower bound"), ("assessment matrix",)),
     "analysis_speed": Expected(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,11 +24,12 @@ from contreact_events.names import (
     LLM_TASKS_STREAM,
     SERVICES_HEARTBEAT,
 )
+from contreact_events.wire import task_history
 from contreact_events.wire.codec import message_from_fields
 from contreact_events.wire.tasks import InboxMessage, LLMTask
 from contreact_llm.backends import ChatOutcome, CheckOutcome
 from contreact_llm.handler import LLMTaskHandler, build_handler
-from contreact_llm.main import run
+from contreact_llm.main import build_scheduler, run
 from contreact_llm.settings import LLMWorkerSettings
 from tests.support.inbox import INBOX, use_one_shard
 from tests.support.orchestration import ask_for
@@ -204,3 +206,37 @@ async def test_a_task_its_run_no_longer_waits_on_costs_no_call(
     assert await serve(consumer, LLMTask, handler, burst=True) == 1
     assert await inbox(aredis) == []
     assert await pending(aredis) == 0
+
+
+async def test_a_runs_known_history_is_validated_once_and_the_gate_still_holds(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    """Issue 20: the chat loop decodes a run's calls with the history it validated
+    before (``wire.task_history``); each call is still answered only if its bytes are
+    the copy the run's log asked for."""
+    config = settings(redis_url)
+    scheduler = build_scheduler(aredis, await build_handler(aredis, config), config)
+    history = [
+        ChatMessage(role="user" if i % 2 else "assistant", content=f"message {i} \u00e9")
+        for i in range(task_history.MIN_MESSAGES + 8)
+    ]
+
+    def call(step: int, **changes: Any) -> LLMTask:
+        messages = (ChatMessage(role="system", content="free"), *history[: -8 + step])
+        update = {"run_id": "run-long", "messages": messages, **changes}  # one run's history
+        return task(f"s{step}").model_copy(update=update)
+
+    async def serve_one(sent: LLMTask, recorded: LLMTask) -> None:
+        await ask_for(aredis, sent.run_id, recorded)
+        await llm_task_stream(aredis, sent).send(sent)
+        started = scheduler.started
+        assert await scheduler.run(asyncio.Event(), burst=True) == started + 1
+
+    for step in range(3):
+        await serve_one(call(step), call(step))
+    assert [m.causation_id for m in await inbox(aredis)] == ["s0", "s1", "s2"]
+    assert scheduler.decoder.reused == 2
+    # A copy the log did not ask for (it records the second send), with the known history.
+    await serve_one(call(3), call(3, send=2))
+    assert scheduler.decoder.reused == 3
+    assert [m.causation_id for m in await inbox(aredis)] == ["s0", "s1", "s2"]

@@ -212,10 +212,14 @@ def _handler(host: OllamaHost) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024  # a real server's backlog: hundreds of calls may connect at once
+
+
 @contextmanager
 def running_ollama_host(models: list[str], **settings: Any) -> Iterator[OllamaHost]:
     host = OllamaHost(models=list(models), **settings)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(host))
+    server = _Server(("127.0.0.1", 0), _handler(host))
     server.daemon_threads = True
     host.host = f"http://127.0.0.1:{server.server_address[1]}"
     threads = [

@@ -408,6 +408,7 @@ class Orchestrator:
     def _forget(self, run_id: str) -> None:
         self._states.pop(run_id, None)
         self._meta.pop(run_id, None)
+        self._sender.forget(run_id)
 
     async def _quarantine(self, run_id: str, reason: str) -> None:
         """Set one run aside with its reason (in its listing hash); the others go on."""

@@ -24,6 +24,7 @@ from contreact_events.core.decide import Task
 from contreact_events.core.outbox import pending_tasks
 from contreact_events.core.state import AgentState
 from contreact_events.names import EMBED_TASKS_STREAM, LLM_TASKS_STREAM, MEMORY_TASKS_STREAM
+from contreact_events.wire.task_history import TaskEncoder
 from contreact_events.wire.tasks import EmbedTask, LLMTask, task_bytes, task_digest
 
 
@@ -35,13 +36,19 @@ class TaskSender:
         self._memory = TaskStream(redis, MEMORY_TASKS_STREAM)
         self._embed = TaskStream(redis, EMBED_TASKS_STREAM)
         self._encoded: tuple[Task, bytes] | None = None
+        self._histories = TaskEncoder()
 
     def encode(self, task: Task) -> bytes:
-        """``task`` as it will be sent (``tasks.task_bytes``), kept for its ``queue``:
-        a task whose digest is recorded is encoded once, for both."""
-        raw = task_bytes(task)
+        """``task`` as it will be sent (``tasks.task_bytes``, byte for byte), kept for
+        its ``queue``: a task whose digest is recorded is encoded once, for both. A
+        chat's history is encoded once per run (``task_history.TaskEncoder``)."""
+        raw = self._histories.encode(task) if isinstance(task, LLMTask) else task_bytes(task)
         self._encoded = (task, raw)
         return raw
+
+    def forget(self, run_id: str) -> None:
+        """Drop what is kept of a run that is no longer held."""
+        self._histories.forget(run_id)
 
     def queue(self, pipe: Pipeline, task: Task) -> None:
         """Queue ``task``'s send on ``pipe`` (sent with whatever else the pipe holds);

@@ -69,6 +69,11 @@ def classify(exc: Exception, host: str) -> BackendError:
     return BackendError(f"Ollama client error talking to {host}: {type(exc).__name__}: {exc}")
 
 
+UNLIMITED = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+"""httpx's own cap (100 connections a client) left out: the host's slots bound the calls
+in flight, and a call past a hundred waited for another to end."""
+
+
 class OllamaBackend:
     name: ResolvedBackend = "ollama"
 
@@ -84,7 +89,7 @@ class OllamaBackend:
         key = (host, task.timeout_s, task.connect_timeout_s)
         if key not in self._clients:
             timeout = httpx.Timeout(task.timeout_s, connect=task.connect_timeout_s)
-            self._clients[key] = ollama.AsyncClient(host=host, timeout=timeout)
+            self._clients[key] = ollama.AsyncClient(host=host, timeout=timeout, limits=UNLIMITED)
         return self._clients[key]
 
     def _check_client(self, host: str, task: LLMTask) -> ollama.AsyncClient:

@@ -37,8 +37,7 @@ from contreact_bus.replies import stream_entries, text
 from contreact_events.config import EMBEDDED_HOST
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import LLM_GROUP, LLM_WAKE_CHANNEL
-from contreact_events.wire.codec import message_from_fields
-from contreact_events.wire.tasks import LLMTask
+from contreact_events.wire.task_history import TaskDecoder
 from contreact_llm.handler import LLMTaskHandler
 from contreact_llm.scheduling.host_slots import HostLimits, HostSlots, Lease, LocalSlots
 from contreact_llm.scheduling.placement import Attempt, Policy, plan
@@ -94,6 +93,8 @@ class ChatScheduler:
             reclaim_idle_ms=settings.reclaim_idle_ms,
             on_dead_letter=tell_run_of_dead_letter(handler.inbox),
         )
+        self.decoder = TaskDecoder()
+        """Chat tasks, each run's known history validated once (``wire.task_history``)."""
         self._running: dict[bytes, _Running] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
@@ -314,7 +315,7 @@ class ChatScheduler:
                 await self._release(lease)
                 return
             try:
-                task = message_from_fields(LLMTask, delivery.fields)
+                task = self.decoder.decode(delivery.fields)  # a run's history once
             except ContReActEventError as exc:
                 await line.consumer.dead_letter(delivery, f"cannot decode: {exc}")
                 await self._release(lease)
