@@ -98,6 +98,46 @@ def test_the_export_is_made_once_and_reused(exported: tuple[EmbeddingService, Pa
     np.testing.assert_allclose(again.embed("a plan").vector, service.embed("a plan").vector)
 
 
+def test_the_files_hash_is_kept_and_hashed_again_once_a_file_is_replaced(
+    tmp_path: Path,
+) -> None:
+    """The export's key is reused from its stamp while the model's files are the ones
+    hashed; a file replaced since (even with its size and mtime kept) is read again."""
+    model = tmp_path / "model"
+    (model / "1_Pooling").mkdir(parents=True)
+    (model / "config.json").write_text('{"hidden_size": 384}')
+    (model / "1_Pooling" / "config.json").write_text('{"pooling_mode_mean_tokens": true}')
+    weights = model / "model.safetensors"
+    weights.write_bytes(b"weights-A" * 1000)
+    cache = tmp_path / "cache"
+    key = export_key(model, cache)
+    assert key == export_key(model)  # the stamp only keeps the full hash
+    stamps = list((cache / "stamps").glob("*.json"))
+    assert len(stamps) == 1
+    kept = orjson.loads(stamps[0].read_bytes())
+    assert kept["key"] == key and len(kept["files"]) == 3
+    # Reused without reading: a stamp naming another key is believed while the
+    # files' stamps match...
+    stamps[0].write_bytes(orjson.dumps({**kept, "key": "0" * 24}))
+    assert export_key(model, cache) == "0" * 24
+    # ...and not once a file was replaced, same size, same mtime.
+    before = weights.stat()
+    replacement = model / "replacement"
+    replacement.write_bytes(b"weights-B" * 1000)
+    os.utime(replacement, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(replacement, weights)
+    assert weights.stat().st_size == before.st_size
+    assert weights.stat().st_mtime_ns == before.st_mtime_ns
+    changed = export_key(model, cache)
+    assert changed == export_key(model) != key
+    assert orjson.loads(stamps[0].read_bytes())["key"] == changed
+    # A stamp that is not JSON, or names no key, is hashed over.
+    stamps[0].write_text("{not json")
+    assert export_key(model, cache) == changed
+    stamps[0].write_bytes(orjson.dumps({**kept, "key": "../../elsewhere"}))
+    assert export_key(model, cache) == changed
+
+
 def test_a_corrupt_export_is_refused_naming_the_fix(
     exported: tuple[EmbeddingService, Path], tmp_path: Path
 ) -> None:

@@ -4,10 +4,12 @@ no quantisation) and run by ONNX Runtime, with sentence-transformers' tokenizer.
 The export is made offline from the local model directory (``torch.onnx.export`` of
 the loaded model, its mean pooling and normalisation included), once per weights:
 it is cached under ``cache_dir/<key>/model.onnx``, the key being a hash of the
-model's files and of the exporter's versions, written to a temporary name and
-renamed, so that processes starting together neither see half a file nor export
-twice into one. ``contreact-embedder --prepare`` makes it ahead (the image does, at
-build time); otherwise the first start does (a few seconds).
+model's files and of the exporter's versions (kept beside the exports with the
+files' stamps, so that an unchanged model is not read again at every start),
+written to a temporary name and renamed, so that processes starting together
+neither see half a file nor export twice into one. ``contreact-embedder --prepare``
+makes it ahead (the image does, at build time); otherwise the first start does (a
+few seconds).
 
 Texts are run one at a time, or a few short ones of nearly equal token length
 together (``group_by_length``: at most ``ROWS_PER_RUN`` token rows a run, each group
@@ -30,6 +32,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 import time
 import warnings
@@ -85,27 +88,81 @@ def require_onnxruntime() -> Any:
     return onnxruntime
 
 
-def export_key(model_path: Path) -> str:
+def export_key(model_path: Path, cache_dir: Path | None = None) -> str:
     """A hash of the model's files (weights, config, pooling) and the exporter's
-    versions: the name of the export made from them."""
+    versions: the name of the export made from them.
+
+    With ``cache_dir``, the hash is kept there (``stamps/``) with each file's size,
+    mtime, ctime and inode, and reused while none of them changed, instead of reading
+    the 88 MB again at every start. A file written or replaced since has a new ctime
+    or inode (no tool sets a ctime back), so it is hashed again; the start's check
+    against PyTorch's vectors stays the second guard."""
     import torch
 
+    versions = f"format {EXPORT_FORMAT} opset {OPSET} torch {torch.__version__}"
+    files = sorted(
+        p
+        for p in model_path.rglob("*")
+        if p.is_file() and p.suffix not in {".onnx", ".xml", ".md"} and ".cache" not in p.parts
+    )
+    stamp = _stamp_path(model_path, cache_dir) if cache_dir is not None else None
+    listing = [_file_stamp(model_path, path) for path in files]
+    if stamp is not None:
+        kept = _read_stamp(stamp)
+        if kept is not None and kept.get("versions") == versions and kept.get("files") == listing:
+            return str(kept["key"])
     digest = hashlib.sha256()
-    digest.update(f"format {EXPORT_FORMAT} opset {OPSET} torch {torch.__version__}".encode())
-    for path in sorted(p for p in model_path.rglob("*") if p.is_file()):
-        if path.suffix in {".onnx", ".xml", ".md"} or ".cache" in path.parts:
-            continue
+    digest.update(versions.encode())
+    for path in files:
         digest.update(str(path.relative_to(model_path)).encode())
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-    return digest.hexdigest()[:24]
+    key = digest.hexdigest()[:24]
+    if stamp is not None:
+        _write_stamp(stamp, {"versions": versions, "files": listing, "key": key})
+    return key
+
+
+def _stamp_path(model_path: Path, cache_dir: Path) -> Path:
+    name = hashlib.sha256(str(model_path.resolve()).encode()).hexdigest()[:24]
+    return cache_dir / "stamps" / f"{name}.json"
+
+
+def _file_stamp(model_path: Path, path: Path) -> list[str | int]:
+    info = path.stat()
+    name = str(path.relative_to(model_path))
+    return [name, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+
+
+def _read_stamp(stamp: Path) -> dict[str, Any] | None:
+    """The kept hash and file stamps, or None if missing or not well formed."""
+    try:
+        kept = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(kept, dict) or not re.fullmatch(r"[0-9a-f]{24}", str(kept.get("key"))):
+        return None
+    return kept
+
+
+def _write_stamp(stamp: Path, content: dict[str, Any]) -> None:
+    """Keep ``content`` at ``stamp`` (whole, by rename); a read-only cache keeps none."""
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(
+            "w", dir=stamp.parent, prefix=".stamp-", suffix=".json", delete=False
+        ) as handle:
+            json.dump(content, handle)
+        os.replace(handle.name, stamp)
+    except OSError as exc:
+        log.warning("cannot keep the model files' hash in %s: %s", stamp.parent, exc)
 
 
 def exported_model(model: SentenceTransformer, model_path: Path, cache_dir: Path) -> Path:
     """The ONNX file of ``model`` (loaded from ``model_path``), exported now if the
     cache has none for these weights."""
-    target = cache_dir / export_key(model_path) / "model.onnx"
+    target = cache_dir / export_key(model_path, cache_dir) / "model.onnx"
     if target.is_file():
         return target
     try:
