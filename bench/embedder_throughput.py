@@ -14,16 +14,18 @@ Definitions:
   what a worker reading 32 tasks per read could at best do (``--per-read-32``).
 - service: wall time from the 1,000 tasks being queued (one pipelined XADD) to the
   1,000th ``ReflectionEmbedded`` answer read from the orchestrator's inbox.
-- lone task: XADD of one task, then a blocking XREAD of the inbox until its answer;
-  median of 30 (20 ms apart), against the median of 30 raw encodes of the same text
-  in a row, measured before the service starts (this process's torch threads are
-  idle while the service runs: pairing the two measurements made them contend).
+- lone task: XADD of one task, then a blocking XREAD of the inbox until its answer,
+  paired with one raw encode of the same text in this process right before it (50 ms
+  apart, so that neither's threads are still awake for the other): 30 pairs after 3
+  to warm up; the overhead is the median of the pairs' differences. Both sides see
+  the same minutes of a shared machine.
 
 - runtime: the service's (``CONTREACT_EMBED_RUNTIME``, default ``onnx``); "raw" is
-  the same runtime without the service: ``torch`` is ``SentenceTransformer.encode``;
-  ``onnx`` is the tokenizer (padded batches of 32, sorted by length, as ``encode``
-  does) and one ONNX Runtime session run per batch on the same export
-  (``--runtime`` overrides).
+  the same runtime's encode without the service: ``torch`` is
+  ``SentenceTransformer.encode``; ``onnx`` is the tokenizer (one pass, cut at the
+  model's 256 tokens, as the service's) and the runtime's own ``OnnxEncoder.run`` on
+  the same export with the same sessions and threads, warm (``--runtime``
+  overrides).
 
 Targets: the service's throughput at least 85% of raw; a lone task at most 5 ms more
 than one raw encode.
@@ -77,6 +79,8 @@ BATCH = 32
 TARGET_RATIO = 0.85
 TARGET_LONE_MS = 5.0
 CONSUMER = "bench"
+GAP_S = 0.05
+"""Pause between a raw encode and a lone task (and the next pair)."""
 
 OPENINGS = [
     "In this cycle I",
@@ -151,29 +155,16 @@ def raw_encoder(model: Any, runtime: str) -> Encode:
         return lambda texts: model.encode(
             texts, batch_size=BATCH, normalize_embeddings=True, show_progress_bar=False
         )
-    import numpy as np
-
     from contreact_embedder.embedding_service import default_cache_dir, default_model_path
-    from contreact_embedder.onnx_runtime import INPUTS, OUTPUT, OnnxEncoder, exported_model
+    from contreact_embedder.onnx_runtime import OnnxEncoder, exported_model
 
     path = exported_model(model, default_model_path(), default_cache_dir())
-    session = OnnxEncoder(path).session  # the service's session options
+    encoder = OnnxEncoder(path)  # the service's sessions, threads and grouping
     limit = int(model.max_seq_length)
 
     def encode(texts: list[str]) -> Any:
-        ordered = sorted(texts, key=len, reverse=True)
-        out = []
-        for start in range(0, len(ordered), BATCH):
-            features = model.tokenizer(
-                ordered[start : start + BATCH],
-                padding=True,
-                truncation=True,
-                max_length=limit,
-                return_tensors="np",
-            )
-            feeds = {name: np.asarray(features[name], dtype=np.int64) for name in INPUTS}
-            out.append(session.run([OUTPUT], feeds)[0])
-        return out
+        ids = model.tokenizer(texts, truncation=True, max_length=limit)["input_ids"]
+        return encoder.run(ids, BATCH)
 
     return encode
 
@@ -182,16 +173,6 @@ def raw_encode(encode: Encode, texts: list[str]) -> float:
     started = time.perf_counter()
     encode(texts)
     return time.perf_counter() - started
-
-
-def raw_lone(encode: Encode, text: str) -> float:
-    """Median time of one raw encode of ``text`` (30 in a row)."""
-    samples = []
-    for _ in range(LONE):
-        started = time.perf_counter()
-        encode([text])
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
 
 
 def task(i: int, text: str) -> EmbedTask:
@@ -227,18 +208,27 @@ async def inbox_end(redis: aioredis.Redis) -> bytes:
     return bytes(last[0][0]) if last else b"0"
 
 
-async def lone_latency(redis: aioredis.Redis, tasks: TaskStream, text: str) -> float:
-    """Median time of a lone task, from XADD to its answer read from the inbox."""
+async def lone_latency(
+    redis: aioredis.Redis, tasks: TaskStream, text: str, encode: Encode
+) -> tuple[list[float], list[float]]:
+    """Seconds of one raw encode of ``text`` and of a lone task (XADD to its answer
+    read from the inbox), in pairs, one right after the other."""
     last = await inbox_end(redis)
-    samples = []
+    raw: list[float] = []
+    service: list[float] = []
     for i in range(LONE + 3):
+        started = time.perf_counter()
+        encode([text])
+        raw_s = time.perf_counter() - started
+        await asyncio.sleep(GAP_S)
         started = time.perf_counter()
         await tasks.send(task(100_000 + i, text))
         last, _ = await await_answers(redis, last, 1)
         if i >= 3:  # the first ones warm the worker up
-            samples.append(time.perf_counter() - started)
-        await asyncio.sleep(0.02)
-    return statistics.median(samples)
+            raw.append(raw_s)
+            service.append(time.perf_counter() - started)
+        await asyncio.sleep(GAP_S)
+    return raw, service
 
 
 async def flood(redis: aioredis.Redis, tasks: TaskStream, texts: list[str]) -> tuple[float, int]:
@@ -271,8 +261,8 @@ def start_service(url: str, logs: Path, runtime: str) -> subprocess.Popen[bytes]
 
 
 async def measure_service(
-    url: str, texts: list[str], lone_text: str, runtime: str
-) -> tuple[float, float, int]:
+    url: str, texts: list[str], lone_text: str, runtime: str, encode: Encode
+) -> tuple[tuple[list[float], list[float]], float, int]:
     with tempfile.TemporaryDirectory(prefix="bench-embedder-") as workdir:
         logs = Path(workdir) / "embedder.log"
         redis = aioredis.Redis.from_url(url)
@@ -286,7 +276,7 @@ async def measure_service(
                 await asyncio.sleep(0.05)
             row("service start (process to first heartbeat)", time.perf_counter() - started, "s")
             tasks = TaskStream(redis, EMBED_TASKS_STREAM)
-            lone = await lone_latency(redis, tasks, lone_text)
+            lone = await lone_latency(redis, tasks, lone_text, encode)
             await flood(redis, tasks, texts[:BATCH])  # warm up at full batch size
             elapsed, embedded = await flood(redis, tasks, texts)
             return lone, elapsed, embedded
@@ -328,11 +318,10 @@ def main(argv: list[str] | None = None) -> None:
     model = load_raw_model()
     encode = raw_encoder(model, args.runtime)
     raw_encode(encode, texts[:BATCH])  # warm up
-    raw_single = raw_lone(encode, lone_text)
     raw_before = raw_encode(encode, texts)
     with redis_server() as url:
-        lone_s, service_s, embedded = asyncio.run(
-            measure_service(url, texts, lone_text, args.runtime)
+        (raw_lone, service_lone), service_s, embedded = asyncio.run(
+            measure_service(url, texts, lone_text, args.runtime, encode)
         )
     raw_after = raw_encode(encode, texts)
     raw_s = (raw_before + raw_after) / 2
@@ -351,10 +340,15 @@ def main(argv: list[str] | None = None) -> None:
     row(f"service: flood queued -> {TASKS:,}th answer", service_s, "s")
     row("service throughput", TASKS / service_s, "texts/s")
     share = ratio("service throughput / raw throughput", raw_s, service_s)
+    raw_single = statistics.median(raw_lone)
     row(f"raw encode of one text (median of {LONE})", raw_single * 1000, "ms")
-    row(f"lone task through the service (median of {LONE})", lone_s * 1000, "ms")
-    extra_ms = (lone_s - raw_single) * 1000
-    row("lone task overhead", extra_ms, "ms")
+    row(
+        f"lone task through the service (median of {LONE})",
+        statistics.median(service_lone) * 1000,
+        "ms",
+    )
+    extra_ms = statistics.median(s - r for r, s in zip(raw_lone, service_lone, strict=True)) * 1000
+    row("lone task overhead", extra_ms, "ms", "(median of the pairs' differences)")
     if embedded != TASKS:
         print(f"   only {embedded} of {TASKS} answers were ReflectionEmbedded")
     verdict(

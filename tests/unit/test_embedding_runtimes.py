@@ -19,7 +19,14 @@ from pydantic import ValidationError
 from bench.similarity_search import stdlib_sentences, thousand_word_text
 from contreact_embedder.embedding_service import AGREEMENT, EmbeddingService
 from contreact_embedder.exceptions import ModelUnavailable
-from contreact_embedder.onnx_runtime import export_key, group_by_length
+from contreact_embedder.onnx_runtime import (
+    ROWS_PER_RUN,
+    OnnxEncoder,
+    deal,
+    export_key,
+    group_by_length,
+    run_cost,
+)
 from contreact_embedder.settings import EmbedderSettings
 from contreact_events.catalog.diversity import ParagraphsChecked, ReflectionEmbedded
 from contreact_events.diversity.paragraphs import split_paragraphs
@@ -91,6 +98,46 @@ def test_the_export_is_made_once_and_reused(exported: tuple[EmbeddingService, Pa
     np.testing.assert_allclose(again.embed("a plan").vector, service.embed("a plan").vector)
 
 
+def test_the_files_hash_is_kept_and_hashed_again_once_a_file_is_replaced(
+    tmp_path: Path,
+) -> None:
+    """The export's key is reused from its stamp while the model's files are the ones
+    hashed; a file replaced since (even with its size and mtime kept) is read again."""
+    model = tmp_path / "model"
+    (model / "1_Pooling").mkdir(parents=True)
+    (model / "config.json").write_text('{"hidden_size": 384}')
+    (model / "1_Pooling" / "config.json").write_text('{"pooling_mode_mean_tokens": true}')
+    weights = model / "model.safetensors"
+    weights.write_bytes(b"weights-A" * 1000)
+    cache = tmp_path / "cache"
+    key = export_key(model, cache)
+    assert key == export_key(model)  # the stamp only keeps the full hash
+    stamps = list((cache / "stamps").glob("*.json"))
+    assert len(stamps) == 1
+    kept = orjson.loads(stamps[0].read_bytes())
+    assert kept["key"] == key and len(kept["files"]) == 3
+    # Reused without reading: a stamp naming another key is believed while the
+    # files' stamps match...
+    stamps[0].write_bytes(orjson.dumps({**kept, "key": "0" * 24}))
+    assert export_key(model, cache) == "0" * 24
+    # ...and not once a file was replaced, same size, same mtime.
+    before = weights.stat()
+    replacement = model / "replacement"
+    replacement.write_bytes(b"weights-B" * 1000)
+    os.utime(replacement, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(replacement, weights)
+    assert weights.stat().st_size == before.st_size
+    assert weights.stat().st_mtime_ns == before.st_mtime_ns
+    changed = export_key(model, cache)
+    assert changed == export_key(model) != key
+    assert orjson.loads(stamps[0].read_bytes())["key"] == changed
+    # A stamp that is not JSON, or names no key, is hashed over.
+    stamps[0].write_text("{not json")
+    assert export_key(model, cache) == changed
+    stamps[0].write_bytes(orjson.dumps({**kept, "key": "../../elsewhere"}))
+    assert export_key(model, cache) == changed
+
+
 def test_a_corrupt_export_is_refused_naming_the_fix(
     exported: tuple[EmbeddingService, Path], tmp_path: Path
 ) -> None:
@@ -157,12 +204,52 @@ def test_texts_are_grouped_by_length_so_that_little_is_padded() -> None:
     lengths = [174, 157, 164, 32, 192, 181, 136, 42, 172, 138]
     groups = group_by_length(lengths, batch_size=32)
     assert sorted(i for group in groups for i in group) == list(range(10))
+    # A paragraph check's paragraphs run alone: two of 136+ tokens pass ROWS_PER_RUN.
+    assert groups == [[4], [5], [0], [8], [2], [1], [9], [6], [7], [3]]
+    shorts = [20, 19, 18, 17, 30, 8]
+    groups = group_by_length(shorts, batch_size=32)
+    assert groups == [[4], [0, 1, 2, 3], [5]]  # within 15% of the group's longest
     for group in groups:
-        longest = lengths[group[0]]
-        assert all(0.85 * longest <= lengths[i] <= longest for i in group)
-    assert [len(g) for g in groups] == [5, 3, 1, 1]  # 192..164, 157..136, 42, 32
+        assert all(0.85 * shorts[group[0]] <= shorts[i] <= shorts[group[0]] for i in group)
     assert group_by_length([100] * 5, batch_size=2) == [[0, 1], [2, 3], [4]]
+    many = group_by_length([16] * 40, batch_size=32)
+    assert [len(g) for g in many] == [16, 16, 8]  # 16 x 16 tokens = ROWS_PER_RUN
+    assert ROWS_PER_RUN == 256
     assert group_by_length([], batch_size=32) == []
+
+
+def test_groups_are_dealt_to_the_cores_when_that_beats_one_session_on_both() -> None:
+    lengths = [174, 157, 164, 32, 192, 181, 136, 42, 172, 138]
+    groups = [[i] for i in range(10)]
+    costs = [run_cost(1, n) for n in lengths]
+    shares = deal(groups, costs, workers=2)
+    assert shares is not None and len(shares) == 2
+    assert sorted(g[0] for share in shares for g in share) == list(range(10))
+    loads = [sum(costs[g[0]] for g in share) for share in shares]
+    assert max(loads) / sum(costs) < 0.51  # nearly half each
+    assert deal(groups[:1], costs[:1], workers=2) is None  # a lone text: both threads on it
+    assert deal(groups, costs, workers=1) is None
+    # One long text and a short one: its core would take longer than both on it.
+    assert deal([[0], [1]], [run_cost(1, 250), run_cost(1, 12)], workers=2) is None
+    assert deal([[0], [1]], [run_cost(1, 100), run_cost(1, 100)], workers=2) == [[[0]], [[1]]]
+
+
+def test_side_by_side_runs_give_the_vectors_of_one_session(
+    exported: tuple[EmbeddingService, Path],
+) -> None:
+    """Texts dealt to two one-thread runs at once come back in their order, with the
+    vectors one session makes of them (whatever the machine's cores)."""
+    service, cache = exported
+    path = next(cache.glob("*/model.onnx"))
+    texts = fixed_corpus()[400:]
+    ids = service._token_ids(texts)[0]
+    alone = OnnxEncoder(path, workers=1)
+    side_by_side = OnnxEncoder(path, workers=2)
+    assert alone.solo is None and side_by_side.solo is not None
+    groups = group_by_length([len(one) for one in ids], 32)
+    assert deal(groups, [run_cost(len(g), len(ids[g[0]])) for g in groups], 2) is not None
+    np.testing.assert_allclose(side_by_side.run(ids, 32), alone.run(ids, 32), atol=1e-6)
+    np.testing.assert_allclose(side_by_side.run(ids[:1], 32), alone.run(ids[:1], 32), atol=1e-6)
 
 
 def test_events_of_before_the_runtime_read_as_torch() -> None:

@@ -4,14 +4,26 @@ no quantisation) and run by ONNX Runtime, with sentence-transformers' tokenizer.
 The export is made offline from the local model directory (``torch.onnx.export`` of
 the loaded model, its mean pooling and normalisation included), once per weights:
 it is cached under ``cache_dir/<key>/model.onnx``, the key being a hash of the
-model's files and of the exporter's versions, written to a temporary name and
-renamed, so that processes starting together neither see half a file nor export
-twice into one. ``contreact-embedder --prepare`` makes it ahead (the image does, at
-build time); otherwise the first start does (a few seconds).
+model's files and of the exporter's versions (kept beside the exports with the
+files' stamps, so that an unchanged model is not read again at every start),
+written to a temporary name and renamed, so that processes starting together
+neither see half a file nor export twice into one. ``contreact-embedder --prepare``
+makes it ahead (the image does, at build time); otherwise the first start does (a
+few seconds).
 
-Texts are run in groups of nearly equal token length, each padded only to its own
-longest (``group_by_length``): a paragraph check's ten paragraphs of 30-200 tokens
-padded to the longest cost a third more than the tokens they hold.
+Texts are run one at a time, or a few short ones of nearly equal token length
+together (``group_by_length``: at most ``ROWS_PER_RUN`` token rows a run, each group
+padded only to its own longest). On this model, batching pays only for short texts:
+a 192-token text costs less alone than in a batch of 32 of its length, and padding a
+paragraph check's ten paragraphs of 32-192 tokens to their longest costs a third
+more than the tokens they hold.
+
+Several texts are run side by side, one group per core, on a second session of one
+thread each (``OnnxEncoder.run``): one session's threads splitting every matrix
+product between them wait for each other a hundred times a text, and on 2 cores a
+paragraph check spent a fifth of its time there. A lone text (and a call whose
+longest text would leave the other core idle) runs on the session with one thread
+per core.
 """
 
 from __future__ import annotations
@@ -20,10 +32,12 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 import time
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +58,19 @@ INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT = "sentence_embedding"
 PADDING_TOLERANCE = 0.15
 """A text joins a group while its length is within this share of the group's longest."""
+ROWS_PER_RUN = 256
+"""Most token rows (texts x padded length) in one run of the model: past it a batch
+costs more per text than its texts alone (measured, one thread: 32 texts of 192
+tokens 64.5 ms a text, one alone 50.8 ms; of 16 tokens 3.6 ms against 5.8 ms)."""
+PAIR_COST = 2304
+"""Cost of a run in token pairs, attention's unit: each token costs as much in the
+layers' matrix products as this many pairs in attention (MiniLM-L6's multiply-adds,
+per layer: 4 x 384^2 + 2 x 384 x 1536 a token against 2 x 384 a pair)."""
+INTRA_OP_EFFICIENCY = 0.8
+"""What one session's second thread adds, as a share of a core (measured on 2 cores:
+a paragraph check 349 ms on one thread, 213 ms on two; one text of 174 tokens 43.5
+against 27.7 ms). Side by side pays when its busiest core's share is below the whole
+divided by cores x this."""
 INSTALL_HINT = (
     "Install it with `pip install onnxruntime onnx` (the versions in constraints.txt), "
     "or set CONTREACT_EMBED_RUNTIME=torch."
@@ -61,27 +88,81 @@ def require_onnxruntime() -> Any:
     return onnxruntime
 
 
-def export_key(model_path: Path) -> str:
+def export_key(model_path: Path, cache_dir: Path | None = None) -> str:
     """A hash of the model's files (weights, config, pooling) and the exporter's
-    versions: the name of the export made from them."""
+    versions: the name of the export made from them.
+
+    With ``cache_dir``, the hash is kept there (``stamps/``) with each file's size,
+    mtime, ctime and inode, and reused while none of them changed, instead of reading
+    the 88 MB again at every start. A file written or replaced since has a new ctime
+    or inode (no tool sets a ctime back), so it is hashed again; the start's check
+    against PyTorch's vectors stays the second guard."""
     import torch
 
+    versions = f"format {EXPORT_FORMAT} opset {OPSET} torch {torch.__version__}"
+    files = sorted(
+        p
+        for p in model_path.rglob("*")
+        if p.is_file() and p.suffix not in {".onnx", ".xml", ".md"} and ".cache" not in p.parts
+    )
+    stamp = _stamp_path(model_path, cache_dir) if cache_dir is not None else None
+    listing = [_file_stamp(model_path, path) for path in files]
+    if stamp is not None:
+        kept = _read_stamp(stamp)
+        if kept is not None and kept.get("versions") == versions and kept.get("files") == listing:
+            return str(kept["key"])
     digest = hashlib.sha256()
-    digest.update(f"format {EXPORT_FORMAT} opset {OPSET} torch {torch.__version__}".encode())
-    for path in sorted(p for p in model_path.rglob("*") if p.is_file()):
-        if path.suffix in {".onnx", ".xml", ".md"} or ".cache" in path.parts:
-            continue
+    digest.update(versions.encode())
+    for path in files:
         digest.update(str(path.relative_to(model_path)).encode())
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-    return digest.hexdigest()[:24]
+    key = digest.hexdigest()[:24]
+    if stamp is not None:
+        _write_stamp(stamp, {"versions": versions, "files": listing, "key": key})
+    return key
+
+
+def _stamp_path(model_path: Path, cache_dir: Path) -> Path:
+    name = hashlib.sha256(str(model_path.resolve()).encode()).hexdigest()[:24]
+    return cache_dir / "stamps" / f"{name}.json"
+
+
+def _file_stamp(model_path: Path, path: Path) -> list[str | int]:
+    info = path.stat()
+    name = str(path.relative_to(model_path))
+    return [name, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+
+
+def _read_stamp(stamp: Path) -> dict[str, Any] | None:
+    """The kept hash and file stamps, or None if missing or not well formed."""
+    try:
+        kept = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(kept, dict) or not re.fullmatch(r"[0-9a-f]{24}", str(kept.get("key"))):
+        return None
+    return kept
+
+
+def _write_stamp(stamp: Path, content: dict[str, Any]) -> None:
+    """Keep ``content`` at ``stamp`` (whole, by rename); a read-only cache keeps none."""
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(
+            "w", dir=stamp.parent, prefix=".stamp-", suffix=".json", delete=False
+        ) as handle:
+            json.dump(content, handle)
+        os.replace(handle.name, stamp)
+    except OSError as exc:
+        log.warning("cannot keep the model files' hash in %s: %s", stamp.parent, exc)
 
 
 def exported_model(model: SentenceTransformer, model_path: Path, cache_dir: Path) -> Path:
     """The ONNX file of ``model`` (loaded from ``model_path``), exported now if the
     cache has none for these weights."""
-    target = cache_dir / export_key(model_path) / "model.onnx"
+    target = cache_dir / export_key(model_path, cache_dir) / "model.onnx"
     if target.is_file():
         return target
     try:
@@ -171,34 +252,47 @@ def _pooled_module() -> Any:
 
 
 class OnnxEncoder:
-    """An ONNX Runtime session of the exported model. Not thread-safe by itself:
-    the EmbeddingService calls it under its lock."""
+    """ONNX Runtime sessions of the exported model: ``session`` with ``threads`` intra-op
+    threads (0: one per core), for a lone text; with more than one core, ``solo`` with
+    one thread, run from ``workers`` threads at once. Not thread-safe by itself: the
+    EmbeddingService calls it under its lock."""
 
-    def __init__(self, path: Path, *, threads: int = 0) -> None:
-        ort = require_onnxruntime()
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        # Idle threads sleep instead of spinning: on a small machine the spinning
-        # takes the core Redis and the event loop need between batches.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            self.session = ort.InferenceSession(
-                str(path), options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:
-            raise ModelUnavailable(
-                f"ONNX Runtime cannot load the exported model {path}: {exc}. Delete that "
-                "directory to export it again."
-            ) from None
+    def __init__(self, path: Path, *, threads: int = 0, workers: int | None = None) -> None:
+        self.workers = workers if workers is not None else usable_cores()
+        self.session = _session(path, threads)
+        self.solo = _session(path, 1) if self.workers > 1 else None
+        self._pool = (
+            ThreadPoolExecutor(self.workers, thread_name_prefix="onnx")
+            if self.workers > 1
+            else None
+        )
 
     def run(self, ids: Sequence[Sequence[int]], batch_size: int) -> npt.NDArray[np.float32]:
         """Unit vectors of token-id sequences (with [CLS]/[SEP]), in their order; at
         most ``batch_size`` in one run of the model."""
+        if not ids:
+            return np.empty((0, 0), dtype=np.float32)
+        groups = group_by_length([len(one) for one in ids], batch_size)
+        costs = [run_cost(len(group), len(ids[group[0]])) for group in groups]
+        shares = deal(groups, costs, self.workers)
+        if shares is None or self._pool is None or self.solo is None:
+            done = [self._run_groups(self.session, ids, groups)]
+        else:
+            solo = self.solo
+            done = list(self._pool.map(lambda share: self._run_groups(solo, ids, share), shares))
+        result = np.empty((len(ids), done[0][1].shape[1]), dtype=np.float32)
+        for order, rows in done:
+            result[np.asarray(order, dtype=np.int64)] = rows
+        return result
+
+    @staticmethod
+    def _run_groups(
+        session: Any, ids: Sequence[Sequence[int]], groups: list[list[int]]
+    ) -> tuple[list[int], npt.NDArray[np.float32]]:
+        """The vectors of ``groups`` run one after the other, and their texts' indices."""
         rows: list[npt.NDArray[np.float32]] = []
         order: list[int] = []
-        for group in group_by_length([len(one) for one in ids], batch_size):
+        for group in groups:
             longest = max(len(ids[i]) for i in group)
             input_ids = np.zeros((len(group), longest), dtype=np.int64)
             mask = np.zeros((len(group), longest), dtype=np.int64)
@@ -210,21 +304,71 @@ class OnnxEncoder:
                 "attention_mask": mask,
                 "token_type_ids": np.zeros_like(input_ids),
             }
-            rows.append(np.asarray(self.session.run([OUTPUT], feeds)[0], dtype=np.float32))
+            rows.append(np.asarray(session.run([OUTPUT], feeds)[0], dtype=np.float32))
             order.extend(group)
-        if not rows:
-            return np.empty((0, 0), dtype=np.float32)
-        result = np.empty((len(ids), rows[0].shape[1]), dtype=np.float32)
-        result[np.asarray(order, dtype=np.int64)] = np.concatenate(rows)
-        return result
+        return order, np.concatenate(rows)
+
+
+def _session(path: Path, threads: int) -> Any:
+    """An ONNX Runtime session of ``path`` with ``threads`` intra-op threads (0: ONNX
+    Runtime's default, one per core)."""
+    ort = require_onnxruntime()
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    # Idle threads sleep instead of spinning: on a small machine the spinning takes
+    # the core Redis and the event loop need between batches (and, measured, it
+    # made a paragraph check no faster on a loaded machine, at nearly twice the CPU).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    try:
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        raise ModelUnavailable(
+            f"ONNX Runtime cannot load the exported model {path}: {exc}. Delete that "
+            "directory to export it again."
+        ) from None
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def deal(
+    groups: list[list[int]], costs: Sequence[int], workers: int
+) -> list[list[list[int]]] | None:
+    """``groups`` dealt to ``workers`` run side by side, costliest first to the least
+    loaded; None when there is one group, or the busiest worker would take longer
+    than the whole on one session of ``workers`` threads (``INTRA_OP_EFFICIENCY``)."""
+    if workers < 2 or len(groups) < 2:
+        return None
+    shares: list[list[list[int]]] = [[] for _ in range(workers)]
+    loads = [0] * workers
+    for g in sorted(range(len(groups)), key=lambda g: -costs[g]):
+        least = loads.index(min(loads))
+        shares[least].append(groups[g])
+        loads[least] += costs[g]
+    if max(loads) * workers * INTRA_OP_EFFICIENCY > sum(costs):
+        return None
+    return [share for share in shares if share]
+
+
+def run_cost(texts: int, tokens: int) -> int:
+    """A run's cost in attention's token pairs (``PAIR_COST``): ``texts`` padded to
+    ``tokens``."""
+    return texts * tokens * (tokens + PAIR_COST)
 
 
 def group_by_length(
     lengths: Sequence[int], batch_size: int, tolerance: float = PADDING_TOLERANCE
 ) -> list[list[int]]:
-    """Indices of ``lengths`` in groups of at most ``batch_size``, longest first, each
-    padded to its first member's length: a member is at least ``(1 - tolerance)`` of
-    it."""
+    """Indices of ``lengths`` in groups of at most ``batch_size`` and ``ROWS_PER_RUN``
+    token rows, longest first, each padded to its first member's length: a member is
+    at least ``(1 - tolerance)`` of it."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     groups: list[list[int]] = []
     for i in order:
@@ -232,6 +376,7 @@ def group_by_length(
         if (
             last is not None
             and len(last) < batch_size
+            and (len(last) + 1) * lengths[last[0]] <= ROWS_PER_RUN
             and lengths[i] >= (1 - tolerance) * lengths[last[0]]
         ):
             groups[-1].append(i)
