@@ -7,6 +7,7 @@ pool's timeout fails with an error that says why."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio as aioredis
@@ -17,56 +18,54 @@ from contreact_bus.connection import MAX_CONNECTIONS, WaitingConnectionPool, con
 pytestmark = pytest.mark.redis
 
 
+@pytest.fixture
+async def client(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    """A service's client (``connect``), closed after the test."""
+    made = await connect(redis_url)
+    yield made
+    await made.aclose()
+
+
+def pool_of(client: aioredis.Redis, max_connections: int, timeout: float) -> WaitingConnectionPool:
+    """``client``'s pool, made small: ``max_connections`` at most, waits of ``timeout`` s."""
+    pool = client.connection_pool
+    assert isinstance(pool, WaitingConnectionPool)
+    pool.max_connections, pool.timeout = max_connections, timeout
+    return pool
+
+
 async def hold(client: aioredis.Redis, seconds: float) -> object:
     """Hold one connection for ``seconds`` (a blocking pop of a list nobody fills)."""
     return await client.blpop(["never"], timeout=seconds)
 
 
-async def test_more_commands_in_flight_than_connections_all_complete(redis_url: str) -> None:
-    client = await connect(redis_url)
-    pool = client.connection_pool
-    assert isinstance(pool, WaitingConnectionPool) and pool.max_connections == MAX_CONNECTIONS
-    pool.max_connections = 20  # 60 commands holding a connection 0.2 s each
-    try:
-        replies = await asyncio.gather(
-            *(client.blpop([f"never-{n}"], timeout=0.2) for n in range(60))
-        )
-        assert replies == [None] * 60
-        assert len(pool._in_use_connections) + len(pool._available_connections) <= 20
-        assert await client.ping()
-    finally:
-        await client.aclose()
+async def test_more_commands_in_flight_than_connections_all_complete(
+    client: aioredis.Redis,
+) -> None:
+    assert client.connection_pool.max_connections == MAX_CONNECTIONS
+    pool = pool_of(client, 20, 30.0)  # 60 commands holding a connection 0.2 s each
+    replies = await asyncio.gather(*(client.blpop([f"never-{n}"], timeout=0.2) for n in range(60)))
+    assert replies == [None] * 60
+    assert len(pool._in_use_connections) + len(pool._available_connections) <= 20
+    assert await client.ping()
 
 
-async def test_a_wait_longer_than_the_timeout_fails_and_says_why(redis_url: str) -> None:
-    client = await connect(redis_url)
-    pool = client.connection_pool
-    assert isinstance(pool, WaitingConnectionPool)
-    pool.max_connections, pool.timeout = 1, 0.3
-    try:
-        holding = asyncio.create_task(hold(client, 2))
-        await asyncio.sleep(0.1)
-        with pytest.raises(RedisConnectionError, match="all 1 connections to Redis stayed in use"):
-            await client.get("k")
-        assert await holding is None
-        assert await client.get("k") is None  # the connection came back: usable again
-    finally:
-        await client.aclose()
+async def test_a_wait_longer_than_the_timeout_fails_and_says_why(client: aioredis.Redis) -> None:
+    pool_of(client, 1, 0.3)
+    holding = asyncio.create_task(hold(client, 2))
+    await asyncio.sleep(0.1)
+    with pytest.raises(RedisConnectionError, match="all 1 connections to Redis stayed in use"):
+        await client.get("k")
+    assert await holding is None
+    assert await client.get("k") is None  # the connection came back: usable again
 
 
-async def test_a_waiter_that_gave_up_does_not_swallow_a_release(redis_url: str) -> None:
-    client = await connect(redis_url)
-    pool = client.connection_pool
-    assert isinstance(pool, WaitingConnectionPool)
-    pool.max_connections = 1
-    try:
-        holding = asyncio.create_task(hold(client, 0.4))
-        await asyncio.sleep(0.05)
-        pool.timeout = 0.1
-        with pytest.raises(RedisConnectionError):
-            await client.get("gave-up")  # its place in the queue is left behind
-        pool.timeout = 5
-        assert await client.set("waited", 1)  # woken by the release, not by a timeout
-        assert await holding is None
-    finally:
-        await client.aclose()
+async def test_a_waiter_that_gave_up_does_not_swallow_a_release(client: aioredis.Redis) -> None:
+    pool = pool_of(client, 1, 0.1)
+    holding = asyncio.create_task(hold(client, 0.4))
+    await asyncio.sleep(0.05)
+    with pytest.raises(RedisConnectionError):
+        await client.get("gave-up")  # its place in the queue is left behind
+    pool.timeout = 5
+    assert await client.set("waited", 1)  # woken by the release, not by a timeout
+    assert await holding is None
