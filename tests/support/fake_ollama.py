@@ -169,6 +169,14 @@ def auto_answer(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class StandInServer(ThreadingHTTPServer):
+    """The stand-ins' HTTP server: a thread per request, and a real server's listen
+    backlog (socketserver's 5 dropped connections when hundreds of calls connect at
+    once, and their clients waited a second to try again)."""
+
+    request_queue_size = 1024
+
+
 class JSONHandler(BaseHTTPRequestHandler):
     """A quiet handler that answers JSON (the stand-ins' common part; this file also
     runs alone in the stand-in's image, so it lives here)."""
@@ -263,9 +271,9 @@ def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def serve(fake: FakeOllama, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+def serve(fake: FakeOllama, host: str = "127.0.0.1", port: int = 0) -> StandInServer:
     """A server for ``fake`` bound to ``host:port`` (0: a free port); sets ``fake.host``."""
-    server = ThreadingHTTPServer((host, port), _handler(fake))
+    server = StandInServer((host, port), _handler(fake))
     server.daemon_threads = True
     fake.host = f"http://{host}:{server.server_address[1]}"
     return server

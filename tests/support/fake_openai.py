@@ -15,10 +15,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.support.fake_ollama import JSONHandler
+from tests.support.fake_ollama import JSONHandler, StandInServer
 
 
 @dataclass
@@ -187,7 +187,7 @@ def running_fake_openai(
     models: list[str] | None = None, *, key: str | None = None
 ) -> Iterator[FakeOpenAI]:
     fake = FakeOpenAI(models=list(models or []), key=key)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
+    server = StandInServer(("127.0.0.1", 0), _handler(fake))
     fake.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()

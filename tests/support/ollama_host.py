@@ -26,10 +26,10 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.support.fake_ollama import JSONHandler
+from tests.support.fake_ollama import JSONHandler, StandInServer
 
 
 @dataclass
@@ -212,14 +212,10 @@ def _handler(host: OllamaHost) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 1024  # a real server's backlog: hundreds of calls may connect at once
-
-
 @contextmanager
 def running_ollama_host(models: list[str], **settings: Any) -> Iterator[OllamaHost]:
     host = OllamaHost(models=list(models), **settings)
-    server = _Server(("127.0.0.1", 0), _handler(host))
+    server = StandInServer(("127.0.0.1", 0), _handler(host))
     server.daemon_threads = True
     host.host = f"http://127.0.0.1:{server.server_address[1]}"
     threads = [
