@@ -140,8 +140,9 @@ def test_compare_is_clicked_through(ui_stack: UIStack, page: Page) -> None:
     assert {"scripted-live", "scripted-other"} <= set(headers)
     page.select_option("select[name=by]", "run")
     page.locator("#compare-submit").click()
-    headers = page.locator("#table1 thead th.ours").all_inner_texts()
-    assert {LIVE, "second-model"} <= set(headers)
+    page.wait_for_url("**by=run**")  # the form's page, loaded (not the one it left)
+    table = page.locator("#table1 thead th.ours")
+    wait(lambda: {LIVE, "second-model"} <= set(table.all_inner_texts()), 10, "runs as columns")
     chart = page.locator("#chart-memory_ops_total")
     wait(lambda: chart.get_attribute("data-traces") is not None, 10, "the chart")
     assert int(chart.get_attribute("data-traces") or 0) >= 2

@@ -85,12 +85,25 @@ def statuses(url: str) -> dict[str, str]:
     return asyncio.run(read())
 
 
+def archived(url: str, run_ids: list[str]) -> set[str]:
+    """The runs whose final digest is recorded: archived (the status says ``completed``
+    a step before: the archive is written after the run's last event)."""
+    client = redis.Redis.from_url(url)
+    try:
+        return {r for r in run_ids if client.hexists(run_meta_key(r), "digest")}
+    finally:
+        client.close()
+
+
 def wait_for_the_end(stack: Stack, url: str, run_ids: list[str], timeout: float) -> None:
     ended = ("completed", "failed", "cancelled")
     stack.wait_until(
-        lambda: all(statuses(url).get(r) in ended for r in run_ids),
+        lambda: (
+            all(statuses(url).get(r) in ended for r in run_ids)
+            and archived(url, run_ids) == set(run_ids)
+        ),
         timeout=timeout,
-        what=f"every run to end: {statuses(url)}",
+        what=f"every run to end and be archived: {statuses(url)}",
     )
 
 
