@@ -39,6 +39,10 @@ async def hold(client: aioredis.Redis, seconds: float) -> object:
     return await client.blpop(["never"], timeout=seconds)
 
 
+async def read(client: aioredis.Redis, key: str) -> object:
+    return await client.get(key)
+
+
 async def test_more_commands_in_flight_than_connections_all_complete(
     client: aioredis.Redis,
 ) -> None:
@@ -69,3 +73,20 @@ async def test_a_waiter_that_gave_up_does_not_swallow_a_release(client: aioredis
     pool.timeout = 5
     assert await client.set("waited", 1)  # woken by the release, not by a timeout
     assert await holding is None
+
+
+async def test_a_waiter_cancelled_as_it_is_woken_passes_the_connection_on(redis_url: str) -> None:
+    fresh = await connect(redis_url, check=False)  # no connection made yet
+    pool = pool_of(fresh, 0, 5.0)  # every command waits
+    try:
+        first = asyncio.create_task(read(fresh, "first"))
+        second = asyncio.create_task(read(fresh, "second"))
+        await asyncio.sleep(0.05)
+        pool.max_connections = 1
+        pool._wake_one()  # a release wakes the first waiter...
+        first.cancel()  # ...which is cancelled before it can take the connection
+        assert await asyncio.wait_for(second, 1.0) is None  # the second took it at once
+        with pytest.raises(asyncio.CancelledError):
+            await first
+    finally:
+        await fresh.aclose()

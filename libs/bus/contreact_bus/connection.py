@@ -93,15 +93,16 @@ class WaitingConnectionPool(aioredis.ConnectionPool):
             try:
                 async with asyncio.timeout_at(deadline):
                     await freed
-            except TimeoutError:
+            except BaseException as exc:  # ran out of time, or cancelled: it gives up
                 if freed.done() and not freed.cancelled():
-                    self._wake_one()  # woken as the wait ran out: pass the connection on
-                raise RedisConnectionError(
-                    f"No connection available: all {self.max_connections} connections to "
-                    f"Redis stayed in use for {self.timeout:g} s"
-                ) from None
-            finally:
-                freed.cancel()  # a no-op once woken; a waiter that gave up is skipped
+                    self._wake_one()  # woken as it gave up: the release goes to the next
+                freed.cancel()  # still queued: skipped by the next release
+                if isinstance(exc, TimeoutError):
+                    raise RedisConnectionError(
+                        f"No connection available: all {self.max_connections} connections "
+                        f"to Redis stayed in use for {self.timeout:g} s"
+                    ) from None
+                raise
 
     async def release(self, connection: Any) -> None:
         await super().release(connection)
