@@ -26,7 +26,14 @@ from contreact_events.core.prompt import (
     sha256_of_prompt,
 )
 from contreact_events.core.replay import replay_check
-from contreact_events.core.tools import ALL_TOOLS, check_arguments, size_problem
+from contreact_events.core.tools import (
+    ALL_TOOLS,
+    SEARCH_TOOL,
+    _argument_problem,
+    check_arguments,
+    runnable,
+    size_problem,
+)
 from contreact_events.exceptions import ConfigError
 from contreact_events.wire.codec import dumps, event_from_json, event_to_json
 from contreact_llm.backends.chat_prompt import parse_arguments
@@ -143,6 +150,27 @@ def test_tool_argument_checks_never_raise(name: str, args: dict[str, Any]) -> No
         size_problem(name, args, value_chars=5, argument_chars=5),
     ):
         assert problem is None or problem.startswith("Error: ")
+
+
+@PROFILE
+@given(
+    name=st.sampled_from([*ALL_TOOLS, SEARCH_TOOL, "teleport"]),
+    args=st.dictionaries(
+        st.sampled_from(["key", "value", "pattern", "message", "query", "k", "extra"]),
+        st.text(max_size=5) | st.integers(-2, 30) | st.booleans() | st.none(),
+        max_size=4,
+    ),
+    search=st.booleans(),
+)
+def test_the_quick_verdict_on_tool_arguments_is_the_worded_one(
+    name: str, args: dict[str, Any], search: bool
+) -> None:
+    """``runnable`` (the fold's fast path) passes exactly the calls the wording
+    finds nothing wrong with: never one it would refuse, never one it would run."""
+    offered = (*ALL_TOOLS, SEARCH_TOOL) if search else ALL_TOOLS
+    worded = _argument_problem(name, args, offered)
+    assert runnable(name, args, offered) == (worded is None)
+    assert check_arguments(name, args, offered) == worded
 
 
 @PROFILE

@@ -68,6 +68,7 @@ from contreact_events.core.state import (
     QueuedToolCall,
     assemble,
     evolve,
+    trusted,
 )
 from contreact_events.core.tools import (
     OPERATOR_TOOL,
@@ -264,6 +265,10 @@ def _handler(kind: type) -> Handler:
     return found
 
 
+_NO_METRICS = CycleMetrics()
+"""A new cycle's metrics (frozen: one instance serves every cycle)."""
+
+
 def _expect(state: AgentState, event: EventBase, *phases: Phase) -> None:
     if state.phase not in phases:
         kind = type(event).__name__
@@ -363,7 +368,7 @@ def _(event: CycleStarted, state: AgentState) -> dict[str, Any]:
     opening = state.config.cycle_start_message if state.config else ""
     if opening:
         text = opening.replace("{cycle}", str(event.cycle))
-        history = Appended(ChatMessage(role="user", content=text))
+        history = Appended(trusted(ChatMessage, role="user", content=text))
     return {
         "phase": "calling",
         "cycle_number": event.cycle,
@@ -372,7 +377,7 @@ def _(event: CycleStarted, state: AgentState) -> dict[str, Any]:
         "next_advisory": None,
         "attempts": (),
         "message_history": history,
-        "metrics": CycleMetrics(),
+        "metrics": _NO_METRICS,
         "final_call": False,
     }
 
@@ -403,7 +408,8 @@ def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
             "llm_seconds": m.llm_seconds + event.usage.wall_s,
         },
     )
-    reply = ChatMessage(
+    reply = trusted(
+        ChatMessage,
         role="assistant",
         content=message.content,
         tool_calls=_calls_for_history(state, message.tool_calls),
@@ -434,7 +440,8 @@ def _(event: ToolCallRequested, state: AgentState) -> dict[str, Any]:
     offered = _offered(state.tools)
     problem = problem or check_arguments(event.tool_name, event.arguments, offered)
     problem = problem or _size_problem(state, event)
-    call = QueuedToolCall(
+    call = trusted(
+        QueuedToolCall,
         task_id=event.task_id,
         cycle=event.cycle,
         step=event.step,
@@ -494,7 +501,7 @@ def _(event: ToolCallCompleted, state: AgentState) -> dict[str, Any]:
     rest = state.tool_queue[1:]
     cap = state.config.limits.tool_output_chars if state.config and event.ok else None
     output = bounded_output(event.output, cap)  # errors are short and must stay whole
-    result = ChatMessage(role="tool", content=output, tool_name=event.tool_name)
+    result = trusted(ChatMessage, role="tool", content=output, tool_name=event.tool_name)
     m = state.metrics
     metrics = m if event.ok else evolve(m, {"tool_errors": m.tool_errors + 1})
     pending = None
@@ -519,7 +526,7 @@ def _(event: StepLimitReached, state: AgentState) -> dict[str, Any]:
     if event.final_call:
         note = final_call_note(event.steps)
     calls = state.last_response.tool_calls if state.last_response else ()
-    skipped = (ChatMessage(role="tool", content=note, tool_name=c.name) for c in calls)
+    skipped = (trusted(ChatMessage, role="tool", content=note, tool_name=c.name) for c in calls)
     history = Appended(*skipped)
     if event.final_call:
         return {"message_history": history, "phase": "calling", "final_call": True}

@@ -246,6 +246,43 @@ def evolve(model: FrozenModel, changes: dict[str, Any]) -> FrozenModel:
     return assemble(type(model), {**model.__dict__, **changes}, fields_set)
 
 
+def trusted(kind: type[FrozenModel], **values: Any) -> FrozenModel:
+    """``kind(**values)`` without validation, for values taken from validated events
+    (the fold's branches build a ``ChatMessage`` or a ``QueuedToolCall`` per event):
+    left as ``model_construct`` leaves it (defaults filled, in the model's field order;
+    the fields set are those given) at a third of its cost. Only for frozen models whose
+    defaults are immutable (checked once per model), so no instance shares a mutable
+    default; a missing required field is a ``TypeError``, as for a plain call."""
+    order, required = _layout(kind)
+    if not required.issubset(values):
+        missing = sorted(required.difference(values))
+        raise TypeError(f"{kind.__name__} needs {', '.join(missing)}")
+    return assemble(kind, {**order, **values}, set(values))
+
+
+_IMMUTABLE = (str, int, float, bool, bytes, tuple, frozenset, type(None))
+
+
+@functools.cache
+def _layout(kind: type[BaseModel]) -> tuple[dict[str, Any], frozenset[str]]:
+    """(every field in order with its default, or None where required; the required)."""
+    if not kind.model_config.get("frozen"):
+        raise TypeError(f"trusted() builds frozen models only, not {kind.__name__}")
+    order: dict[str, Any] = {}
+    required = set()
+    for name, field in kind.model_fields.items():
+        if field.is_required():
+            order[name] = None
+            required.add(name)
+            continue
+        default = field.get_default(call_default_factory=True)
+        frozen = isinstance(default, BaseModel) and default.model_config.get("frozen")
+        if not (isinstance(default, _IMMUTABLE) or frozen):
+            raise TypeError(f"{kind.__name__}.{name}: a mutable default, shared if trusted")
+        order[name] = default
+    return order, frozenset(required)
+
+
 def assemble(kind: type[FrozenModel], values: dict[str, Any], fields_set: set[str]) -> FrozenModel:
     """A ``kind`` holding ``values`` (every field, in the model's order), as
     ``model_copy`` leaves it: no validation, for values taken from validated models

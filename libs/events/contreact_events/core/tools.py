@@ -102,6 +102,17 @@ SEARCH_SENTENCE = (
 MARKER = "[Technical tool usage information follows]"
 
 
+_SHAPES: dict[str, tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]] = {
+    name: (
+        tuple(p for p, _ in spec.params),
+        tuple(p for p, _ in spec.optional_ints),
+        frozenset(p for p, _ in (*spec.params, *spec.optional_ints)),
+    )
+    for name, spec in TOOL_SPECS.items()
+}
+"""Per tool: its text parameters, its optional whole-number ones, and all it takes."""
+
+
 def offered_tools(search_memory: bool) -> tuple[str, ...]:
     return (*ALL_TOOLS, SEARCH_TOOL) if search_memory else ALL_TOOLS
 
@@ -125,6 +136,27 @@ def check_arguments(
     name: str, arguments: dict[str, Any], offered: tuple[str, ...] = ALL_TOOLS
 ) -> str | None:
     """None when the call can run; otherwise what is wrong, worded for the model."""
+    if runnable(name, arguments, offered):  # the common case, without the wording
+        return None
+    return _argument_problem(name, arguments, offered)
+
+
+def runnable(name: str, arguments: dict[str, Any], offered: tuple[str, ...] = ALL_TOOLS) -> bool:
+    """Whether ``check_arguments`` finds nothing wrong, decided without wording
+    anything (the fold asks it of every tool call of a log)."""
+    shape = _SHAPES.get(name)
+    if shape is None or name not in offered:
+        return False
+    texts, ints, allowed = shape
+    for param in texts:
+        if not isinstance(arguments.get(param), str):
+            return False
+    return arguments.keys() <= allowed and all(
+        _small_int(arguments[p]) for p in ints if p in arguments
+    )
+
+
+def _argument_problem(name: str, arguments: dict[str, Any], offered: tuple[str, ...]) -> str | None:
     spec = TOOL_SPECS.get(name)
     if spec is None or name not in offered:
         return f"Error: unknown tool '{name}'. Available tools: {', '.join(offered)}."
