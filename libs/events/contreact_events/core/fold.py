@@ -196,6 +196,7 @@ class Draft:
         handlers = _current_handlers()
         run_id = fields["run_id"]
         state = cast(AgentState, self)  # what the branches read: the draft stands in
+        changed.update(("seq", "last_event_id"))
         for event in events:
             if event.run_id != run_id:
                 raise WrongRun(f"event {event.event_id} of run {event.run_id} applied to {run_id}")
@@ -208,8 +209,8 @@ class Draft:
                 changes["task_sends"] = 1 if pending is not None else 0
             if fields["task_failure"] is not None and "task_failure" not in changes:
                 changes["task_failure"] = None
-            changes["seq"] = fields["seq"] + 1
-            changes["last_event_id"] = event.event_id
+            fields["seq"] += 1  # (in ``changed`` from the start: every event sets both)
+            fields["last_event_id"] = event.event_id
             changed.update(changes)
             for key, value in changes.items():
                 if type(value) is not Appended:
