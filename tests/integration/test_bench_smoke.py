@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,19 +197,57 @@ def test_the_hot_paths_have_recorded_guard_figures() -> None:
 
 @pytest.mark.parametrize("guard", GUARDS, ids=[f"{g.bench}: {g.label}" for g in GUARDS])
 def test_a_hot_path_costs_at_most_twice_its_recorded_ratio(
-    guard: Guard, smoke_runs: dict[str, Future[str]]
+    guard: Guard, smoke_runs: dict[str, Future[str]], tmp_path: Path
 ) -> None:
     """A ratio of two figures measured in the same smoke run (never a wall time),
-    against the same ratio recorded with its commit."""
-    output = smoke_runs[guard.bench].result()
+    against the same ratio recorded with its commit. A figure past the bar is measured
+    once more before the test fails (the lesser of the two counts): a regression stays
+    past it, while one run's figure moved up to 3x with what else the machine ran
+    (the smoke runs share its cores with each other)."""
+
+    def again() -> str:
+        return run_smoke(guard.bench, tmp_path / f"{guard.bench}-again.out")
+
+    check_guard(guard, smoke_runs[guard.bench].result(), again)
+
+
+def check_guard(guard: Guard, output: str, again: Callable[[], str]) -> None:
+    """Fails when ``output``'s figure and, measured ``again``, the next are both past
+    the bar."""
+    figures = [guard_figure(guard, output)]
+    if figures[0] > GUARD_FACTOR * guard.recorded:
+        figures.append(guard_figure(guard, again()))
+    value = min(figures)
+    assert value <= GUARD_FACTOR * guard.recorded, (
+        f"bench.{guard.bench}: {guard.label} is {value:.2f}x (runs: "
+        f"{', '.join(f'{f:.2f}' for f in figures)}), more than {GUARD_FACTOR:g} times the "
+        f"{guard.recorded:.2f}x recorded at {guard.commit} (docs/benchmarks.md, Regression "
+        "guard): find what made the step slower, or record the new figure there with its "
+        "commit if the cost is meant"
+    )
+
+
+def guard_figure(guard: Guard, output: str) -> float:
     value = figure(output, guard.label)
     assert value is not None, f"bench.{guard.bench} printed no figure {guard.label!r}"
-    assert value <= GUARD_FACTOR * guard.recorded, (
-        f"bench.{guard.bench}: {guard.label} is {value:.2f}x, more than "
-        f"{GUARD_FACTOR:g} times the {guard.recorded:.2f}x recorded at {guard.commit} "
-        "(docs/benchmarks.md, Regression guard): find what made the step slower, or "
-        "record the new figure there with its commit if the cost is meant"
-    )
+    return value
+
+
+def test_the_guard_fails_a_regression_and_not_one_noisy_run() -> None:
+    """Broken on purpose: a figure past the bar in both runs fails (naming both); past
+    it once and within it when measured again passes; within it, no second run."""
+    guard = Guard("bus_overhead", "LLM step CPU, services / pure step", 10.0, "abc1234")
+
+    def printed(value: float) -> str:
+        return f"     {guard.label}       {value:.2f} x        (CPU time; the regression guard)\n"
+
+    def never() -> str:
+        raise AssertionError("measured again though within the bar")
+
+    check_guard(guard, printed(19.5), never)
+    check_guard(guard, printed(31.0), lambda: printed(18.0))
+    with pytest.raises(AssertionError, match=r"is 25\.00x \(runs: 31\.00, 25\.00\)"):
+        check_guard(guard, printed(31.0), lambda: printed(25.0))
 
 
 def test_the_guard_reads_the_recorded_table() -> None:
