@@ -61,7 +61,11 @@ async def rebuild(path: Path, redis: aioredis.Redis | None, archive_dir: Path) -
     for leftover in (scratch, Path(f"{scratch}-wal"), Path(f"{scratch}-shm")):
         leftover.unlink(missing_ok=True)
     store = ProjectionStore.open(scratch)
-    store.conn.execute("PRAGMA synchronous = OFF")  # a scratch file: a crash means rebuild
+    # A scratch file, installed only once complete: a crash (or any error, which ends
+    # here too) means the next rebuild starts it again, so it needs neither the WAL's
+    # second copy of every page nor a sync (no rollback either: nothing rolls back).
+    store.conn.execute("PRAGMA journal_mode = OFF")
+    store.conn.execute("PRAGMA synchronous = OFF")
     report = RebuildReport()
     try:
         ids: set[str] = set(archived_run_ids(archive_dir))

@@ -371,13 +371,7 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str, *, index: 
             for a in delta.attempts.values()
         ],
     )
-    conn.executemany(
-        "INSERT OR REPLACE INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (run_id, e.seq, e.entry_id, e.type, _ts(e.ts), e.cycle, e.task_key, e.payload)
-            for e in delta.events
-        ],
-    )
+    conn.executemany("INSERT OR REPLACE INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", delta.events)
     conn.executemany(
         "INSERT OR REPLACE INTO cycle_marks VALUES (?, ?, ?, ?, ?)",
         [

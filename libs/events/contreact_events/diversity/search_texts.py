@@ -56,6 +56,17 @@ KIND_LABELS: dict[str, str] = {
     "tool": "tool output",
 }
 MEMORY_WRITE = "write"
+_TEXT_TYPES = frozenset(
+    {
+        "ToolCallRequested",
+        "ToolCallCompleted",
+        "OperatorMessageSent",
+        "OperatorReplied",
+        "ReflectionEmbedded",
+        "ReflectionRecorded",
+    }
+)
+"""The event types ``SearchTexts.feed`` reads (each type is one class)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +101,11 @@ class SearchTexts:
         """The texts ``event`` adds; ``seq`` is its position in the log (default:
         one after the previous event fed)."""
         self.seq = self.seq + 1 if seq is None else seq
-        cycle = getattr(event, "cycle", None)
+        cycle = event.__dict__.get("cycle")  # a field or nothing (getattr misses are slow)
         if isinstance(cycle, int) and cycle > 0:
             self.cycle = cycle
+        if event.type not in _TEXT_TYPES:  # most events: nothing to search
+            return []
         match event:
             case ToolCallRequested():
                 key = value = ""
