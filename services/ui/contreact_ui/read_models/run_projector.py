@@ -391,10 +391,15 @@ def similarities(event: SimilarityAssessed, state: AgentState) -> tuple[tuple[in
         return ()
     matrix = np.asarray([v for _, v in earlier], dtype=np.float64)
     target = np.asarray(own, dtype=np.float64)
-    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(target))
+    # np.linalg.norm's own steps for real vectors (its checks and dispatch cost more
+    # than the arithmetic at a run's few dozen rows), and clip as its two ufuncs
+    norms = _sqrt(_add.reduce(matrix * matrix, axis=1)) * float(_sqrt(target.dot(target)))
     norms[norms == 0] = 1.0
-    values = np.clip(matrix @ target / norms, -1.0, 1.0)
-    return tuple((c, float(v)) for (c, _), v in zip(earlier, values, strict=True))
+    values = _minimum(_maximum(matrix @ target / norms, -1.0), 1.0)
+    return tuple(zip([c for c, _ in earlier], values.tolist(), strict=True))
+
+
+_sqrt, _add, _minimum, _maximum = np.sqrt, np.add, np.minimum, np.maximum
 
 
 def band_row(cycle: int, values: Iterable[tuple[int, float]]) -> list[float | None]:
