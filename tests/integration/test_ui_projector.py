@@ -288,12 +288,12 @@ def dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
         conn.close()
 
 
-async def test_a_rebuild_in_chunks_and_batches_is_the_rebuild_in_one(
+async def test_a_rebuild_in_batches_is_the_rebuild_in_one(
     aredis: aioredis.Redis, archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Archive runs are projected a chunk at a time in a worker thread, Redis runs one
+    """Archive runs are projected a batch at a time in a worker thread, Redis runs one
     at a time between them, and rows written whenever a batch fills up: the store is
-    the same however the runs fall into chunks and batches, unreadable runs included."""
+    the same however the runs fall into batches, unreadable runs included."""
     import contreact_ui.rebuild as rebuild_module
 
     logs = {run_id: tidal_log(run_id, cycles=2) for run_id in "abcdefghi"}
@@ -307,10 +307,9 @@ async def test_a_rebuild_in_chunks_and_batches_is_the_rebuild_in_one(
     (archive / "g.events.jsonl").write_bytes(b"".join([*lines[:5], b"{garbled\n", *lines[5:]]))
     whole = await rebuild(tmp_path / "whole.db", aredis, archive)
     assert sorted(whole.problems) == ["e", "g"] and whole.runs == 7
-    for per_call, batch_events in ((1, 1), (2, 40), (4, 75)):
-        monkeypatch.setattr(rebuild_module, "ARCHIVE_RUNS_PER_CALL", per_call)
+    for batch_events in (1, 40, 75, 130):
         monkeypatch.setattr(rebuild_module, "BATCH_EVENTS", batch_events)
-        path = tmp_path / f"chunked-{per_call}.db"
+        path = tmp_path / f"batches-{batch_events}.db"
         report = await rebuild(path, aredis, archive)
         assert (report.runs, report.events, report.problems) == (
             whole.runs,

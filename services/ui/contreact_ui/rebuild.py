@@ -50,20 +50,15 @@ class _Batch:
     events: int = 0
 
 
-ARCHIVE_RUNS_PER_CALL = 100
-"""Archive runs projected (and their full batches written) per call in a worker
-thread, with the collector paused throughout."""
-
-
 async def rebuild(path: Path, redis: aioredis.Redis | None, archive_dir: Path) -> RebuildReport:
     """Project every run into a fresh store and put it in place of ``path``.
 
     Each run is projected as soon as it is read, so only its rows wait for the batch's
-    write; runs read from their archives are projected and written a hundred at a time
-    in one synchronous block with the cyclic garbage collector paused (``bulk``: what
-    they make holds no reference cycles, and the collector's scans of the batch waiting
-    to be written were a twentieth of the rebuild); the trigram index of the search
-    texts is made once, after the last write."""
+    write; runs read from their archives are projected a batch at a time, up to its
+    write, in one synchronous block with the cyclic garbage collector paused (``bulk``:
+    what they make holds no reference cycles, and the collector's scans of the batch
+    waiting to be written were a twentieth of the rebuild); the trigram index of the
+    search texts is made once, after the last write."""
     scratch = path.with_name(path.name + ".rebuild")
     for leftover in (scratch, Path(f"{scratch}-wal"), Path(f"{scratch}-shm")):
         leftover.unlink(missing_ok=True)
@@ -88,24 +83,16 @@ async def rebuild(path: Path, redis: aioredis.Redis | None, archive_dir: Path) -
                 report.problems[run_id] = str(exc)
             if entries is None and run_id not in report.problems:
                 archived.append(run_id)
-                if len(archived) < ARCHIVE_RUNS_PER_CALL:
-                    continue
-            if archived:  # before this run: the runs are written in their order
-                batch = await asyncio.to_thread(
-                    _project_archives, store, archive_dir, archived, batch, report
-                )
-                archived = []
-            if run_id in report.problems:
+                continue
+            await _from_archives(store, archive_dir, archived, batch, report)
+            if run_id in report.problems:  # after the runs before it: written in order
                 store.set_problem(run_id, status=None, error=report.problems[run_id])
             elif entries:
                 await asyncio.to_thread(_project_run, run_id, entries, "redis", batch, report)
                 del entries
                 if batch.events >= BATCH_EVENTS:
                     await asyncio.to_thread(_write_batch, store, batch)
-                    batch = _Batch()
-        batch = await asyncio.to_thread(
-            _project_archives, store, archive_dir, archived, batch, report
-        )
+        await _from_archives(store, archive_dir, archived, batch, report)
         await asyncio.to_thread(_write_batch, store, batch)
         await asyncio.to_thread(store.reindex_texts)
         await asyncio.to_thread(_install, store.conn, path)
@@ -128,18 +115,37 @@ async def _redis_entries(redis: aioredis.Redis | None, run_id: str) -> list[Entr
     return [Entry(entry_id.decode(), event, None) for entry_id, event in read]
 
 
+async def _from_archives(
+    store: ProjectionStore,
+    archive_dir: Path,
+    run_ids: list[str],
+    batch: _Batch,
+    report: RebuildReport,
+) -> None:
+    """Project the runs waiting for their archive (and empty the list), a batch per
+    call in a worker thread."""
+    while run_ids:
+        done = await asyncio.to_thread(
+            _project_archives, store, archive_dir, run_ids, batch, report
+        )
+        del run_ids[:done]
+
+
 def _project_archives(
     store: ProjectionStore,
     archive_dir: Path,
     run_ids: list[str],
     batch: _Batch,
     report: RebuildReport,
-) -> _Batch:
-    """Project these runs from their archives, each line decoded as the projector
-    takes it, writing every batch that fills up; the collector paused throughout (no
-    other coroutine's work runs in this thread). Returns the batch not written yet."""
+) -> int:
+    """Project runs from their archives, each line decoded as the projector takes it,
+    until the batch fills up and is written (or the runs run out); the collector paused
+    throughout (no other coroutine's work runs in this thread), so it never meets a
+    batch waiting to be written. Returns how many runs were taken."""
+    done = 0
     with bulk():
         for run_id in run_ids:
+            done += 1
             path = archive_path(archive_dir, run_id)
             if not path.exists():
                 continue
@@ -150,9 +156,9 @@ def _project_archives(
                 store.set_problem(run_id, status=None, error=str(exc))
                 continue
             if batch.events >= BATCH_EVENTS:
-                _write_batch(store, batch)
-                batch = _Batch()
-    return batch
+                _write_batch(store, batch)  # its rows freed before the collector is back
+                break
+    return done
 
 
 def _project_archive(path: Path, run_id: str, batch: _Batch, report: RebuildReport) -> None:
@@ -198,10 +204,14 @@ def _project_run(
 
 def _write_batch(store: ProjectionStore, batch: _Batch) -> None:
     """Write the batch's runs in one transaction, their texts left out of the trigram
-    index (made once at the end), then the problems of those that stopped short."""
+    index (made once at the end), then the problems of those that stopped short; the
+    batch is emptied (in place: its holders see the next one)."""
     store.apply_many(batch.deltas, index=False)
     for run_id, problem in batch.problems.items():
         store.set_problem(run_id, status=None, error=problem)
+    batch.deltas.clear()
+    batch.problems.clear()
+    batch.events = 0
 
 
 def _install(built: sqlite3.Connection, path: Path) -> None:
