@@ -177,10 +177,11 @@ def archive_entries(archive_dir: Path, run_id: str) -> list[Entry] | None:
 
 
 def _entries(lines: Iterable[bytes], path: Path) -> Iterator[Entry]:
+    where = f"{path}:"
     for number, line in enumerate(lines, start=1):
         raw = line.rstrip(b"\r\n")
-        if raw.strip():
-            yield Entry(None, event_from_json(raw, where=f"{path}:{number}"), raw)
+        if raw[:1] == b"{" or raw.strip():  # a blank line is skipped
+            yield Entry(None, event_from_json(raw, where=f"{where}{number}"), raw)
 
 
 def _project_run(
