@@ -56,7 +56,7 @@ KIND_LABELS: dict[str, str] = {
     "tool": "tool output",
 }
 MEMORY_WRITE = "write"
-_TEXT_TYPES = frozenset(
+TEXT_EVENT_TYPES = frozenset(
     {
         "ToolCallRequested",
         "ToolCallCompleted",
@@ -66,7 +66,8 @@ _TEXT_TYPES = frozenset(
         "ReflectionRecorded",
     }
 )
-"""The event types ``SearchTexts.feed`` reads (each type is one class)."""
+"""The event types that add texts (each type is one class). ``feed`` also takes the
+cycle of any event that has one: a caller may skip the events that have neither."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +105,7 @@ class SearchTexts:
         cycle = event.__dict__.get("cycle")  # a field or nothing (getattr misses are slow)
         if isinstance(cycle, int) and cycle > 0:
             self.cycle = cycle
-        if event.type not in _TEXT_TYPES:  # most events: nothing to search
+        if event.type not in TEXT_EVENT_TYPES:  # most events: nothing to search
             return []
         match event:
             case ToolCallRequested():

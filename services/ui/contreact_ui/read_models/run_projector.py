@@ -41,7 +41,7 @@ from contreact_events.core.fold import fold
 from contreact_events.core.memory_ledger import UNKNOWN_TOOL, apply_effect, memory_effect, tool_kind
 from contreact_events.core.run_summary import run_summary
 from contreact_events.core.state import AgentState
-from contreact_events.diversity.search_texts import SearchTexts
+from contreact_events.diversity.search_texts import TEXT_EVENT_TYPES, SearchTexts
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.wire.codec import bulk, event_to_json
 from contreact_ui.exceptions import ProjectionError
@@ -82,6 +82,10 @@ replay page folds at most this many cycles of events from the nearest one."""
 
 TASK_TYPES = frozenset(t for t, cls in EVENT_CLASSES.items() if "task_id" in cls.model_fields)
 CYCLE_TYPES = frozenset(t for t, cls in EVENT_CLASSES.items() if "cycle" in cls.model_fields)
+SEARCHED_TYPES = CYCLE_TYPES | TEXT_EVENT_TYPES
+"""What ``SearchTexts.feed`` reads: the texts, and the cycle of any event that has one."""
+CAUSED_TYPES = frozenset({"LLMResponded", "LLMFailed", "ModelChecked"})
+"""Answers without a task id: their task is the event they answer."""
 
 
 class RunProjector:
@@ -159,9 +163,10 @@ class RunProjector:
             row = self._cycles.get(number)
             if row is None or (row.ended_at is None and row.metrics is not state.metrics):
                 self._cycle(number).metrics = state.metrics
-        texts = self._texts.feed(event, state.seq)
-        if texts:
-            delta.texts.extend(texts)
+        if kind in SEARCHED_TYPES:
+            texts = self._texts.feed(event, state.seq)
+            if texts:
+                delta.texts.extend(texts)
         delta.events.append(
             EventRow(
                 state.run_id,
@@ -424,9 +429,10 @@ def state_from_snapshot(blob: bytes) -> AgentState:
 def task_key(event: Event) -> str | None:
     """The task an event belongs to: a request, its answer and what happens between
     (operator message and reply) share it, so the viewer links one to the other."""
-    if event.type in TASK_TYPES:
-        task_id = getattr(event, "task_id", None)
+    kind = event.type
+    if kind in TASK_TYPES:
+        task_id = event.__dict__.get("task_id")
         return task_id if isinstance(task_id, str) else None
-    if event.type in ("LLMResponded", "LLMFailed", "ModelChecked"):
+    if kind in CAUSED_TYPES:
         return event.causation_id
     return None
