@@ -273,3 +273,61 @@ async def wait_for(predicate: Any, within_s: float = 10.0) -> None:
     while not predicate():
         assert loop.time() < deadline, "timed out"
         await asyncio.sleep(0.02)
+
+
+def dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every table as stored, bookkeeping and the text ids included."""
+    conn = connect_readonly(path)
+    try:
+        return {
+            table: sorted((tuple(r) for r in conn.execute(f"SELECT * FROM {table}")), key=repr)
+            for table in TABLES
+            if table != "text_index"
+        } | {"index": [r[0] for r in conn.execute("SELECT rowid FROM text_index('noted')")]}
+    finally:
+        conn.close()
+
+
+async def test_a_rebuild_in_batches_is_the_rebuild_in_one(
+    aredis: aioredis.Redis, archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Archive runs are projected a batch at a time in a worker thread, Redis runs one
+    at a time between them, and rows written whenever a batch fills up: the store is
+    the same however the runs fall into batches, unreadable runs included."""
+    import contreact_ui.rebuild as rebuild_module
+
+    logs = {run_id: tidal_log(run_id, cycles=2) for run_id in "abcdefghi"}
+    for run_id in "bei":  # held by Redis (e: a line that does not decode)
+        await register_run(aredis, run_id, None)
+        await append(aredis, logs[run_id])
+    await aredis.xadd(run_log_key("e"), {"type": "Nonsense", "event": b"{not json"})
+    for run_id in "acdfgh":  # archived (g: garbled)
+        write_archive(archive, run_id, logs[run_id])
+    lines = (archive / "g.events.jsonl").read_bytes().splitlines(keepends=True)
+    (archive / "g.events.jsonl").write_bytes(b"".join([*lines[:5], b"{garbled\n", *lines[5:]]))
+    whole = await rebuild(tmp_path / "whole.db", aredis, archive)
+    assert sorted(whole.problems) == ["e", "g"] and whole.runs == 7
+    for batch_events in (1, 40, 75, 130):
+        monkeypatch.setattr(rebuild_module, "BATCH_EVENTS", batch_events)
+        path = tmp_path / f"batches-{batch_events}.db"
+        report = await rebuild(path, aredis, archive)
+        assert (report.runs, report.events, report.problems) == (
+            whole.runs,
+            whole.events,
+            whole.problems,
+        )
+        assert dump(path) == dump(tmp_path / "whole.db")
+    sources = dict(
+        connect_readonly(tmp_path / "whole.db").execute("SELECT run_id, source FROM runs")
+    )
+    assert sources == {
+        "a": "archive",
+        "b": "redis",
+        "c": "archive",
+        "d": "archive",
+        "e": "redis",
+        "f": "archive",
+        "g": "redis",  # a run with no rows but its problem: the column's default
+        "h": "archive",
+        "i": "redis",
+    }

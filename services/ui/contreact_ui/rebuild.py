@@ -54,30 +54,45 @@ async def rebuild(path: Path, redis: aioredis.Redis | None, archive_dir: Path) -
     """Project every run into a fresh store and put it in place of ``path``.
 
     Each run is projected as soon as it is read, so only its rows wait for the batch's
-    write (holding the decoded events of many runs made the cyclic garbage collector
-    scan them again and again); the trigram index of the search texts is made once,
-    after the last write."""
+    write; runs read from their archives are projected a batch at a time, up to its
+    write, in one synchronous block with the cyclic garbage collector paused (``bulk``:
+    what they make holds no reference cycles, and the collector's scans of the batch
+    waiting to be written were a twentieth of the rebuild); the trigram index of the
+    search texts is made once, after the last write."""
     scratch = path.with_name(path.name + ".rebuild")
     for leftover in (scratch, Path(f"{scratch}-wal"), Path(f"{scratch}-shm")):
         leftover.unlink(missing_ok=True)
     store = ProjectionStore.open(scratch)
-    store.conn.execute("PRAGMA synchronous = OFF")  # a scratch file: a crash means rebuild
+    # A scratch file, installed only once complete: a crash (or any error, which ends
+    # here too) means the next rebuild starts it again, so it needs neither the WAL's
+    # second copy of every page nor a sync (no rollback either: nothing rolls back).
+    store.conn.execute("PRAGMA journal_mode = OFF")
+    store.conn.execute("PRAGMA synchronous = OFF")
     report = RebuildReport()
     try:
         ids: set[str] = set(archived_run_ids(archive_dir))
         if redis is not None:
             ids.update(texts(await redis.zrange(RUNS_INDEX, 0, -1)))
         batch = _Batch()
+        archived: list[str] = []  # archive runs waiting for their thread, in order
         for run_id in sorted(i for i in ids if RUN_ID_PATTERN.match(i)):
             try:
-                await _project(redis, archive_dir, run_id, batch, report)
+                entries = await _redis_entries(redis, run_id)
             except ContReActEventError as exc:  # a log that does not decode
+                entries = None
                 report.problems[run_id] = str(exc)
-                store.set_problem(run_id, status=None, error=str(exc))
+            if entries is None and run_id not in report.problems:
+                archived.append(run_id)
                 continue
-            if batch.events >= BATCH_EVENTS:
-                await asyncio.to_thread(_write_batch, store, batch)
-                batch = _Batch()
+            await _from_archives(store, archive_dir, archived, batch, report)
+            if run_id in report.problems:  # after the runs before it: written in order
+                store.set_problem(run_id, status=None, error=report.problems[run_id])
+            elif entries:
+                await asyncio.to_thread(_project_run, run_id, entries, "redis", batch, report)
+                del entries
+                if batch.events >= BATCH_EVENTS:
+                    await asyncio.to_thread(_write_batch, store, batch)
+        await _from_archives(store, archive_dir, archived, batch, report)
         await asyncio.to_thread(_write_batch, store, batch)
         await asyncio.to_thread(store.reindex_texts)
         await asyncio.to_thread(_install, store.conn, path)
@@ -88,27 +103,62 @@ async def rebuild(path: Path, redis: aioredis.Redis | None, archive_dir: Path) -
     return report
 
 
-async def _project(
-    redis: aioredis.Redis | None,
+async def _redis_entries(redis: aioredis.Redis | None, run_id: str) -> list[Entry] | None:
+    """The run's log from Redis while it holds it (its stream ids let the follower
+    follow it on); None when it does not: then the archive is read, if any. A run
+    registered with nothing appended yet is left to the follower."""
+    if redis is None:
+        return None
+    read = await RunLog(redis).read(run_id)
+    if not read:
+        return None
+    return [Entry(entry_id.decode(), event, None) for entry_id, event in read]
+
+
+async def _from_archives(
+    store: ProjectionStore,
     archive_dir: Path,
-    run_id: str,
+    run_ids: list[str],
     batch: _Batch,
     report: RebuildReport,
 ) -> None:
-    """Project one run into the batch: from Redis while it holds the run's log, else
-    from its archive, each line decoded as the projector takes it, so the events are
-    gone (but for what the fold's state keeps) before the collector runs again. A run
-    registered with nothing appended yet is left to the follower."""
-    if redis is not None:
-        read = await RunLog(redis).read(run_id)
-        if read:
-            entries = [Entry(entry_id.decode(), event, None) for entry_id, event in read]
-            del read
-            await asyncio.to_thread(_project_run, run_id, entries, "redis", batch, report)
-            return
-    path = archive_path(archive_dir, run_id)
-    if path.exists():
-        await asyncio.to_thread(_project_archive, path, run_id, batch, report)
+    """Project the runs waiting for their archive (and empty the list), a batch per
+    call in a worker thread."""
+    while run_ids:
+        done = await asyncio.to_thread(
+            _project_archives, store, archive_dir, run_ids, batch, report
+        )
+        del run_ids[:done]
+
+
+def _project_archives(
+    store: ProjectionStore,
+    archive_dir: Path,
+    run_ids: list[str],
+    batch: _Batch,
+    report: RebuildReport,
+) -> int:
+    """Project runs from their archives, each line decoded as the projector takes it,
+    until the batch fills up and is written (or the runs run out); the collector paused
+    throughout (no other coroutine's work runs in this thread), so it never meets a
+    batch waiting to be written. Returns how many runs were taken."""
+    done = 0
+    with bulk():
+        for run_id in run_ids:
+            done += 1
+            path = archive_path(archive_dir, run_id)
+            if not path.exists():
+                continue
+            try:
+                _project_archive(path, run_id, batch, report)
+            except ContReActEventError as exc:  # a line that does not decode
+                report.problems[run_id] = str(exc)
+                store.set_problem(run_id, status=None, error=str(exc))
+                continue
+            if batch.events >= BATCH_EVENTS:
+                _write_batch(store, batch)  # its rows freed before the collector is back
+                break
+    return done
 
 
 def _project_archive(path: Path, run_id: str, batch: _Batch, report: RebuildReport) -> None:
@@ -127,10 +177,11 @@ def archive_entries(archive_dir: Path, run_id: str) -> list[Entry] | None:
 
 
 def _entries(lines: Iterable[bytes], path: Path) -> Iterator[Entry]:
+    where = f"{path}:"
     for number, line in enumerate(lines, start=1):
         raw = line.rstrip(b"\r\n")
-        if raw.strip():
-            yield Entry(None, event_from_json(raw, where=f"{path}:{number}"), raw)
+        if raw[:1] == b"{" or raw.strip():  # a blank line is skipped
+            yield Entry(None, event_from_json(raw, where=f"{where}{number}"), raw)
 
 
 def _project_run(
@@ -154,10 +205,14 @@ def _project_run(
 
 def _write_batch(store: ProjectionStore, batch: _Batch) -> None:
     """Write the batch's runs in one transaction, their texts left out of the trigram
-    index (made once at the end), then the problems of those that stopped short."""
+    index (made once at the end), then the problems of those that stopped short; the
+    batch is emptied (in place: its holders see the next one)."""
     store.apply_many(batch.deltas, index=False)
     for run_id, problem in batch.problems.items():
         store.set_problem(run_id, status=None, error=problem)
+    batch.deltas.clear()
+    batch.problems.clear()
+    batch.events = 0
 
 
 def _install(built: sqlite3.Connection, path: Path) -> None:

@@ -141,6 +141,13 @@ TABLES = (
 )
 
 
+CYCLE_INSERT = (
+    "INSERT OR REPLACE INTO cycles (run_id, cycle, started_at, ended_at, ended_by, "
+    f"advisory, advisory_level, {', '.join(METRIC_FIELDS)}, tools, reflection, "
+    "reflection_complete, level, max_similarity, most_similar_cycle, advisory_given, "
+    f"note, topic_exhausted) VALUES ({', '.join('?' * (16 + len(METRIC_FIELDS)))})"
+)
+
 FOLD_INSERT = (
     "INSERT OR IGNORE INTO text_folds (run_id, seq, kind, label, folded) VALUES (?, ?, ?, ?, ?)"
 )
@@ -296,13 +303,9 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str, *, index: 
         f"ON CONFLICT (run_id) DO UPDATE SET {updates}",
         tuple(values.values()),
     )
-    for row in delta.cycles.values():
-        metrics = row.metrics
-        conn.execute(
-            f"INSERT OR REPLACE INTO cycles (run_id, cycle, started_at, ended_at, ended_by, "
-            f"advisory, advisory_level, {', '.join(METRIC_FIELDS)}, tools, reflection, "
-            "reflection_complete, level, max_similarity, most_similar_cycle, advisory_given, "
-            f"note, topic_exhausted) VALUES ({', '.join('?' * (16 + len(METRIC_FIELDS)))})",
+    conn.executemany(
+        CYCLE_INSERT,
+        [
             (
                 run_id,
                 row.cycle,
@@ -311,7 +314,7 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str, *, index: 
                 row.ended_by,
                 row.advisory,
                 row.advisory_level,
-                *(getattr(metrics, name) for name in METRIC_FIELDS),
+                *(getattr(row.metrics, name) for name in METRIC_FIELDS),
                 _json_counts(row.tools),
                 row.reflection,
                 int(row.reflection_complete),
@@ -321,8 +324,10 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str, *, index: 
                 row.advisory_given,
                 row.note,
                 int(row.topic_exhausted),
-            ),
-        )
+            )
+            for row in delta.cycles.values()
+        ],
+    )
     conn.executemany(
         "INSERT OR REPLACE INTO similarities VALUES (?, ?, ?, ?)",
         [(run_id, c, o, v) for c, o, v in delta.similarities],
@@ -371,13 +376,7 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str, *, index: 
             for a in delta.attempts.values()
         ],
     )
-    conn.executemany(
-        "INSERT OR REPLACE INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (run_id, e.seq, e.entry_id, e.type, _ts(e.ts), e.cycle, e.task_key, e.payload)
-            for e in delta.events
-        ],
-    )
+    conn.executemany("INSERT OR REPLACE INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", delta.events)
     conn.executemany(
         "INSERT OR REPLACE INTO cycle_marks VALUES (?, ?, ?, ?, ?)",
         [

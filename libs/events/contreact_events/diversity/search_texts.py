@@ -56,6 +56,18 @@ KIND_LABELS: dict[str, str] = {
     "tool": "tool output",
 }
 MEMORY_WRITE = "write"
+TEXT_EVENT_TYPES = frozenset(
+    {
+        "ToolCallRequested",
+        "ToolCallCompleted",
+        "OperatorMessageSent",
+        "OperatorReplied",
+        "ReflectionEmbedded",
+        "ReflectionRecorded",
+    }
+)
+"""The event types that add texts (each type is one class). ``feed`` also takes the
+cycle of any event that has one: a caller may skip the events that have neither."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +102,11 @@ class SearchTexts:
         """The texts ``event`` adds; ``seq`` is its position in the log (default:
         one after the previous event fed)."""
         self.seq = self.seq + 1 if seq is None else seq
-        cycle = getattr(event, "cycle", None)
+        cycle = event.__dict__.get("cycle")  # a field or nothing (getattr misses are slow)
         if isinstance(cycle, int) and cycle > 0:
             self.cycle = cycle
+        if event.type not in TEXT_EVENT_TYPES:  # most events: nothing to search
+            return []
         match event:
             case ToolCallRequested():
                 key = value = ""

@@ -135,10 +135,15 @@ class MemoryChange(NamedTuple):
 
 
 class EventRow(NamedTuple):
+    """A row of the ``events`` table, its columns in order (the store writes it as it
+    is)."""
+
+    run_id: str
     seq: int
     entry_id: str | None
     type: str
-    ts: datetime
+    ts: str
+    """The event's time as stored (ISO 8601)."""
     cycle: int
     task_key: str | None
     """The task this event belongs to: a request and its answer share it."""

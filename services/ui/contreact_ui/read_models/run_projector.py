@@ -4,7 +4,7 @@ the read-model rows that changed. Pure: no I/O, no clock."""
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -41,7 +41,7 @@ from contreact_events.core.fold import fold
 from contreact_events.core.memory_ledger import UNKNOWN_TOOL, apply_effect, memory_effect, tool_kind
 from contreact_events.core.run_summary import run_summary
 from contreact_events.core.state import AgentState
-from contreact_events.diversity.search_texts import SearchTexts
+from contreact_events.diversity.search_texts import TEXT_EVENT_TYPES, SearchTexts
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.wire.codec import bulk, event_to_json
 from contreact_ui.exceptions import ProjectionError
@@ -81,30 +81,11 @@ replay page folds at most this many cycles of events from the nearest one."""
 
 
 TASK_TYPES = frozenset(t for t, cls in EVENT_CLASSES.items() if "task_id" in cls.model_fields)
-PROJECTED_TYPES = frozenset(
-    {
-        "CycleStarted",
-        "ReflectionEmbedded",
-        "ToolCallRequested",
-        "ToolCallCompleted",
-        "OperatorMessageSent",
-        "OperatorReplied",
-        "OperatorMessageAnalysisRequested",
-        "OperatorMessageAnalyzed",
-        "ReflectionRecorded",
-        "SimilarityAssessed",
-        "EmbeddingFailed",
-        "ParagraphsChecked",
-        "RegenerationRequested",
-        "ParagraphsAccepted",
-        "TopicExhausted",
-        "CycleEnded",
-        "PersistentMemoryRequested",
-        "PersistentMemoryStored",
-    }
-)
-"""The event types ``_project`` has a branch for (the others change the summary only)."""
 CYCLE_TYPES = frozenset(t for t, cls in EVENT_CLASSES.items() if "cycle" in cls.model_fields)
+SEARCHED_TYPES = CYCLE_TYPES | TEXT_EVENT_TYPES
+"""What ``SearchTexts.feed`` reads: the texts, and the cycle of any event that has one."""
+CAUSED_TYPES = frozenset({"LLMResponded", "LLMFailed", "ModelChecked"})
+"""Answers without a task id: their task is the event they answer."""
 
 
 class RunProjector:
@@ -156,7 +137,8 @@ class RunProjector:
         return delta
 
     def _one(self, entry_id: str | None, event: Event, raw: bytes | None) -> None:
-        assert self._delta is not None
+        delta = self._delta
+        assert delta is not None
         try:
             self.state = state = fold(self.state, event)
         except ContReActEventError as exc:
@@ -164,24 +146,37 @@ class RunProjector:
                 f"run {self.run_id}: event {self.state.seq + 1} ({event.type}) cannot be "
                 f"folded: {exc}"
             ) from None
-        self.last_entry_id = entry_id if entry_id is not None else self.last_entry_id
-        self._first_ts = self._first_ts or event.ts
-        self._last_ts = event.ts
-        cycle = int(getattr(event, "cycle", 0) if event.type in CYCLE_TYPES else 0)
+        if entry_id is not None:
+            self.last_entry_id = entry_id
+        ts = event.ts
+        if self._first_ts is None:
+            self._first_ts = ts
+        self._last_ts = ts
+        kind = event.type
+        cycle = int(event.__dict__["cycle"]) if kind in CYCLE_TYPES else 0
         cycle = cycle or state.cycle_number
-        if event.type in PROJECTED_TYPES:
-            self._project(event, state, cycle)
-        self._live_metrics(state)
-        self._delta.texts.extend(self._texts.feed(event, state.seq))
-        self._delta.events.append(
+        project = _PROJECTIONS.get(kind)
+        if project is not None:
+            project(self, event, state, cycle)
+        number = state.cycle_number  # the metrics of the cycle in progress, as they grow
+        if number and state.phase != "cycle_end" and not state.terminal:
+            row = self._cycles.get(number)
+            if row is None or (row.ended_at is None and row.metrics is not state.metrics):
+                self._cycle(number).metrics = state.metrics
+        if kind in SEARCHED_TYPES:
+            texts = self._texts.feed(event, state.seq)
+            if texts:
+                delta.texts.extend(texts)
+        delta.events.append(
             EventRow(
-                seq=state.seq,
-                entry_id=entry_id,
-                type=event.type,
-                ts=event.ts,
-                cycle=cycle,
-                task_key=task_key(event),
-                payload=raw if raw is not None else event_to_json(event),
+                state.run_id,
+                state.seq,
+                entry_id,
+                kind,
+                ts.isoformat(),
+                cycle,
+                task_key(event),
+                raw if raw is not None else event_to_json(event),
             )
         )
 
@@ -201,113 +196,127 @@ class RunProjector:
         self._delta.marks[number] = mark
         return mark
 
-    def _project(self, event: Event, state: AgentState, cycle: int) -> None:
-        assert self._delta is not None
-        delta = self._delta
-        match event:
-            case CycleStarted():
-                row = self._cycle(event.cycle)
-                row.started_at = event.ts
-                row.advisory = event.advisory
-                previous = self._cycles.get(event.cycle - 1)
-                row.advisory_level = (
-                    (previous.level if previous else None) if event.advisory else None
-                )
-                self._mark(event.cycle).start_seq = state.seq
-                if (event.cycle - 1) % SNAPSHOT_EVERY == 0:
-                    delta.snapshots.append(Snapshot(state.seq, event.cycle, snapshot_bytes(state)))
-            case ToolCallRequested():
-                tool = tool_kind(event.tool_name)
-                row = self._cycle(event.cycle)
-                row.tools[tool] = row.tools.get(tool, 0) + 1
-                self._requests[event.task_id] = (event.tool_name, dict(event.arguments))
-            case PersistentMemoryRequested():  # the memory policy's store: a write
-                self._requests[event.task_id] = ("write", {"key": event.key, "value": event.value})
-            case ToolCallCompleted() | PersistentMemoryStored():
-                request = self._requests.pop(event.task_id, None)
-                if request is not None and event.ok:
-                    self._memory_effect(state.seq, cycle, *request)
-            case OperatorMessageSent():
-                self._operator[event.task_id] = op = new_exchange(
-                    event.task_id, event.cycle, event.message, event.ts, state.seq
-                )
-                delta.operator[event.task_id] = op
-            case OperatorReplied():
-                op_row = self._operator.get(event.task_id)
-                if op_row is not None:
-                    op_row.reply, op_row.replied_by, op_row.replied_at = (
-                        event.text,
-                        event.by,
-                        event.ts,
-                    )
-                    op_row.replied_seq = state.seq
-                    delta.operator[event.task_id] = op_row
-            case OperatorMessageAnalysisRequested():
-                self._analysis_of[event.task_id] = event.exchange_task_id
-                op_row = self._operator.get(event.exchange_task_id)
-                if op_row is not None:
-                    op_row.analysis_requested = event.analyser
-                    op_row.analysis_requested_seq = state.seq
-                    op_row.analysis_status = analysis_status(op_row)
-                    delta.operator[op_row.task_id] = op_row
-            case OperatorMessageAnalyzed():
-                op_row = self._operator.get(self._analysis_of.get(event.task_id, ""))
-                if op_row is not None:
-                    op_row.analysis = ExchangeAnalysis(
-                        **event.analysis.model_dump(mode="json"),
-                        fallback_reason=event.fallback_reason,
-                    )
-                    op_row.analysis_seq = state.seq
-                    op_row.analysis_status = analysis_status(op_row)
-                    delta.operator[op_row.task_id] = op_row
-            case ReflectionRecorded():
-                row = self._cycle(event.cycle)
-                row.reflection, row.reflection_complete = event.text, event.complete
-            case SimilarityAssessed():
-                row = self._cycle(event.cycle)
-                row.level = event.level
-                row.max_similarity = event.max_similarity
-                row.most_similar_cycle = event.most_similar_cycle
-                row.advisory_given = event.advisory
-                row.note = event.note
-                assessed = similarities(event, state)
-                delta.similarities.extend((event.cycle, other, value) for other, value in assessed)
-                self._mark(event.cycle).band = band_row(event.cycle, assessed)
-            case ReflectionEmbedded():
-                self._mark(event.cycle).embedded = True
-            case EmbeddingFailed():
-                self._cycle(event.cycle).note = f"embedding failed: {event.error}"
-            case ParagraphsChecked():
-                text = state.attempts[-1].text if state.attempts else ""
-                key = (event.cycle, event.attempt)
-                self._attempts[key] = delta.attempts[key] = new_attempt(
-                    cycle=event.cycle,
-                    attempt=event.attempt,
-                    text=text,
-                    similarity=event.overall_similarity,
-                    is_unique=event.is_unique,
-                    feedback=event.feedback,
-                    matches=len(event.matches),
-                    paragraphs=len(event.paragraphs),
-                )
-            case RegenerationRequested():
-                self._mark_attempt(event.cycle, event.attempt - 1, "regenerated")
-            case ParagraphsAccepted():
-                outcome = "accepted (relaxed)" if event.relaxed else "accepted"
-                self._mark_attempt(event.cycle, event.attempt, outcome)
-            case TopicExhausted():
-                self._cycle(event.cycle).topic_exhausted = True
-            case CycleEnded():
-                row = self._cycle(event.cycle)
-                row.ended_at, row.ended_by, row.metrics = event.ts, event.ended_by, event.metrics
+    # What each projected event type changes besides the summary (``_PROJECTIONS``):
+    # one method per type, found by the event's type name (each name is one class).
 
-    def _live_metrics(self, state: AgentState) -> None:
-        """The metrics of the cycle in progress, as they grow."""
-        number = state.cycle_number
-        if number and state.phase != "cycle_end" and not state.terminal:
-            row = self._cycles.get(number)
-            if row is None or (row.ended_at is None and row.metrics is not state.metrics):
-                self._cycle(number).metrics = state.metrics
+    def _cycle_started(self, event: CycleStarted, state: AgentState, cycle: int) -> None:
+        assert self._delta is not None
+        row = self._cycle(event.cycle)
+        row.started_at = event.ts
+        row.advisory = event.advisory
+        previous = self._cycles.get(event.cycle - 1)
+        row.advisory_level = (previous.level if previous else None) if event.advisory else None
+        self._mark(event.cycle).start_seq = state.seq
+        if (event.cycle - 1) % SNAPSHOT_EVERY == 0:
+            self._delta.snapshots.append(Snapshot(state.seq, event.cycle, snapshot_bytes(state)))
+
+    def _tool_requested(self, event: ToolCallRequested, state: AgentState, cycle: int) -> None:
+        tool = tool_kind(event.tool_name)
+        row = self._cycle(event.cycle)
+        row.tools[tool] = row.tools.get(tool, 0) + 1
+        self._requests[event.task_id] = (event.tool_name, dict(event.arguments))
+
+    def _memory_requested(
+        self, event: PersistentMemoryRequested, state: AgentState, cycle: int
+    ) -> None:  # the memory policy's store: a write
+        self._requests[event.task_id] = ("write", {"key": event.key, "value": event.value})
+
+    def _tool_completed(
+        self, event: ToolCallCompleted | PersistentMemoryStored, state: AgentState, cycle: int
+    ) -> None:
+        request = self._requests.pop(event.task_id, None)
+        if request is not None and event.ok:
+            self._memory_effect(state.seq, cycle, *request)
+
+    def _operator_sent(self, event: OperatorMessageSent, state: AgentState, cycle: int) -> None:
+        assert self._delta is not None
+        self._operator[event.task_id] = op = new_exchange(
+            event.task_id, event.cycle, event.message, event.ts, state.seq
+        )
+        self._delta.operator[event.task_id] = op
+
+    def _operator_replied(self, event: OperatorReplied, state: AgentState, cycle: int) -> None:
+        assert self._delta is not None
+        op_row = self._operator.get(event.task_id)
+        if op_row is not None:
+            op_row.reply, op_row.replied_by, op_row.replied_at = event.text, event.by, event.ts
+            op_row.replied_seq = state.seq
+            self._delta.operator[event.task_id] = op_row
+
+    def _analysis_requested(
+        self, event: OperatorMessageAnalysisRequested, state: AgentState, cycle: int
+    ) -> None:
+        assert self._delta is not None
+        self._analysis_of[event.task_id] = event.exchange_task_id
+        op_row = self._operator.get(event.exchange_task_id)
+        if op_row is not None:
+            op_row.analysis_requested = event.analyser
+            op_row.analysis_requested_seq = state.seq
+            op_row.analysis_status = analysis_status(op_row)
+            self._delta.operator[op_row.task_id] = op_row
+
+    def _analyzed(self, event: OperatorMessageAnalyzed, state: AgentState, cycle: int) -> None:
+        assert self._delta is not None
+        op_row = self._operator.get(self._analysis_of.get(event.task_id, ""))
+        if op_row is not None:
+            op_row.analysis = ExchangeAnalysis(
+                **event.analysis.model_dump(mode="json"),
+                fallback_reason=event.fallback_reason,
+            )
+            op_row.analysis_seq = state.seq
+            op_row.analysis_status = analysis_status(op_row)
+            self._delta.operator[op_row.task_id] = op_row
+
+    def _reflection(self, event: ReflectionRecorded, state: AgentState, cycle: int) -> None:
+        row = self._cycle(event.cycle)
+        row.reflection, row.reflection_complete = event.text, event.complete
+
+    def _assessed(self, event: SimilarityAssessed, state: AgentState, cycle: int) -> None:
+        assert self._delta is not None
+        row = self._cycle(event.cycle)
+        row.level = event.level
+        row.max_similarity = event.max_similarity
+        row.most_similar_cycle = event.most_similar_cycle
+        row.advisory_given = event.advisory
+        row.note = event.note
+        assessed = similarities(event, state)
+        self._delta.similarities.extend((event.cycle, other, value) for other, value in assessed)
+        self._mark(event.cycle).band = band_row(event.cycle, assessed)
+
+    def _embedded(self, event: ReflectionEmbedded, state: AgentState, cycle: int) -> None:
+        self._mark(event.cycle).embedded = True
+
+    def _embedding_failed(self, event: EmbeddingFailed, state: AgentState, cycle: int) -> None:
+        self._cycle(event.cycle).note = f"embedding failed: {event.error}"
+
+    def _checked(self, event: ParagraphsChecked, state: AgentState, cycle: int) -> None:
+        assert self._delta is not None
+        text = state.attempts[-1].text if state.attempts else ""
+        key = (event.cycle, event.attempt)
+        self._attempts[key] = self._delta.attempts[key] = new_attempt(
+            cycle=event.cycle,
+            attempt=event.attempt,
+            text=text,
+            similarity=event.overall_similarity,
+            is_unique=event.is_unique,
+            feedback=event.feedback,
+            matches=len(event.matches),
+            paragraphs=len(event.paragraphs),
+        )
+
+    def _regeneration(self, event: RegenerationRequested, state: AgentState, cycle: int) -> None:
+        self._mark_attempt(event.cycle, event.attempt - 1, "regenerated")
+
+    def _accepted(self, event: ParagraphsAccepted, state: AgentState, cycle: int) -> None:
+        outcome = "accepted (relaxed)" if event.relaxed else "accepted"
+        self._mark_attempt(event.cycle, event.attempt, outcome)
+
+    def _exhausted(self, event: TopicExhausted, state: AgentState, cycle: int) -> None:
+        self._cycle(event.cycle).topic_exhausted = True
+
+    def _cycle_ended(self, event: CycleEnded, state: AgentState, cycle: int) -> None:
+        row = self._cycle(event.cycle)
+        row.ended_at, row.ended_by, row.metrics = event.ts, event.ended_by, event.metrics
 
     def _mark_attempt(self, cycle: int, attempt: int, outcome: str) -> None:
         assert self._delta is not None
@@ -348,6 +357,32 @@ class RunProjector:
             s.updated_at = self._last_ts
 
 
+_Projection = Callable[[RunProjector, Any, AgentState, int], None]
+_PROJECTIONS: dict[str, _Projection] = {
+    "CycleStarted": RunProjector._cycle_started,
+    "ToolCallRequested": RunProjector._tool_requested,
+    "PersistentMemoryRequested": RunProjector._memory_requested,
+    "ToolCallCompleted": RunProjector._tool_completed,
+    "PersistentMemoryStored": RunProjector._tool_completed,
+    "OperatorMessageSent": RunProjector._operator_sent,
+    "OperatorReplied": RunProjector._operator_replied,
+    "OperatorMessageAnalysisRequested": RunProjector._analysis_requested,
+    "OperatorMessageAnalyzed": RunProjector._analyzed,
+    "ReflectionRecorded": RunProjector._reflection,
+    "SimilarityAssessed": RunProjector._assessed,
+    "ReflectionEmbedded": RunProjector._embedded,
+    "EmbeddingFailed": RunProjector._embedding_failed,
+    "ParagraphsChecked": RunProjector._checked,
+    "RegenerationRequested": RunProjector._regeneration,
+    "ParagraphsAccepted": RunProjector._accepted,
+    "TopicExhausted": RunProjector._exhausted,
+    "CycleEnded": RunProjector._cycle_ended,
+}
+"""What each projected event type changes besides the summary, by type name (the
+others change the summary only)."""
+assert all(EVENT_CLASSES[name].__name__ == name for name in _PROJECTIONS)
+
+
 def similarities(event: SimilarityAssessed, state: AgentState) -> tuple[tuple[int, float], ...]:
     """The cycle's row of the similarity matrix, from the vectors in the log: the
     cosine of this cycle's reflection with every earlier one (as assessed, when the
@@ -361,10 +396,15 @@ def similarities(event: SimilarityAssessed, state: AgentState) -> tuple[tuple[in
         return ()
     matrix = np.asarray([v for _, v in earlier], dtype=np.float64)
     target = np.asarray(own, dtype=np.float64)
-    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(target))
+    # np.linalg.norm's own steps for real vectors (its checks and dispatch cost more
+    # than the arithmetic at a run's few dozen rows), and clip as its two ufuncs
+    norms = _sqrt(_add.reduce(matrix * matrix, axis=1)) * float(_sqrt(target.dot(target)))
     norms[norms == 0] = 1.0
-    values = np.clip(matrix @ target / norms, -1.0, 1.0)
-    return tuple((c, float(v)) for (c, _), v in zip(earlier, values, strict=True))
+    values = _minimum(_maximum(matrix @ target / norms, -1.0), 1.0)
+    return tuple(zip([c for c, _ in earlier], values.tolist(), strict=True))
+
+
+_sqrt, _add, _minimum, _maximum = np.sqrt, np.add, np.minimum, np.maximum
 
 
 def band_row(cycle: int, values: Iterable[tuple[int, float]]) -> list[float | None]:
@@ -389,9 +429,10 @@ def state_from_snapshot(blob: bytes) -> AgentState:
 def task_key(event: Event) -> str | None:
     """The task an event belongs to: a request, its answer and what happens between
     (operator message and reply) share it, so the viewer links one to the other."""
-    if event.type in TASK_TYPES:
-        task_id = getattr(event, "task_id", None)
+    kind = event.type
+    if kind in TASK_TYPES:
+        task_id = event.__dict__.get("task_id")
         return task_id if isinstance(task_id, str) else None
-    if event.type in ("LLMResponded", "LLMFailed", "ModelChecked"):
+    if kind in CAUSED_TYPES:
         return event.causation_id
     return None
