@@ -180,3 +180,39 @@ def test_a_bad_stream_entry_is_still_named_with_where_it_is() -> None:
         decode_entries("run:x", page)
     with pytest.raises(CorruptEvent, match=r"^run:x entry 6-0: no 'event' field"):
         decode_entries("run:x", [(b"6-0", {b"type": b"CycleStarted"})])
+
+
+def test_trusted_builds_what_validation_builds_and_refuses_what_a_call_refuses() -> None:
+    """``trusted`` (the branches' models without validating again): the same model, the
+    same fields set, as the validated call; a missing or unknown field, a model that is
+    not frozen or one with a mutable default refused by name."""
+    from pydantic import BaseModel, ConfigDict, Field
+
+    from contreact_events.catalog.chat import ChatMessage, ToolCall
+    from contreact_events.core.state import trusted
+
+    calls = (ToolCall(name="list"),)
+    for kwargs in (
+        {"role": "tool", "content": "x", "tool_name": "list"},
+        {"role": "assistant", "content": "", "tool_calls": calls, "thinking": None},
+    ):
+        built, validated = trusted(ChatMessage, **kwargs), ChatMessage(**kwargs)
+        assert built == validated and list(built.__dict__) == list(validated.__dict__)
+        assert built.__pydantic_fields_set__ == validated.__pydantic_fields_set__
+        assert built.model_dump_json() == validated.model_dump_json()
+    with pytest.raises(TypeError, match=r"missing \['role'\]"):
+        trusted(ChatMessage, content="x")
+    with pytest.raises(TypeError, match=r"unknown \['conten'\]"):
+        trusted(ChatMessage, role="tool", conten="x")
+
+    class Loose(BaseModel):
+        text: str
+
+    class Shared(BaseModel):
+        model_config = ConfigDict(frozen=True)
+        items: list[str] = Field(default_factory=list)
+
+    with pytest.raises(TypeError, match="frozen models only"):
+        trusted(Loose, text="x")
+    with pytest.raises(TypeError, match=r"Shared\.items: a mutable default"):
+        trusted(Shared)

