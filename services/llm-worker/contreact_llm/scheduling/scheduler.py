@@ -113,8 +113,12 @@ class ChatScheduler:
     async def run(self, stop: asyncio.Event, *, burst: bool = False) -> int:
         """Start calls until ``stop`` (or, with ``burst``, until nothing waits or runs).
         Calls in progress are finished before returning. Returns calls started."""
-        listening = asyncio.create_task(self._listen(stop))
-        keeping = asyncio.create_task(self._keep())
+        # What ends the helpers besides ``stop``: a burst ends the loop with ``stop``
+        # unset, and a cancellation can be lost inside redis-py's pub/sub read (seen: a
+        # burst that never returned, its listener pinging for 20 minutes).
+        ended = asyncio.Event()
+        listening = asyncio.create_task(self._listen(stop, ended))
+        keeping = asyncio.create_task(self._keep(ended))
         stopping = asyncio.create_task(stop.wait())  # a stop ends the wait for a bell
         stopping.add_done_callback(lambda _done: self._wake.set())
         next_full = 0.0
@@ -147,6 +151,7 @@ class ChatScheduler:
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
         finally:
+            ended.set()
             for task in (listening, keeping, stopping):
                 task.cancel()
             await asyncio.gather(listening, keeping, stopping, return_exceptions=True)
@@ -349,15 +354,16 @@ class ChatScheduler:
 
     # --- beside the loop ---------------------------------------------------------
 
-    async def _listen(self, stop: asyncio.Event) -> None:
-        """Wake the loop when a task is queued or a slot released anywhere."""
-        while not stop.is_set():
+    async def _listen(self, stop: asyncio.Event, ended: asyncio.Event) -> None:
+        """Wake the loop when a task is queued or a slot released anywhere, until
+        ``stop`` or ``ended`` (looked at every ``poll_s`` at least)."""
+        while not (stop.is_set() or ended.is_set()):
             pubsub = self._redis.pubsub()
             try:
                 await pubsub.subscribe(LLM_WAKE_CHANNEL)
                 self._refresh = True  # a route registered before we listened rang no bell
                 self._wake.set()  # anything sent before we listened
-                while not stop.is_set():
+                while not (stop.is_set() or ended.is_set()):
                     message = await pubsub.get_message(
                         ignore_subscribe_messages=True, timeout=self.settings.poll_s
                     )
@@ -378,12 +384,12 @@ class ChatScheduler:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
 
-    async def _keep(self) -> None:
+    async def _keep(self, ended: asyncio.Event) -> None:
         """Renew the leases and refresh the claims of the calls in progress; now and
-        then, keep house on every route's stream."""
+        then, keep house on every route's stream. Until ``ended``."""
         every_s = min(self._slots.times.lease_ttl_ms, self.settings.reclaim_idle_ms) / 3000
         next_housekeeping = time.monotonic() + self.settings.housekeeping_every_s
-        while True:
+        while not ended.is_set():
             await asyncio.sleep(every_s)
             if time.monotonic() >= next_housekeeping:
                 next_housekeeping = time.monotonic() + self.settings.housekeeping_every_s
