@@ -78,3 +78,24 @@ def test_semantic_ranking_orders_by_cosine() -> None:
     ranked = semantic_ranking([0.0, 1.0], texts, vectors, 2)
     assert [(t.text, round(s, 3)) for t, s in ranked] == [("t2", 1.0), ("t1", 0.8)]
     assert semantic_ranking([1.0, 0.0], [], [], 3) == []
+
+
+def test_the_types_said_to_hold_texts_are_the_ones_feed_reads() -> None:
+    """``TEXT_EVENT_TYPES`` (what callers may skip on) names exactly the event types
+    ``SearchTexts.feed`` has a case for: a case added without the name would be skipped
+    by the dashboard's projector, and its texts never found."""
+    import ast
+    import inspect
+    import textwrap
+
+    from contreact_events.diversity.search_texts import TEXT_EVENT_TYPES, SearchTexts
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(SearchTexts.feed)))
+    cased: set[str] = set()
+    for case in (n for n in ast.walk(tree) if isinstance(n, ast.match_case)):
+        if isinstance(case.pattern, ast.MatchClass) and isinstance(case.pattern.cls, ast.Name):
+            cased.add(case.pattern.cls.id)
+        guard = case.guard
+        if isinstance(guard, ast.Compare) and isinstance(guard.comparators[0], ast.Constant):
+            cased.add(str(guard.comparators[0].value))
+    assert cased == TEXT_EVENT_TYPES

@@ -76,18 +76,19 @@ async def rebuild(path: Path, redis: aioredis.Redis | None, archive_dir: Path) -
         batch = _Batch()
         archived: list[str] = []  # archive runs waiting for their thread, in order
         for run_id in sorted(i for i in ids if RUN_ID_PATTERN.match(i)):
+            problem: str | None = None
             try:
                 entries = await _redis_entries(redis, run_id)
             except ContReActEventError as exc:  # a log that does not decode
-                entries = None
-                report.problems[run_id] = str(exc)
-            if entries is None and run_id not in report.problems:
+                entries, problem = None, str(exc)
+                report.problems[run_id] = problem
+            if entries is None and problem is None:
                 archived.append(run_id)
                 continue
             await _from_archives(store, archive_dir, archived, batch, report)
-            if run_id in report.problems:  # after the runs before it: written in order
-                store.set_problem(run_id, status=None, error=report.problems[run_id])
-            elif entries:
+            if problem is not None:  # after the runs before it: written in order
+                store.set_problem(run_id, status=None, error=problem)
+            elif entries is not None:
                 await asyncio.to_thread(_project_run, run_id, entries, "redis", batch, report)
                 del entries
                 if batch.events >= BATCH_EVENTS:

@@ -398,13 +398,10 @@ def similarities(event: SimilarityAssessed, state: AgentState) -> tuple[tuple[in
     target = np.asarray(own, dtype=np.float64)
     # np.linalg.norm's own steps for real vectors (its checks and dispatch cost more
     # than the arithmetic at a run's few dozen rows), and clip as its two ufuncs
-    norms = _sqrt(_add.reduce(matrix * matrix, axis=1)) * float(_sqrt(target.dot(target)))
+    norms = np.sqrt(np.add.reduce(matrix * matrix, axis=1)) * float(np.sqrt(target.dot(target)))
     norms[norms == 0] = 1.0
-    values = _minimum(_maximum(matrix @ target / norms, -1.0), 1.0)
+    values = np.minimum(np.maximum(matrix @ target / norms, -1.0), 1.0)
     return tuple(zip([c for c, _ in earlier], values.tolist(), strict=True))
-
-
-_sqrt, _add, _minimum, _maximum = np.sqrt, np.add, np.minimum, np.maximum
 
 
 def band_row(cycle: int, values: Iterable[tuple[int, float]]) -> list[float | None]:
