@@ -1,17 +1,18 @@
-"""Agent text is untrusted: shown in a terminal it must not carry control sequences."""
+"""Agent text is untrusted: shown in a terminal it carries no control sequences.
+
+One neutraliser for every surface (``contreact_events.untrusted_text.display``, which
+the dashboard and the report use too): escape sequences removed, any other control
+character (bidi overrides included) shown as U+FFFD, so what was there is visible and
+nothing is active. ``safe`` adds what a terminal line needs: one line, a length."""
 
 from __future__ import annotations
 
-import re
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+from contreact_events.untrusted_text import display, shorten
 
 
 def safe(text: str, limit: int | None = None, *, one_line: bool = False) -> str:
-    """Drop control characters (ANSI escapes, bidi overrides); optionally shorten."""
-    cleaned = _CONTROL.sub("", text)
+    """``text`` neutralised (``display``); optionally on one line and shortened."""
+    cleaned = display(text)
     if one_line:
         cleaned = " ".join(cleaned.split())
-    if limit is not None and len(cleaned) > limit:
-        cleaned = cleaned[: max(limit - 1, 0)] + "…"
-    return cleaned
+    return cleaned if limit is None else shorten(cleaned, limit)

@@ -26,6 +26,7 @@ from contreact_events.exceptions import CorruptEvent
 from contreact_events.names import DEAD_LETTER_STREAM, run_log_key
 from contreact_events.wire.tasks import MemoryTask
 from tests.support.sim import T0, Sim, make_config, say
+from tests.support.waits import HANG_GUARD_S
 
 pytestmark = pytest.mark.redis
 
@@ -316,10 +317,10 @@ async def test_a_consumer_waits_out_a_redis_restart_and_carries_on(tmp_path: Pat
         worker = asyncio.create_task(
             serve(Consumer(client, STREAM, GROUP, "c", FAST), MemoryTask, handle, stop=stop)
         )
-        await asyncio.wait_for(arrived[0].wait(), 10)
+        await asyncio.wait_for(arrived[0].wait(), HANG_GUARD_S)
         # t1's ack goes out after its handler returns (batched): killed before it is on
         # disk, t1 is rightly delivered again (at least once), which is not this test.
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + HANG_GUARD_S
         while (await client.xpending(STREAM, GROUP))["pending"]:
             assert time.monotonic() < deadline, "t1 was never acked"
             await asyncio.sleep(0.02)
@@ -328,9 +329,9 @@ async def test_a_consumer_waits_out_a_redis_restart_and_carries_on(tmp_path: Pat
         await asyncio.sleep(1.0)  # the consumer finds Redis gone and backs off
         server = start()
         await TaskStream(client, STREAM).send(task(2))
-        await asyncio.wait_for(arrived[1].wait(), 20)
+        await asyncio.wait_for(arrived[1].wait(), HANG_GUARD_S)
         stop.set()
-        await asyncio.wait_for(worker, 10)
+        await asyncio.wait_for(worker, HANG_GUARD_S)
         assert handled == ["t1", "t2"]
     finally:
         await client.aclose()

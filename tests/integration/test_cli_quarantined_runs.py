@@ -8,7 +8,6 @@ quarantined, so those commands take it again."""
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import pytest
@@ -105,9 +104,7 @@ def test_reply_and_cancel_say_at_once_that_the_run_is_quarantined(
     command: tuple[str, ...], redis_url: str, data: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     asyncio.run(_quarantine_one(redis_url, data, waiting_task="task-1"))
-    started = time.monotonic()
-    assert run_cli(*command) == 2
-    assert time.monotonic() - started < 3.0
+    assert run_cli(*command) == 2  # at once: a wait would end in "is it running?"
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("contreact: error: run corrupt is quarantined (its log cannot be read")
     assert "not valid JSON" in line and "restarted" in line and "is it running" not in line

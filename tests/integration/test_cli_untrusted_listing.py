@@ -40,4 +40,7 @@ def test_a_listing_prints_hostile_text_clean(
     assert exited.value.code == 0
     (line,) = capsys.readouterr().out.splitlines()
     assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in line), repr(line)
-    assert "\u202e" not in line and "evil [2J[31mredtxt" in line
+    # The escape sequences are gone, not shown as "[2J[31m" (issue 28, defect 8); the
+    # other control characters show as U+FFFD, as on the dashboard.
+    assert "\u202e" not in line and "[31m" not in line and "[2J" not in line
+    assert "evil red\ufffd\ufffd\ufffdtxt" in line

@@ -14,6 +14,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from contreact_bus.connection import MAX_CONNECTIONS, WaitingConnectionPool, connect
+from tests.support.waits import HANG_GUARD_S
 
 pytestmark = pytest.mark.redis
 
@@ -77,7 +78,7 @@ async def test_a_waiter_that_gave_up_does_not_swallow_a_release(client: aioredis
 
 async def test_a_waiter_cancelled_as_it_is_woken_passes_the_connection_on(redis_url: str) -> None:
     fresh = await connect(redis_url, check=False)  # no connection made yet
-    pool = pool_of(fresh, 0, 5.0)  # every command waits
+    pool = pool_of(fresh, 0, HANG_GUARD_S)  # every command waits (a hang, not a time-out)
     try:
         first = asyncio.create_task(read(fresh, "first"))
         second = asyncio.create_task(read(fresh, "second"))
@@ -85,7 +86,9 @@ async def test_a_waiter_cancelled_as_it_is_woken_passes_the_connection_on(redis_
         pool.max_connections = 1
         pool._wake_one()  # a release wakes the first waiter...
         first.cancel()  # ...which is cancelled before it can take the connection
-        assert await asyncio.wait_for(second, 1.0) is None  # the second took it at once
+        # The second took it at once: had the release been lost, it would wait the pool's
+        # whole time-out, and this guard would fail it.
+        assert await asyncio.wait_for(second, HANG_GUARD_S / 2) is None
         with pytest.raises(asyncio.CancelledError):
             await first
     finally:

@@ -31,6 +31,7 @@ from contreact_llm.settings import LLMWorkerSettings
 from tests.support.inbox import INBOX, use_one_shard
 from tests.support.ollama_host import running_ollama_host
 from tests.support.orchestration import ask_for
+from tests.support.waits import HANG_GUARD_S
 
 pytestmark = pytest.mark.redis
 
@@ -160,7 +161,7 @@ async def test_a_dead_workers_slot_and_task_are_taken_over(
             )
         try:
             await send(aredis, chat("run-1", "m", ollama.host))
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + HANG_GUARD_S
             while ollama.in_flight == 0:  # the call has reached the host
                 assert time.monotonic() < deadline, log_path.read_text()
                 await asyncio.sleep(0.02)
@@ -181,7 +182,7 @@ async def test_a_dead_workers_slot_and_task_are_taken_over(
         )
         await _serve_until(heir, aredis, "run-1")
         waited = time.monotonic() - killed_at
-    assert 0.5 < waited < 10
+    assert waited > 0.5  # the dead worker's claim was waited out, not taken at once
     (message,) = (await answers(aredis)).values()
     assert message.kind == "LLMResponded" and message.causation_id == "run-1/c1/s1"
     assert await aredis.zcard(llm_host_leases_key(ollama.host)) == 0
@@ -259,7 +260,7 @@ async def test_a_serving_worker_keeps_house_on_its_own(
         serving = asyncio.create_task(scheduler.run(stop))
         stream = route_of(tasks[0]).stream
         try:
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + HANG_GUARD_S
             while len(await answers(aredis)) < 250 or await aredis.xlen(stream) >= 250:
                 assert time.monotonic() < deadline and not serving.done()
                 await asyncio.sleep(0.1)
@@ -275,7 +276,7 @@ async def _serve_until(settings: LLMWorkerSettings, redis: aioredis.Redis, run_i
     task is pending on the dead worker) until ``run_id`` is answered."""
     stop = asyncio.Event()
     serving = asyncio.create_task(run(settings, stop=stop))
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + HANG_GUARD_S
     while run_id not in await answers(redis):
         assert time.monotonic() < deadline and not serving.done()
         await asyncio.sleep(0.05)
@@ -323,7 +324,7 @@ async def test_the_chat_loop_keeps_going_when_its_connections_are_dropped(
 
 
 async def _until_answered(redis: aioredis.Redis, run_id: str, serving: asyncio.Task[int]) -> None:
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + HANG_GUARD_S
     while run_id not in await answers(redis):
         assert time.monotonic() < deadline and not serving.done(), serving
         await asyncio.sleep(0.05)
@@ -390,7 +391,7 @@ async def test_a_bell_starts_its_call_without_a_scan_and_a_limited_host_still_ge
         serving = asyncio.create_task(scheduler.run(stop))
 
         async def answered(run_id: str) -> None:
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + HANG_GUARD_S
             while run_id not in await answers(aredis):
                 assert time.monotonic() < deadline and not serving.done()
                 await asyncio.sleep(0.02)

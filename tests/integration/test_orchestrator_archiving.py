@@ -33,6 +33,7 @@ from contreact_orchestrator.replica import Replica, ReplicaSettings
 from tests.integration.test_orchestrator_faults import answer, drain, started_run, submit
 from tests.support.inbox import INBOX, use_one_shard
 from tests.support.orchestration import llm_tasks, owning_orchestrator
+from tests.support.waits import HANG_GUARD_S
 
 pytestmark = pytest.mark.redis
 
@@ -133,7 +134,7 @@ async def test_a_serving_replica_writes_the_failed_archive_once_it_can(
         assert orchestrator.unarchived_runs() == []
     finally:
         stop.set()
-        await asyncio.wait_for(serving, 10)
+        await asyncio.wait_for(serving, HANG_GUARD_S)
 
 
 async def test_a_run_that_ended_as_the_orchestrator_died_is_archived_on_recovery(

@@ -24,6 +24,7 @@ from contreact_ui.rebuild import rebuild
 from contreact_ui.store import TABLES, ProjectionStore, connect_readonly
 from contreact_ui.views.search import search_page
 from tests.support.sim import Sim, make_config, say
+from tests.support.waits import HANG_GUARD_S
 
 pytestmark = pytest.mark.redis
 
@@ -267,7 +268,7 @@ async def test_texts_projected_after_a_rebuild_are_found_by_keyword(
     assert all(seq > half for _, seq, _, _ in keyword_hits(store.path, "tide-3"))
 
 
-async def wait_for(predicate: Any, within_s: float = 10.0) -> None:
+async def wait_for(predicate: Any, within_s: float = HANG_GUARD_S) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within_s
     while not predicate():

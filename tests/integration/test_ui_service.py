@@ -24,6 +24,7 @@ from contreact_bus.run_log import RunLog
 from contreact_bus.runs import register_run
 from contreact_events.names import SERVICES_HEARTBEAT
 from tests.support.sim import Sim, make_config, say
+from tests.support.waits import HANG_GUARD_S
 
 pytestmark = pytest.mark.redis
 
@@ -43,7 +44,7 @@ def get(port: int, path: str) -> Any:
         return json.loads(response.read())
 
 
-def until(predicate: Any, timeout: float = 20.0) -> None:
+def until(predicate: Any, timeout: float = HANG_GUARD_S) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -89,10 +90,8 @@ def test_the_service_follows_runs_and_stops_on_sigterm(redis_url: str, tmp_path:
         beats = {k.decode() for k in client.hkeys(SERVICES_HEARTBEAT)}
         client.close()
         assert any(name.startswith("ui:") for name in beats)
-        started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=15) == 0
-        assert time.monotonic() - started < 10
+        assert proc.wait(timeout=120) == 0  # a clean exit; the timeout only guards a hang
     finally:
         if proc.poll() is None:
             proc.kill()

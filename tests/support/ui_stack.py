@@ -14,6 +14,7 @@ from typing import Any
 from playwright.sync_api import Page
 
 from tests.support.stack import Stack
+from tests.support.waits import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
@@ -46,7 +47,7 @@ def shot(page: Page, name: str) -> Path:
     return path
 
 
-def wait(predicate: Any, timeout: float = 30.0, what: str = "") -> None:
+def wait(predicate: Any, timeout: float = HANG_GUARD_S, what: str = "") -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

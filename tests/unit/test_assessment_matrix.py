@@ -208,8 +208,8 @@ def test_render_and_json(matrix: AssessmentMatrix) -> None:
 def test_render_neutralizes_control_characters_in_names() -> None:
     rows = [dict(rating("A-A", "A", 5), evaluator="evil\x1b[2J\u202e"), rating("A-A", "A", 4)]
     text = render_matrix(build_matrix(ratings_from_rows(rows), resamples=RESAMPLES))
-    assert "\x1b" not in text and "\u202e" not in text
-    assert "evil\ufffd[2J\ufffd" in text
+    assert "\x1b" not in text and "\u202e" not in text and "[2J" not in text
+    assert "evil\ufffd" in text
 
 
 def test_no_records_says_how_to_make_them() -> None:

@@ -30,3 +30,9 @@ def display(text: object) -> str:
     if "\x1b" in value:
         value = ANSI_SEQUENCE.sub("", value)
     return CONTROL.sub(REPLACEMENT, value)
+
+
+def shorten(text: object, limit: int) -> str:
+    """``display(text)``, cut to ``limit`` characters with an ellipsis when longer."""
+    value = display(text)
+    return value if len(value) <= limit else value[: max(limit - 1, 0)] + "…"

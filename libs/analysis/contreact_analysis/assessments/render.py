@@ -1,11 +1,11 @@
 """The matrix as plain text for a terminal (``contreact assess matrix EXP``): Table 2
 with n per cell, each evaluator's mean with its interval beside the paper's, the
 self-preference index, the agreement statistics, the paper's own table, and the
-patterns grid. Names come from configs: control characters are shown as U+FFFD."""
+patterns grid. Names come from configs: they are neutralised as everywhere
+(``contreact_events.untrusted_text``) and put on one line."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from contreact_analysis.assessments.results import (
@@ -14,16 +14,15 @@ from contreact_analysis.assessments.results import (
     PatternsGrid,
     PEIMatrix,
 )
+from contreact_events.untrusted_text import display, shorten
 
 __all__ = ["render_matrix"]
 
-CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 WIDTH = 24
 
 
 def _name(text: str, width: int = WIDTH) -> str:
-    value = CONTROL.sub("\ufffd", text)
-    return value if len(value) <= width else value[: width - 1] + "…"
+    return shorten(" ".join(display(text).split()), width)
 
 
 def _num(value: float | None, digits: int = 1, signed: bool = False) -> str:
