@@ -116,7 +116,7 @@ async def search(
     with the runs' model; reflections and paragraphs with the vectors in their logs,
     the other texts embedded here. Over every run, a run whose log cannot be read is
     left out: the second value names each one with the reason."""
-    members = [run_id] if run_id else [row["run_id"] for row in await runs(settings)]
+    members = [run_id] if run_id else [row.run_id for row in await runs(settings)]
     redis = await optional_redis(settings)
     found: list[SearchText] = []
     chunks: list[Any] = []

@@ -89,7 +89,7 @@ class RunView:
             "llm_seconds": round(run.llm_seconds, 3) if run else 0,
             "advisory": self.advisory,
             "backend": run.backend if run else "",
-            "ran_model": run.resolved_model if run else "",
+            "resolved_model": run.resolved_model if run else "",
             "failure_reason": self.unreadable or (run.failure_reason if run else ""),
             "wall_seconds": (
                 round(self.ended_at - self.started_at, 3)
@@ -186,7 +186,7 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
     for row in rows:
         model = safe(row["label"], 18, one_line=True)
         status = row["status"]
-        if row["ran_model"] and row["ran_model"] != row["model"]:
+        if row["resolved_model"] and row["resolved_model"] != row["model"]:
             status = f"{status}!model"
         cells = (
             model,
@@ -225,9 +225,9 @@ def summary(rows: Sequence[dict[str, Any]]) -> list[str]:
             f"{max(walls) if walls else 0:>7.1f}"
         )
     for row in rows:
-        if row["ran_model"] and row["ran_model"] != row["model"]:
+        if row["resolved_model"] and row["resolved_model"] != row["model"]:
             lines.append(
-                f"WARNING: {row['run_id']} ran {safe(row['ran_model'], 60, one_line=True)} on "
+                f"WARNING: {row['run_id']} ran {safe(row['resolved_model'], 60, one_line=True)} on "
                 f"{safe(row['backend'], 40, one_line=True)}, not the configured "
                 f"{safe(row['model'], 60, one_line=True)}"
             )

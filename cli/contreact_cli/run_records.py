@@ -3,11 +3,12 @@ events and state, and every run's events with the unreadable ones set aside."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import redis.asyncio as aioredis
 
-from contreact_bus.archive import archived_run_ids
+from contreact_bus.archive import archived_run_ids, read_archive
 from contreact_bus.exceptions import RunNotFound
 from contreact_bus.replies import text_map
 from contreact_bus.runs import list_runs, load_events
@@ -17,24 +18,41 @@ from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_events.catalog import Event
 from contreact_events.core.fold import fold_all
+from contreact_events.core.run_summary import RunListing, run_summary
 from contreact_events.core.state import AgentState
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import run_meta_key
 
+UNREADABLE_STATUS = "unreadable"
+"""The status of a run whose log cannot be read (the dashboard's word too)."""
 QUARANTINED = "quarantined"
 """The status the orchestrator gives a run it set aside (its log cannot be read, or an
 input of it could not be decided); the reason is in the meta hash's failure_reason."""
 
 
-async def runs(settings: CLISettings) -> list[dict[str, str]]:
-    """Every run: Redis's listing, then the archived runs Redis no longer lists."""
+async def runs(settings: CLISettings) -> list[RunListing]:
+    """Every run: Redis's listing, then the archived runs Redis no longer lists (folded
+    from their archive, so they are listed as any other; one whose archive cannot be
+    read is listed ``unreadable`` with the reason, as the dashboard lists it)."""
     async with redis_client(settings) as redis:
         rows = await list_runs(redis)
-    known = {row["run_id"] for row in rows}
+    known = {row.run_id for row in rows}
     for run_id in archived_run_ids(settings.archive_dir):
         if run_id not in known:
-            rows.append({"run_id": run_id, "status": "archived"})
+            rows.append(await asyncio.to_thread(_archived_listing, settings, run_id))
     return rows
+
+
+def _archived_listing(settings: CLISettings, run_id: str) -> RunListing:
+    try:
+        events = read_archive(settings.archive_dir, run_id)
+        if events:
+            return run_summary(fold_all(events)).listing()
+        reason = "its archive holds no event"
+    except UNREADABLE as exc:
+        reason = str(exc) or type(exc).__name__
+    fields = {"run_id": run_id, "status": UNREADABLE_STATUS, "failure_reason": reason}
+    return RunListing.from_hash(fields)
 
 
 async def run_meta(redis: aioredis.Redis, run_id: str) -> dict[str, str]:

@@ -93,7 +93,7 @@ def test_three_models_two_replicas_and_a_slow_model_holds_nobody_back(
     manifest = json.loads((out / "trio" / "experiment.json").read_text())
     assert len(manifest["replicas"]) == 6
     first = manifest["replicas"][0]
-    assert (first["backend"], first["ran_model"], first["attempts"]) == (
+    assert (first["backend"], first["resolved_model"], first["attempts"]) == (
         "scripted",
         first["model"],
         [first["run_id"]],

@@ -102,7 +102,7 @@ def test_an_openai_run_with_tools_and_the_key_kept_out_of_every_record(
     assert show["cycle_metrics"][0]["prompt_tokens"] == 130
     assert show["reflection_history"] == ["Cycle 1: I wrote a plan.", "Cycle 2: I read it back."]
     listed = {row["run_id"]: row for row in stack.json("runs")}["e2e-openai"]
-    assert (listed["backend"], listed["ran_model"]) == ("openai", MODEL)
+    assert (listed["backend"], listed["resolved_model"]) == ("openai", MODEL)
 
     exported = tmp_path / "logs"
     stack.cli("export", "e2e-openai", "--out", str(exported), check=True)

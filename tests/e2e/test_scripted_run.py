@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ import pytest
 import redis
 import yaml
 
+from contreact_events.core.run_summary import RunListing, run_summary
+from contreact_events.core.state import AgentState
 from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
@@ -153,6 +156,29 @@ def test_a_ten_cycle_scripted_run_end_to_end(stack: Stack, tmp_path: Path) -> No
     ).read_text()
 
 
+def test_the_cli_and_the_dashboard_give_one_document_for_a_run(stack: Stack) -> None:
+    """One contract per concept (issue 28): ``contreact runs --json`` prints a run's
+    ``RunListing`` and the dashboard's ``/runs.json`` row is its ``RunSummary`` plus what
+    only the dashboard keeps; for the same run the fields they share are the same names
+    with the same values, and the summary's figures are those of the run's fold."""
+    run_id = "e2e-scripted"  # completed by the test above
+    listed = next(r for r in stack.json("runs") if r["run_id"] == run_id)
+    assert set(listed) == set(RunListing.model_fields)
+    base = f"http://127.0.0.1:{stack.env['CONTREACT_UI_PORT']}"
+
+    def dashboard_row() -> dict[str, Any]:
+        with urllib.request.urlopen(f"{base}/runs.json?q={run_id}", timeout=60) as response:
+            rows = json.loads(response.read())["runs"]
+        return next((r for r in rows if r["run_id"] == run_id), {})
+
+    stack.wait_until(lambda: dashboard_row().get("status") == "completed", what="the dashboard")
+    shown = dashboard_row()
+    assert {name: shown[name] for name in listed} == listed
+    state = AgentState.model_validate(stack.json("show", run_id))
+    summary = run_summary(state).model_dump(mode="json")
+    assert {name: shown[name] for name in summary} == summary
+
+
 def test_the_run_survives_an_orchestrator_crash(stack: Stack, tmp_path: Path) -> None:
     run_id = "e2e-crash"
     follower = stack.start("run", str(write_config(tmp_path, run_id, operator={"mode": "auto"})))
@@ -231,7 +257,7 @@ def test_a_short_run_on_the_embedded_model(stack: Stack, tmp_path: Path) -> None
     ran = show["resolved_model"]
     assert ran and ran != "gemma3:270m"
     listed = {row["run_id"]: row for row in stack.json("runs")}["e2e-embedded"]
-    assert (listed["backend"], listed["ran_model"], listed["model"]) == (
+    assert (listed["backend"], listed["resolved_model"], listed["model"]) == (
         "embedded",
         ran,
         "gemma3:270m",

@@ -78,7 +78,7 @@ def statuses(url: str) -> dict[str, str]:
     async def read() -> dict[str, str]:
         client = redis.asyncio.Redis.from_url(url)
         try:
-            return {row["run_id"]: row.get("status", "") for row in await list_runs(client)}
+            return {row.run_id: row.status for row in await list_runs(client)}
         finally:
             await client.aclose()
 

@@ -6,6 +6,7 @@ report quotes."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from contreact_cli.commands.runs import show_state, what_ran
@@ -26,6 +27,8 @@ def clean(lines: list[str]) -> None:
     for line in lines:
         assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in line), repr(line)
         assert "\u202e" not in line, repr(line)
+        # The sequence is gone, not shown as "[31m" (a repr's "\\x1b[31m" says what it was)
+        assert not re.search(r"(?<!\\x1b)\[(?:31m|2J)", line), repr(line)
 
 
 def envelope(n: int) -> dict[str, object]:
@@ -58,7 +61,7 @@ def test_the_run_header_and_the_model_warning_are_clean_single_lines() -> None:
     )
     printed = "\n".join(lines).splitlines()
     assert len(printed) == 4, printed  # the header, backend + WARNING, the tool call
-    assert printed[0].startswith("run r1: model evil [2J[31mred")
+    assert printed[0].startswith("run r1: model evil red\ufffd")
     clean(printed)
 
 
@@ -70,7 +73,7 @@ def test_show_and_the_listings_print_the_configs_text_clean() -> None:
         "replica": 0, "label": "m", "letter": "A", "model": HOSTILE, "run_id": "e-m-A",
         "attempt": 1, "status": "failed", "cycle": 1, "cycle_count": 2, "step": 0,
         "tokens": 0, "llm_seconds": 0.0, "advisory": "", "backend": HOSTILE,
-        "ran_model": HOSTILE + "x", "failure_reason": HOSTILE, "wall_seconds": None,
+        "resolved_model": HOSTILE + "x", "failure_reason": HOSTILE, "wall_seconds": None,
     }  # fmt: skip
     lines += table([row]) + summary([row])
     assert len("\n".join(lines).splitlines()) == len(lines)

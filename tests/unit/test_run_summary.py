@@ -54,7 +54,7 @@ def test_the_listing_hash_is_the_summarys_slow_part() -> None:
         "cycle_count": str(summary.cycle_count),
         "model": summary.model,
         "backend": summary.backend,
-        "ran_model": summary.resolved_model,
+        "resolved_model": summary.resolved_model,
         "experiment": summary.experiment,
         "waiting_task": "",
         "failure_reason": "",

@@ -86,7 +86,7 @@ def test_projection_agrees_with_the_fold(path: Path, tmp_path: Path) -> None:
     memory = MemoryProjection()
     memory.feed(events)
     assert projector.memory == memory.values
-    assert summary.memory_keys == len(memory.values)
+    assert delta.memory_keys == len(memory.values)
     reflections = {row.cycle: row.reflection for row in delta.cycles.values() if row.reflection}
     assert list(reflections.values()) == [r for r in state.reflection_history if r]
     assert [e.seq for e in delta.events] == list(range(1, len(events) + 1))

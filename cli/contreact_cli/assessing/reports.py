@@ -72,7 +72,7 @@ async def status_rows(
                 e.run_id for _, e in sorted((await replica_entries(client, experiment)).items())
             ]
         if not ids:
-            ids = [row["run_id"] for row in await list_runs(client)]
+            ids = [row.run_id for row in await list_runs(client)]
         records = await assessments.read_assessments(client, settings.archive_dir, ids)
         indexes = {run: await assessments.index(client, run) for run in ids}
     connection = redis.Redis.from_url(settings.resolved_rq_redis_url())

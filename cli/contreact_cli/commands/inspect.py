@@ -283,9 +283,9 @@ async def memory_rebuild(
     try:
         if not run_ids:
             run_ids = [
-                row["run_id"]
+                row.run_id
                 for row in await runs(settings)
-                if await events_or_skip(redis, settings, row["run_id"], skipped) is not None
+                if await events_or_skip(redis, settings, row.run_id, skipped) is not None
             ]
         report = await rebuild_runs(
             redis, settings.archive_dir, run_ids, settings.memory_db, target

@@ -76,18 +76,15 @@ def cmd_watch(args: argparse.Namespace, settings: CLISettings) -> int:
 def cmd_runs(args: argparse.Namespace, settings: CLISettings) -> int:
     rows = asyncio.run(runs(settings))
     if args.json:
-        print_json(rows)
+        print_json([row.model_dump(mode="json") for row in rows])
         return 0
     if not rows:
         out("no runs yet: `contreact run CONFIG` starts one")
     for row in rows:
-        status, cycle, count = (
-            safe(row.get(name, default), 40, one_line=True)
-            for name, default in (("status", ""), ("cycle", "?"), ("cycle_count", "?"))
-        )
+        status = safe(row.status, 40, one_line=True)
         out(
-            f"{row['run_id']:<40} {status:<17} cycle {cycle}/{count}  "
-            + what_ran(row.get("model", ""), row.get("ran_model", ""), row.get("backend"))
+            f"{row.run_id:<40} {status:<17} cycle {row.cycle}/{row.cycle_count}  "
+            + what_ran(row.model, row.resolved_model, row.backend)
         )
     return 0
 
@@ -213,12 +210,12 @@ async def _wait_for_event(
     return False
 
 
-def what_ran(model: str, ran_model: str, backend: str | None) -> str:
+def what_ran(model: str, resolved_model: str, backend: str | None) -> str:
     """``model (backend)``, saying so loudly when another model answered than the
     one configured (``auto`` falling back to the embedded model)."""
     shown = safe(model, 60, one_line=True)
-    if ran_model and ran_model != model:
-        shown = f"{safe(ran_model, 60, one_line=True)} INSTEAD OF {shown}"
+    if resolved_model and resolved_model != model:
+        shown = f"{safe(resolved_model, 60, one_line=True)} INSTEAD OF {shown}"
     return f"{shown} ({safe(backend or '?', 60, one_line=True)})"
 
 

@@ -17,7 +17,7 @@ from contreact_bus.exceptions import RunNotFound
 from contreact_bus.replies import text_map, texts
 from contreact_bus.run_log import RunLog
 from contreact_events.catalog import Event
-from contreact_events.core.run_summary import listing_fields
+from contreact_events.core.run_summary import RunListing, listing_fields
 from contreact_events.core.state import AgentState
 from contreact_events.names import (
     ACTIVE_RUNS,
@@ -66,19 +66,17 @@ async def active_run_ids(redis: aioredis.Redis) -> list[str]:
     return sorted(texts(await redis.smembers(ACTIVE_RUNS)))
 
 
-async def list_runs(redis: aioredis.Redis) -> list[dict[str, str]]:
-    """Every indexed run's meta, oldest first."""
+async def list_runs(redis: aioredis.Redis) -> list[RunListing]:
+    """Every indexed run's listing, oldest first."""
     ids = texts(await redis.zrange(RUNS_INDEX, 0, -1))
     async with redis.pipeline(transaction=False) as pipe:
         for run_id in ids:
             pipe.hgetall(run_meta_key(run_id))
         metas = await pipe.execute()
-    out = []
-    for run_id, meta in zip(ids, metas, strict=True):
-        row = text_map(meta)
-        row.setdefault("run_id", run_id)
-        out.append(row)
-    return out
+    return [
+        RunListing.from_hash({"run_id": run_id, **text_map(meta)})
+        for run_id, meta in zip(ids, metas, strict=True)
+    ]
 
 
 STARTED_AT = time.time()

@@ -24,7 +24,8 @@ import orjson
 from contreact_events.catalog.cycle import CycleMetrics
 from contreact_events.diversity.search_texts import fold_case
 from contreact_ui.exceptions import ProjectionVersionMismatch
-from contreact_ui.read_models import PROJECTION_VERSION, Delta, RunSummary
+from contreact_events.core.run_summary import RunSummary
+from contreact_ui.read_models import PROJECTION_VERSION, Delta
 
 METRIC_FIELDS = tuple(CycleMetrics.model_fields)
 """One column per cycle metric (the store rebuilds when this list changes)."""
@@ -34,7 +35,7 @@ STORE_VERSION = f"{PROJECTION_VERSION}:{zlib.crc32(','.join(METRIC_FIELDS).encod
 
 BUSY_TIMEOUT_MS = 10_000
 
-SUMMARY_FIELDS = tuple(RunSummary.__dataclass_fields__)
+SUMMARY_FIELDS = tuple(RunSummary.model_fields)
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,8 +45,8 @@ CREATE TABLE IF NOT EXISTS runs (
   resolved_model TEXT NOT NULL, backend TEXT NOT NULL, experiment TEXT NOT NULL,
   cycle INTEGER NOT NULL, cycle_count INTEGER NOT NULL, step INTEGER NOT NULL,
   llm_calls INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL,
-  completion_tokens INTEGER NOT NULL, events INTEGER NOT NULL,
-  memory_keys INTEGER NOT NULL, failure_reason TEXT NOT NULL,
+  completion_tokens INTEGER NOT NULL, llm_seconds REAL NOT NULL, events INTEGER NOT NULL,
+  memory_keys INTEGER NOT NULL, waiting_task TEXT NOT NULL, failure_reason TEXT NOT NULL,
   created_at TEXT, updated_at TEXT,
   last_entry_id TEXT,
   source TEXT NOT NULL DEFAULT 'redis',
@@ -268,8 +269,9 @@ class ProjectionStore:
             conn.execute(
                 "INSERT INTO runs (run_id, status, phase, model, resolved_model, backend, "
                 "experiment, cycle, cycle_count, step, llm_calls, prompt_tokens, "
-                "completion_tokens, events, memory_keys, failure_reason, projection_error, "
-                "terminal) VALUES (?, ?, 'new', '', '', '', '', 0, 0, 0, 0, 0, 0, 0, 0, '', ?, 1) "
+                "completion_tokens, llm_seconds, events, memory_keys, waiting_task, "
+                "failure_reason, projection_error, terminal) "
+                "VALUES (?, ?, 'new', '', '', '', '', 0, 0, 0, 0, 0, 0, 0.0, 0, 0, '', '', ?, 1) "
                 "ON CONFLICT (run_id) DO UPDATE SET projection_error = excluded.projection_error,"
                 " status = coalesce(?, runs.status), terminal = 1",
                 (run_id, status or "unreadable", error, status),
@@ -291,8 +293,9 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str, *, index: 
     run_id = delta.run_id
     s = delta.summary
     values: dict[str, Any] = {name: getattr(s, name) for name in SUMMARY_FIELDS}
-    values["created_at"] = _ts(s.created_at)
-    values["updated_at"] = _ts(s.updated_at)
+    values["memory_keys"] = delta.memory_keys
+    values["created_at"] = _ts(delta.created_at)
+    values["updated_at"] = _ts(delta.updated_at)
     values["last_entry_id"] = delta.last_entry_id
     values["source"] = source
     values["terminal"] = int(s.status in ("completed", "failed", "cancelled"))

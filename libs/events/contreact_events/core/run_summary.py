@@ -1,28 +1,47 @@
-"""One run at a glance, computed from its state in one place.
+"""One run at a glance, computed from its state in one place, in one shape.
 
-The Redis listing (``contreact_bus.runs.meta_fields``), the CLI's tables and ``--json``
-and the dashboard's run list all show the same few figures of a run; they take them
-from ``run_summary(state)`` so they never disagree. Pure: no I/O, no clock.
+``RunListing`` is what a listing shows of a run: the orchestrator keeps it in the run's
+Redis listing hash (``listing_fields``, written only when it changes) and
+``contreact runs --json`` prints it. ``RunSummary`` is the listing plus the figures that
+move every step (tokens, calls, events); the dashboard's run rows are a ``RunSummary``
+plus what only the dashboard keeps (``contreact_ui.models.RunRow``). So the CLI's JSON
+and the dashboard's JSON of one run carry the same fields under the same names with the
+same values (a test holds them together). Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
 from contreact_events.catalog.cycle import CycleMetrics
 from contreact_events.core.state import AgentState
 
+LISTING_STRINGS = (
+    "run_id",
+    "status",
+    "model",
+    "resolved_model",
+    "backend",
+    "experiment",
+    "waiting_task",
+    "failure_reason",
+)
+LISTING_NUMBERS = ("cycle", "cycle_count")
+OLD_HASH_NAMES = {"ran_model": "resolved_model"}
+"""Hash fields written under another name by older code (read, never written)."""
 
-class RunSummary(BaseModel):
+
+class RunListing(BaseModel):
     """What a listing shows of one run."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     run_id: str
     status: str
-    """new, checking, running, waiting_operator, completed, failed, cancelled."""
-    phase: str
-    """Where the state machine is (``AgentState.phase``)."""
+    """new, checking, running, waiting_operator, completed, failed, cancelled;
+    quarantined (set aside by the orchestrator) or unreadable (its log cannot be read)."""
     model: str
     """The configured model (empty before the run's config is folded)."""
     resolved_model: str
@@ -34,6 +53,36 @@ class RunSummary(BaseModel):
     """The cycle in progress, or the last one."""
     cycle_count: int
     """Cycles configured."""
+    waiting_task: str
+    """The question the agent waits on the operator for (its task id), or empty."""
+    failure_reason: str
+
+    def listing_fields(self) -> dict[str, str]:
+        """The Redis listing hash's fields (strings)."""
+        fields = {name: getattr(self, name) for name in LISTING_STRINGS}
+        return fields | {name: str(getattr(self, name)) for name in LISTING_NUMBERS}
+
+    @classmethod
+    def from_hash(cls, fields: Mapping[str, str]) -> RunListing:
+        """The listing a Redis hash holds. Tolerant as a reader of a projection must be:
+        a field missing (a hash from older code, a run registered but not yet decided)
+        reads as empty or 0, a number that is not one as 0."""
+        given = dict(fields)
+        for old, name in OLD_HASH_NAMES.items():
+            if old in given:
+                given.setdefault(name, given.pop(old))
+        values: dict[str, object] = {name: given.get(name, "") for name in LISTING_STRINGS}
+        for name in LISTING_NUMBERS:
+            text = given.get(name, "")
+            values[name] = int(text) if text.isdigit() else 0
+        return cls.model_validate(values)
+
+
+class RunSummary(RunListing):
+    """The listing, and the figures that move every step."""
+
+    phase: str
+    """Where the state machine is (``AgentState.phase``)."""
     step: int
     """LLM calls in the current cycle."""
     llm_calls: int
@@ -42,29 +91,15 @@ class RunSummary(BaseModel):
     llm_seconds: float
     events: int
     """Events folded (the state's ``seq``)."""
-    waiting_task: str
-    """The question the agent waits on the operator for (its task id), or empty."""
-    failure_reason: str
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def listing_fields(self) -> dict[str, str]:
-        """The Redis listing hash's fields (strings). Only figures that change a few
-        times per cycle, not every step, so the hash is written only on change."""
-        return {
-            "run_id": self.run_id,
-            "status": self.status,
-            "cycle": str(self.cycle),
-            "cycle_count": str(self.cycle_count),
-            "model": self.model,
-            "backend": self.backend,
-            "ran_model": self.resolved_model,
-            "experiment": self.experiment,
-            "waiting_task": self.waiting_task,
-            "failure_reason": self.failure_reason,
-        }
+    def listing(self) -> RunListing:
+        return RunListing.model_validate(
+            {name: getattr(self, name) for name in RunListing.model_fields}
+        )
 
 
 def listing_fields(state: AgentState) -> dict[str, str]:
@@ -77,14 +112,14 @@ def listing_fields(state: AgentState) -> dict[str, str]:
     return {
         "run_id": state.run_id,
         "status": state.status,
-        "cycle": str(state.cycle_number),
-        "cycle_count": str(config.cycle_count if config else 0),
         "model": config.model_name if config else "",
+        "resolved_model": state.resolved_model,
         "backend": state.backend or (config.backend if config else ""),
-        "ran_model": state.resolved_model,
         "experiment": (config.experiment or "") if config else "",
         "waiting_task": waiting.task_id if waiting else "",
         "failure_reason": state.failure_reason or "",
+        "cycle": str(state.cycle_number),
+        "cycle_count": str(config.cycle_count if config else 0),
     }
 
 

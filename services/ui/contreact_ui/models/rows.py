@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contreact_events.catalog.analysis import ContextType, Intent
 from contreact_events.catalog.cycle import CycleMetrics
+from contreact_events.core.run_summary import RunSummary
 
 
 class _Model(BaseModel):
@@ -21,41 +22,17 @@ ROW_CONFIG = ConfigDict(extra="forbid")
 """The config of the row dataclasses (as ``_Model``'s, but mutable)."""
 
 
-@dataclass
-class RunFields:
-    # What the listing shows of a run, and what the projector's run summary holds
-    # (``read_models.RunSummary`` adds the fold's phase; ``RunRow`` adds where the log
-    # was read). Not in the schema itself: its fields are, in RunRow.
-    __pydantic_config__ = ROW_CONFIG
+class RunRow(RunSummary):
+    """One run as the listing shows it: its summary (``contreact_events.core.run_summary``:
+    the fields ``contreact runs --json`` prints, computed by the same function), and what
+    only the dashboard keeps."""
 
-    run_id: str
-    status: str
-    """new, checking, running, waiting_operator, completed, failed, cancelled; or
-    quarantined / unreadable for a run whose log cannot be projected."""
-    model: str
-    resolved_model: str
-    """The model that answered (differs from ``model`` when ``auto`` fell back)."""
-    backend: str
-    """The backend that ran (ollama, embedded, scripted), once resolved."""
-    experiment: str
-    cycle: int
-    cycle_count: int
-    step: int
-    """LLM calls in the current cycle."""
-    llm_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    events: int
     memory_keys: int
-    failure_reason: str
+    """Keys in the run's memory after its last event."""
     created_at: datetime | None
+    """Its first event's time."""
     updated_at: datetime | None
-
-
-@dataclass
-class RunRow(RunFields):
-    """One run as the listing shows it."""
-
+    """Its last event's time."""
     source: str
     """Where the projection read the log: redis or archive."""
     projection_error: str | None

@@ -31,7 +31,6 @@ from contreact_ui.read_models.rows import (
     Entry,
     EventRow,
     MemoryChange,
-    RunSummary,
     Snapshot,
 )
 from contreact_ui.read_models.run_projector import (
@@ -53,7 +52,6 @@ __all__ = [
     "EventRow",
     "MemoryChange",
     "RunProjector",
-    "RunSummary",
     "Snapshot",
     "describe",
     "similarities",

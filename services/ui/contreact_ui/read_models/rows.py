@@ -1,11 +1,12 @@
 """The rows of the read models, and the ``Delta`` of one batch of events: what the
 projector changed, for the store to write in one transaction.
 
-A row that a page shows as it is has its shape declared once, in ``models.py`` (the
-JSON contract): a cycle is a ``CycleView``, an operator exchange an
-``OperatorExchange``, a regeneration attempt a ``RegenerationAttempt``, and the run
-summary the listing's ``RunFields`` plus the fold's phase. The projector starts them
-with the values below and updates them in place while it folds a batch."""
+A row that a page shows as it is has its shape declared once, in ``models/`` (the
+JSON contracts): a cycle is a ``CycleView``, an operator exchange an
+``OperatorExchange``, a regeneration attempt a ``RegenerationAttempt``. The projector
+starts them with the values below and updates them in place while it folds a batch.
+A run's row is the core's ``RunSummary`` (the CLI's and the Redis listing's figures,
+one function computes them) beside what only the dashboard keeps (``Delta``)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from typing import Literal, NamedTuple
 
 from contreact_events.catalog import Event
 from contreact_events.catalog.cycle import CycleMetrics
+from contreact_events.core.run_summary import RunSummary
 from contreact_events.diversity.search_texts import SearchText
-from contreact_ui.models import CycleView, OperatorExchange, RegenerationAttempt, RunFields
+from contreact_ui.models import CycleView, OperatorExchange, RegenerationAttempt
 
-PROJECTION_VERSION = 3
+PROJECTION_VERSION = 4
 """Raise this whenever a table's shape or meaning changes: the store then rebuilds."""
 
 ChangeKind = Literal["added", "changed", "deleted"]
@@ -31,37 +33,6 @@ class Entry(NamedTuple):
     entry_id: str | None
     event: Event
     raw: bytes | None
-
-
-@dataclass
-class RunSummary(RunFields):
-    """A run's row of the ``runs`` table as the projector keeps it."""
-
-    phase: str
-
-    @classmethod
-    def new(cls, run_id: str) -> RunSummary:
-        """A run before its first event."""
-        return cls(
-            run_id=run_id,
-            status="new",
-            phase="new",
-            model="",
-            resolved_model="",
-            backend="",
-            experiment="",
-            cycle=0,
-            cycle_count=0,
-            step=0,
-            llm_calls=0,
-            prompt_tokens=0,
-            completion_tokens=0,
-            events=0,
-            memory_keys=0,
-            failure_reason="",
-            created_at=None,
-            updated_at=None,
-        )
 
 
 def new_cycle(number: int) -> CycleView:
@@ -179,7 +150,13 @@ class Delta:
 
     run_id: str
     summary: RunSummary
+    """The run's summary after the batch (``run_summary`` of the fold's state)."""
     last_entry_id: str | None
+    memory_keys: int = 0
+    created_at: datetime | None = None
+    """The first event's time."""
+    updated_at: datetime | None = None
+    """The last event's time."""
     cycles: dict[int, CycleView] = field(default_factory=dict)
     similarities: list[tuple[int, int, float]] = field(default_factory=list)
     memory: list[MemoryChange] = field(default_factory=list)

@@ -59,7 +59,6 @@ from contreact_ui.read_models.rows import (
     Entry,
     EventRow,
     MemoryChange,
-    RunSummary,
     Snapshot,
     new_attempt,
     new_cycle,
@@ -93,7 +92,7 @@ class RunProjector:
 
     def __init__(self, run_id: str) -> None:
         self.state = AgentState(run_id=run_id)
-        self.summary = RunSummary.new(run_id)
+        self.summary = run_summary(self.state)
         self.memory: dict[str, str] = {}
         self.last_entry_id: str | None = None
         self._cycles: dict[int, CycleView] = {}
@@ -127,13 +126,13 @@ class RunProjector:
                     self._one(entry[0], entry[1], raw)
         except ProjectionError as exc:
             delta.last_entry_id = self.last_entry_id
-            self._summarize()
+            self._summarize(delta)
             exc.partial = delta  # what the events before the bad one changed
             raise
         finally:
             self._delta = None
         delta.last_entry_id = self.last_entry_id
-        self._summarize()
+        self._summarize(delta)
         return delta
 
     def _one(self, entry_id: str | None, event: Event, raw: bytes | None) -> None:
@@ -332,29 +331,13 @@ class RunProjector:
             apply_effect(self.memory, effect)
             self._delta.memory.append(MemoryChange(seq, cycle, *effect))
 
-    def _summarize(self) -> None:
+    def _summarize(self, delta: Delta) -> None:
         """The run's summary after a batch: ``run_summary`` (the figures the CLI and the
-        Redis listing show), plus what only the dashboard keeps."""
-        core = run_summary(self.state)
-        s = self.summary
-        s.status = core.status
-        s.phase = core.phase
-        s.model = core.model
-        s.resolved_model = core.resolved_model
-        s.backend = core.backend
-        s.experiment = core.experiment
-        s.cycle = core.cycle
-        s.cycle_count = core.cycle_count
-        s.step = core.step
-        s.llm_calls = core.llm_calls
-        s.events = core.events
-        s.prompt_tokens = core.prompt_tokens
-        s.completion_tokens = core.completion_tokens
-        s.failure_reason = core.failure_reason
-        s.memory_keys = len(self.memory)
-        if self._first_ts is not None:
-            s.created_at = s.created_at or self._first_ts
-            s.updated_at = self._last_ts
+        Redis listing show), and beside it what only the dashboard keeps."""
+        self.summary = delta.summary = run_summary(self.state)
+        delta.memory_keys = len(self.memory)
+        delta.created_at = self._first_ts
+        delta.updated_at = self._last_ts
 
 
 _Projection = Callable[[RunProjector, Any, AgentState, int], None]

@@ -11,11 +11,7 @@ from pydantic import TypeAdapter
 from contreact_ui.exceptions import RunNotProjected
 from contreact_ui.models import FilterOptions, RunFilters, RunRow, RunSort, RunsPage
 
-RUN_COLUMNS = (
-    "run_id, status, model, resolved_model, backend, experiment, cycle, cycle_count, step, "
-    "llm_calls, prompt_tokens, completion_tokens, events, memory_keys, failure_reason, "
-    "created_at, updated_at, source, projection_error"
-)
+RUN_COLUMNS = ", ".join(RunRow.model_fields)
 FILTER_FIELDS = ("status", "model", "backend", "experiment")
 RUN_ROW = TypeAdapter(RunRow)
 SORTS: dict[RunSort, str] = {
