@@ -19,11 +19,12 @@ from bench._support import header, median_time, ratio, row, smoke_args, use_smok
 from bench.fold_speed import generate_log
 from contreact_events.core.fold import fold_all
 from contreact_events.core.prompt import offered_tools_now, prompt_messages, sha256_of_prompt
-from contreact_events.core.replay import replay_check
+from contreact_events.history.replay import replay_check
 
 REPEATS = 3
 TARGET_RATIO = 2.0
-decide_module: Any = importlib.import_module("contreact_events.core.decide")
+advance_module: Any = importlib.import_module("contreact_events.core.advance")
+"""Where ``advance`` finds ``prompt_sha256`` (swapped here for the baselines)."""
 
 
 def whole_prompt_hash(state: Any) -> str:
@@ -48,15 +49,15 @@ def main(argv: list[str] | None = None) -> None:
         e.model_copy(update={"prompt_sha256": None}) if e.type == "LLMRequested" else e
         for e in events
     ]
-    original = decide_module.prompt_sha256
+    original = advance_module.prompt_sha256
     try:
-        decide_module.prompt_sha256 = lambda state: None
+        advance_module.prompt_sha256 = lambda state: None
         assert replay_check(unhashed).ok
         base_s = median_time(lambda: replay_check(unhashed), REPEATS)
-        decide_module.prompt_sha256 = whole_prompt_hash
+        advance_module.prompt_sha256 = whole_prompt_hash
         naive_s = median_time(lambda: replay_check(events), 1)
     finally:
-        decide_module.prompt_sha256 = original
+        advance_module.prompt_sha256 = original
     row("fold", fold_s * 1000, "ms")
     row("replay without prompt hashes (baseline)", base_s * 1000, "ms")
     row("replay with prompt hashes", replay_s * 1000, "ms")

@@ -15,8 +15,8 @@ from __future__ import annotations
 from bench._support import header, median_time, ratio, row, smoke_args, use_smoke_sizes, verdict
 from bench.fold_speed import generate_log
 from contreact_events.config.overrides import parse_assignments
-from contreact_events.core.replay import replay_check
-from contreact_events.core.what_if import what_if
+from contreact_events.history.replay import replay_check
+from contreact_events.history.what_if import what_if
 
 REPEATS = 3
 TARGET_RATIO = 3.0

@@ -18,7 +18,7 @@ import redis.asyncio as aioredis
 from contreact_bus.experiments import ReplicaEntry, queue_entry, replica_entries
 from contreact_bus.inbox import Inbox
 from contreact_bus.replies import text
-from contreact_events.core.experiment_forks import PlannedFork
+from contreact_events.history.experiment_forks import PlannedFork
 from contreact_events.names import experiment_replicas_key, run_fork_refusal_key, run_meta_key
 from contreact_events.wire.tasks import ForkRequest, fork_requested
 

@@ -25,8 +25,8 @@ from contreact_cli.run_records import UNREADABLE
 from contreact_cli.text import safe
 from contreact_events.catalog import Event
 from contreact_events.core.fold import fold_all
-from contreact_events.core.run_summary import run_summary
 from contreact_events.core.state import AgentState
+from contreact_events.history.run_summary import run_summary
 from contreact_events.names import run_log_key
 from contreact_events.wire.codec import bulk, event_from_fields
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from contreact_cli.exceptions import CLIError
-from contreact_events.core.export import export_records
+from contreact_events.history.export import export_records
 from contreact_events.wire.codec import dumps
 
 

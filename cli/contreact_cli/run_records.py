@@ -18,9 +18,9 @@ from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_events.catalog import Event
 from contreact_events.core.fold import fold_all
-from contreact_events.core.run_summary import RunListing, run_summary
 from contreact_events.core.state import AgentState
 from contreact_events.exceptions import ContReActEventError
+from contreact_events.history.run_summary import RunListing, run_summary
 from contreact_events.names import run_meta_key
 
 UNREADABLE_STATUS = "unreadable"

@@ -1,6 +1,6 @@
 """``contreact replay RUN --what-if key=value ...``: the what-if report as lines.
 
-The report itself is ``contreact_events.core.what_if``'s (``--json`` prints its
+The report itself is ``contreact_events.history.what_if``'s (``--json`` prints its
 ``as_json``); here it is only put into words for a terminal, agent text made safe.
 """
 
@@ -10,8 +10,8 @@ from typing import Any
 
 from contreact_cli.output import Printer
 from contreact_cli.text import safe
-from contreact_events.core.what_if import WhatIfDivergence, WhatIfReport
-from contreact_events.core.what_if_keys import ALLOWED
+from contreact_events.history.what_if import WhatIfDivergence, WhatIfReport
+from contreact_events.history.what_if_keys import ALLOWED
 
 WHAT_IF_EXITS = (
     f"A what-if may change: {', '.join(ALLOWED)}; the other settings are refused by "

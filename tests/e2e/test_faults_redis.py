@@ -23,7 +23,7 @@ import pytest
 import redis
 
 from contreact_events.core.fold import fold_all
-from contreact_events.core.replay import replay_check
+from contreact_events.history.replay import replay_check
 from contreact_events.wire.tasks import InboxMessage
 from tests.support.faults import (
     QUICK_RECLAIM,

@@ -15,8 +15,8 @@ import pytest
 import redis
 import yaml
 
-from contreact_events.core.run_summary import RunListing, run_summary
 from contreact_events.core.state import AgentState
+from contreact_events.history.run_summary import RunListing, run_summary
 from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]

@@ -22,8 +22,8 @@ from contreact_bus.inbox import Inbox, tell_run_of_dead_letter
 from contreact_events.catalog import Event
 from contreact_events.catalog.assessment import AssessmentFailed, RunAssessed
 from contreact_events.catalog.chat import ChatMessage
-from contreact_events.core.evaluation import evaluator_input, verify_assessment
 from contreact_events.core.fold import fold_all
+from contreact_events.history.evaluation import evaluator_input, verify_assessment
 from contreact_events.instruments import load_instrument
 from contreact_events.names import run_assessments_key
 from contreact_events.wire.codec import message_to_fields

@@ -23,8 +23,8 @@ from contreact_events.catalog import Event
 from contreact_events.catalog.fork import RunForked
 from contreact_events.catalog.tool import ToolCallCompleted
 from contreact_events.core.fold import fold_all
-from contreact_events.core.fork import cut_at_cycle, rekey
 from contreact_events.exceptions import ForkRefused
+from contreact_events.history.fork import cut_at_cycle, rekey
 from contreact_events.names import (
     INBOX_GROUP,
     MEMORY_TASKS_STREAM,

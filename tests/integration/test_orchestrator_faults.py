@@ -22,7 +22,7 @@ from contreact_bus.run_log import RunLog
 from contreact_bus.runs import load_events
 from contreact_bus.serving import serve
 from contreact_events.core.fold import fold_all
-from contreact_events.core.replay import replay_check
+from contreact_events.history.replay import replay_check
 from contreact_events.names import (
     DEAD_LETTER_STREAM,
     EMBED_TASKS_STREAM,

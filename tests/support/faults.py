@@ -16,7 +16,7 @@ from contreact_bus.run_log import RunLog
 from contreact_bus.runs import list_runs, load_events
 from contreact_events.config import parse_run_config
 from contreact_events.core.fold import fold_all
-from contreact_events.core.replay import replay_check
+from contreact_events.history.replay import replay_check
 from contreact_events.names import run_meta_key
 from contreact_events.wire.tasks import InboxMessage
 from tests.support.stack import Stack

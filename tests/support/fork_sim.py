@@ -10,10 +10,10 @@ from datetime import timedelta
 from contreact_events.catalog import Event
 from contreact_events.config.overrides import parse_assignments
 from contreact_events.core.decide import Decision, decide
-from contreact_events.core.fork import ForkPlan, plan_fork
-from contreact_events.core.memory_calls import memory_calls
 from contreact_events.core.state import AgentState
 from contreact_events.core.tools import SEED_TOOL
+from contreact_events.history.fork import ForkPlan, plan_fork
+from contreact_events.history.memory_calls import memory_calls
 from contreact_events.wire.tasks import LLMTask, MemoryTask
 from tests.support.sim import T0, Reply, Sim, apply_memory
 

@@ -17,8 +17,8 @@ from contreact_events.catalog import (
     AssessmentFailed,
     RunAssessed,
 )
-from contreact_events.core.evaluation import verify_assessment
 from contreact_events.exceptions import CorruptEvent, NewerSchemaVersion, UnknownEventType
+from contreact_events.history.evaluation import verify_assessment
 from contreact_events.wire.codec import (
     assessment_from_fields,
     assessment_from_json,

@@ -17,7 +17,7 @@ from contreact_events.catalog.run import ModelChecked, RunRequested
 from contreact_events.catalog.tool import ToolCallRequested
 from contreact_events.config.overrides import parse_assignments
 from contreact_events.core.fold import fold_all
-from contreact_events.core.what_if import what_if
+from contreact_events.history.what_if import what_if
 from tests.support.sim import Sim, make_config, say
 
 HOSTILE = "evil\n\x1b[2J\x1b[31mred\r\x07\u202etxt"

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from contreact_bus.llm_routes import route_of
-from contreact_events.core.export import export_records
 from contreact_events.core.fold import fold_all
 from contreact_events.core.outbox import open_deadlines, pending_tasks
-from contreact_events.core.replay import replay_check
+from contreact_events.history.export import export_records
+from contreact_events.history.replay import replay_check
 from contreact_events.wire.tasks import LLMTask
 from tests.support.fork_sim import ForkSim
 from tests.support.sim import Sim, make_config, say

@@ -15,16 +15,16 @@ from contreact_events.catalog import AssessmentFailed, Event, RunAssessed
 from contreact_events.catalog.chat import AssistantMessage, ChatMessage
 from contreact_events.catalog.cycle import CycleStarted, LLMRequested, LLMResponded
 from contreact_events.catalog.tool import ToolCallCompleted
-from contreact_events.core.evaluation import (
+from contreact_events.core.fold import fold_all
+from contreact_events.core.prompt import sha256_of_prompt
+from contreact_events.core.state import AgentState
+from contreact_events.exceptions import NotAssessable
+from contreact_events.history.evaluation import (
     EvaluatorInput,
     evaluator_input,
     rated_prefix,
     verify_assessment,
 )
-from contreact_events.core.fold import fold_all
-from contreact_events.core.prompt import sha256_of_prompt
-from contreact_events.core.state import AgentState
-from contreact_events.exceptions import NotAssessable
 from contreact_events.instruments import load_instrument, parse_answer
 from contreact_events.wire.codec import event_from_json
 from contreact_events.wire.tasks import LLMTask

@@ -9,9 +9,9 @@ import pytest
 
 from contreact_events.config.experiment import expand, parse_experiment
 from contreact_events.config.overrides import parse_assignments
-from contreact_events.core.experiment_forks import planned_forks
-from contreact_events.core.fork import fork_config
 from contreact_events.exceptions import ConfigError
+from contreact_events.history.experiment_forks import planned_forks
+from contreact_events.history.fork import fork_config
 
 
 def swap(**fork: Any) -> dict[str, Any]:

@@ -18,8 +18,9 @@ from contreact_events.catalog import Event
 from contreact_events.catalog.chat import ChatMessage
 from contreact_events.catalog.cycle import LLMResponded
 from contreact_events.core import fold as fold_module
-from contreact_events.core.fold import Appended, fold, fold_all
-from contreact_events.core.state import AgentState, evolve
+from contreact_events.core.fold import fold, fold_all
+from contreact_events.core.folding import Appended, evolve
+from contreact_events.core.state import AgentState
 from contreact_events.exceptions import CorruptEvent, InvalidTransition, WrongRun
 from contreact_events.wire.codec import event_from_fields, event_from_json, event_to_fields
 from tests.support.sim import Sim, make_config, say
@@ -189,7 +190,7 @@ def test_trusted_builds_what_validation_builds_and_refuses_what_a_call_refuses()
     from pydantic import BaseModel, ConfigDict, Field
 
     from contreact_events.catalog.chat import ChatMessage, ToolCall
-    from contreact_events.core.state import trusted
+    from contreact_events.core.folding import trusted
 
     calls = (ToolCall(name="list"),)
     for kwargs in (

@@ -14,12 +14,12 @@ from contreact_events.catalog.run import RunStarted
 from contreact_events.catalog.tool import ToolCallCompleted
 from contreact_events.config.overrides import parse_assignments
 from contreact_events.core.decide import decide
-from contreact_events.core.export import export_records
 from contreact_events.core.fold import fold_all
-from contreact_events.core.fork import cut_at_cycle, plan_fork, rekey
-from contreact_events.core.memory_calls import memory_calls
-from contreact_events.core.replay import replay_check
 from contreact_events.exceptions import ForkRefused
+from contreact_events.history.export import export_records
+from contreact_events.history.fork import cut_at_cycle, plan_fork, rekey
+from contreact_events.history.memory_calls import memory_calls
+from contreact_events.history.replay import replay_check
 from contreact_events.wire.codec import event_from_fields, event_to_fields
 from contreact_events.wire.tasks import LLMTask
 from tests.support.fork_sim import ForkSim

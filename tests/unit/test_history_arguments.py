@@ -10,8 +10,8 @@ from contreact_events.catalog.cycle import LLMResponded
 from contreact_events.catalog.tool import ToolCallCompleted, ToolCallRequested
 from contreact_events.core.decide import Decision
 from contreact_events.core.fold import fold_all
-from contreact_events.core.replay import replay_check
 from contreact_events.core.tools import bounded_arguments
+from contreact_events.history.replay import replay_check
 from contreact_events.wire.codec import dumps
 from contreact_events.wire.tasks import LLMTask
 from tests.support.sim import Sim, make_config, say

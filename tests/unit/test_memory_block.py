@@ -16,7 +16,7 @@ import pytest
 from contreact_events.catalog.cognition import MemoriesRetrieved
 from contreact_events.core.fold import fold_all
 from contreact_events.core.prompt import MEMORY_BLOCK_HEADING, sha256_of_prompt
-from contreact_events.core.replay import replay_check
+from contreact_events.history.replay import replay_check
 from contreact_events.wire.tasks import EmbedTask, LLMTask
 from tests.support.sim import Sim, make_config, say
 

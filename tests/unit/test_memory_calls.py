@@ -8,7 +8,7 @@ from typing import Any
 from contreact_events.catalog.chat import AssistantMessage, ToolCall
 from contreact_events.catalog.tool import ToolCallCompleted
 from contreact_events.core.decide import Decision
-from contreact_events.core.memory_calls import memory_calls
+from contreact_events.history.memory_calls import memory_calls
 from contreact_events.wire.tasks import EmbedTask, MemoryTask
 from tests.support.sim import Sim, make_config, say
 

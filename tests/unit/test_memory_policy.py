@@ -18,11 +18,11 @@ from contreact_events.catalog.analysis import Exchange
 from contreact_events.catalog.cognition import PersistentMemoryRequested
 from contreact_events.cognition.heuristic import analyse_heuristically
 from contreact_events.cognition.policy import PERSISTENT_PREFIX, kept_key
-from contreact_events.core.export import export_records
 from contreact_events.core.fold import fold_all
-from contreact_events.core.memory_calls import memory_calls
-from contreact_events.core.replay import replay_check
 from contreact_events.exceptions import ConfigError
+from contreact_events.history.export import export_records
+from contreact_events.history.memory_calls import memory_calls
+from contreact_events.history.replay import replay_check
 from contreact_events.wire.tasks import LLMTask, MemoryTask
 from tests.support.fork_sim import ForkSim
 from tests.support.sim import Sim, make_config, say

@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from contreact_events.catalog.chat import AssistantMessage, ToolCall
 from contreact_events.config import RunConfig, parse_run_config
-from contreact_events.core.export import export_records
 from contreact_events.core.fold import fold_all
 from contreact_events.core.prompt import (
     offered_tools_now,
@@ -25,7 +24,6 @@ from contreact_events.core.prompt import (
     prompt_sha256,
     sha256_of_prompt,
 )
-from contreact_events.core.replay import replay_check
 from contreact_events.core.tools import (
     ALL_TOOLS,
     SEARCH_TOOL,
@@ -35,6 +33,8 @@ from contreact_events.core.tools import (
     size_problem,
 )
 from contreact_events.exceptions import ConfigError
+from contreact_events.history.export import export_records
+from contreact_events.history.replay import replay_check
 from contreact_events.wire.codec import dumps, event_from_json, event_to_json
 from contreact_llm.backends.chat_prompt import parse_arguments
 from tests.support.sim import Sim, make_config

@@ -11,8 +11,8 @@ import pytest
 from contreact_events.catalog import SCHEMA_VERSIONS
 from contreact_events.config import parse_run_config
 from contreact_events.core import prompt as prompt_module
-from contreact_events.core.replay import replay_check
 from contreact_events.exceptions import ConfigError, CorruptEvent
+from contreact_events.history.replay import replay_check
 from contreact_events.wire.codec import event_from_json, event_to_json
 from contreact_events.wire.tasks import InboxMessage, LLMTask
 from tests.support.sim import Sim, make_config, say

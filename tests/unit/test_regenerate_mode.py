@@ -4,8 +4,8 @@ pure check and toy vectors (the real model is used end to end)."""
 from __future__ import annotations
 
 from contreact_events.core.decide import Decision
-from contreact_events.core.replay import replay_check
 from contreact_events.diversity.corpus import accepted_chunks
+from contreact_events.history.replay import replay_check
 from contreact_events.wire.tasks import EmbedTask
 from tests.support.sim import Sim, make_config, say
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from contreact_events.core.export import export_records
-from contreact_events.core.replay import replay_check
+from contreact_events.history.export import export_records
+from contreact_events.history.replay import replay_check
 from tests.support.sim import Sim, make_config, say
 
 

@@ -11,8 +11,8 @@ import pytest
 from contreact_bus.runs import meta_fields
 from contreact_events.catalog.cycle import LLMResponded
 from contreact_events.core.fold import fold
-from contreact_events.core.run_summary import run_summary
 from contreact_events.core.state import AgentState
+from contreact_events.history.run_summary import run_summary
 from contreact_events.wire.codec import event_from_json
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

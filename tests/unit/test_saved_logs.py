@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from contreact_events.catalog import EVENT_CLASSES, SCHEMA_VERSIONS
-from contreact_events.core.export import export_records
 from contreact_events.core.fold import fold_all
-from contreact_events.core.replay import replay_check
 from contreact_events.diversity.memory_projection import MemoryProjection
+from contreact_events.history.export import export_records
+from contreact_events.history.replay import replay_check
 from contreact_events.wire.codec import event_from_json
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -12,7 +12,7 @@ import pytest
 from contreact_events.catalog.tool import ToolCallCompleted
 from contreact_events.core.decide import Decision
 from contreact_events.core.fold import fold_all
-from contreact_events.core.replay import replay_check
+from contreact_events.history.replay import replay_check
 from contreact_events.wire.tasks import EmbedTask, LLMTask
 from tests.support.sim import Sim, make_config, say
 

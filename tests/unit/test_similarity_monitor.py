@@ -8,7 +8,6 @@ import pytest
 
 from contreact_events.config import DiversityConfig
 from contreact_events.core.decide import Decision
-from contreact_events.core.replay import replay_check
 from contreact_events.diversity.similarity import (
     HIGH_ADVISORY,
     MODERATE_ADVISORY,
@@ -16,6 +15,7 @@ from contreact_events.diversity.similarity import (
     cosine,
     similarity_matrix,
 )
+from contreact_events.history.replay import replay_check
 from contreact_events.wire.tasks import EmbedTask
 from tests.support.sim import Sim, make_config, say
 

@@ -12,8 +12,8 @@ from contreact_events.config import parse_run_config
 from contreact_events.core.decide import decide
 from contreact_events.core.fold import fold_all
 from contreact_events.core.outbox import pending_tasks, waiting_deadline
-from contreact_events.core.replay import replay_check
 from contreact_events.exceptions import ConfigError
+from contreact_events.history.replay import replay_check
 from contreact_events.wire.tasks import EmbedTask, LLMTask, MemoryTask
 from tests.support.sim import Sim, make_config, say
 

@@ -15,9 +15,9 @@ import pytest
 from contreact_bus.archive import read_archive
 from contreact_events.catalog import Event
 from contreact_events.core.fold import fold_all
-from contreact_events.core.run_summary import run_summary
 from contreact_events.diversity.memory_projection import MemoryProjection
 from contreact_events.diversity.similarity import cosine
+from contreact_events.history.run_summary import run_summary
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.exceptions import ProjectionError, ProjectionVersionMismatch
 from contreact_ui.read_models import (

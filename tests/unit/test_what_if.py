@@ -12,9 +12,9 @@ from contreact_events.catalog import Event
 from contreact_events.catalog.run import RunRequested
 from contreact_events.config.overrides import parse_assignments, setting_paths
 from contreact_events.core.fold import fold_all
-from contreact_events.core.what_if import WhatIfReport, what_if
-from contreact_events.core.what_if_keys import ALLOWED, REFUSED, refusal
 from contreact_events.exceptions import ConfigError, NotReplayable
+from contreact_events.history.what_if import WhatIfReport, what_if
+from contreact_events.history.what_if_keys import ALLOWED, REFUSED, refusal
 from contreact_events.wire.codec import event_from_json
 from contreact_events.wire.tasks import EmbedTask
 from tests.support.sim import Sim, make_config, say

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from contreact_events.config.overrides import parse_assignments
-from contreact_events.core.replay import replay_check
-from contreact_events.core.what_if import WhatIfReport, what_if
+from contreact_events.history.replay import replay_check
+from contreact_events.history.what_if import WhatIfReport, what_if
 from contreact_events.wire.codec import event_from_json
 from tests.support.fork_sim import ForkSim
 from tests.support.sim import say

@@ -24,7 +24,7 @@ from contreact_cli.connection import redis_client
 from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_events.catalog.assessment import AssessmentEvent, AssessmentFailed, RunAssessed
-from contreact_events.core.evaluation import verify_assessment
+from contreact_events.history.evaluation import verify_assessment
 from contreact_events.wire.codec import assessment_to_json
 
 PEI_RESULTS = "pei_results.jsonl"

@@ -39,7 +39,7 @@ from contreact_cli.service_waits import required_services, wait_for_services
 from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_events.config.experiment import ACTIVE_STATUSES, Submission, resume
-from contreact_events.core.experiment_forks import planned_forks
+from contreact_events.history.experiment_forks import planned_forks
 from contreact_events.wire.answers import run_cancelled, run_requested
 
 REFRESH_S = 0.5

@@ -2,7 +2,7 @@
 a new run that begins with RUN's events up to the end of cycle K (re-keyed to it) and
 runs the remaining cycles under another model or other settings. RUN is only read.
 
-The request is checked here first with the core's own rule (``core.fork.plan_fork``),
+The request is checked here first with the core's own rule (``history.fork.plan_fork``),
 so a fork that cannot be honest is refused at once with one line; the orchestrator
 checks it again when it logs the child (the parent may have moved on, another fork
 may have taken the id) and says why where this command waits.
@@ -30,7 +30,7 @@ from contreact_cli.run_follower import follow_run
 from contreact_cli.service_waits import required_services, wait_for_services
 from contreact_cli.settings import CLISettings
 from contreact_events.config.overrides import parse_assignments
-from contreact_events.core.fork import plan_fork
+from contreact_events.history.fork import plan_fork
 from contreact_events.names import run_fork_refusal_key
 from contreact_events.wire.tasks import ForkRequest, fork_requested
 

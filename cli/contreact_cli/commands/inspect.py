@@ -32,10 +32,10 @@ from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_cli.what_if_view import WHAT_IF_EXITS, print_what_if
 from contreact_events.config.overrides import parse_assignments
-from contreact_events.core.replay import replay_check
 from contreact_events.core.state import AgentState
-from contreact_events.core.what_if import what_if
-from contreact_events.core.what_if_keys import check_keys
+from contreact_events.history.replay import replay_check
+from contreact_events.history.what_if import what_if
+from contreact_events.history.what_if_keys import check_keys
 from contreact_events.names import DEAD_LETTER_STREAM, run_digest_key, run_meta_key
 from contreact_events.wire.tasks import DIGEST_REQUEST, InboxMessage
 

@@ -17,8 +17,8 @@ from contreact_bus.exceptions import RunNotFound
 from contreact_bus.replies import text_map, texts
 from contreact_bus.run_log import RunLog
 from contreact_events.catalog import Event
-from contreact_events.core.run_summary import RunListing, listing_fields
 from contreact_events.core.state import AgentState
+from contreact_events.history.run_summary import RunListing, listing_fields
 from contreact_events.names import (
     ACTIVE_RUNS,
     RUNS_INDEX,

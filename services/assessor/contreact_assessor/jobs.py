@@ -40,8 +40,8 @@ from contreact_bus.exceptions import RunNotFound
 from contreact_bus.runs import load_events
 from contreact_events.catalog.assessment import AssessmentEvent, RunAssessed
 from contreact_events.catalog.chat import LLMUsage
-from contreact_events.core.evaluation import EvaluatorInput, evaluator_input
 from contreact_events.exceptions import ContReActEventError
+from contreact_events.history.evaluation import EvaluatorInput, evaluator_input
 from contreact_events.instruments import Instrument, load_instrument, parse_answer
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from contreact_assessor.evaluators import Rating
 from contreact_events.catalog.assessment import AssessmentFailed, RunAssessed
 from contreact_events.catalog.chat import LLMUsage
-from contreact_events.core.evaluation import EvaluatorInput
+from contreact_events.history.evaluation import EvaluatorInput
 from contreact_events.instruments import Instrument, ParsedAnswer
 
 

@@ -8,7 +8,7 @@ and it is retried, and a repeat of an already applied task gets the recorded res
 
 A fork's seed task (tool ``seed``) is answered with ``MemorySeeded``: the memory calls
 of the fork's copied prefix (the first ``arguments["events"]`` events of its log, read
-from Redis; ``core.memory_calls``, the rule ``memory-rebuild`` replays) applied under the
+from Redis; ``history.memory_calls``, the rule ``memory-rebuild`` replays) applied under the
 fork's run id, in one transaction.
 
 The memory policy's task (tool ``persist``, ``cognition.memory_policy``) is answered with
@@ -24,8 +24,8 @@ from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
 from contreact_bus.task_gate import TaskGate
 from contreact_events.cognition.policy import POLICY_TOOL
-from contreact_events.core.memory_calls import memory_calls
 from contreact_events.core.tools import SEED_TOOL
+from contreact_events.history.memory_calls import memory_calls
 from contreact_events.wire.answers import kept_stored, memory_seeded, tool_completed
 from contreact_events.wire.tasks import MemoryTask
 from contreact_memory.exceptions import SeedUnavailable

@@ -1,7 +1,7 @@
 """Rebuild the memory store from the run logs, and compare it with the live one.
 
 The store is a projection of the logged tool calls: replaying, in log order, every
-memory call the memory service executed (``contreact_events.core.memory_calls``: the
+memory call the memory service executed (``contreact_events.history.memory_calls``: the
 core's rule, the same decision the orchestrator made when it sent the task; calls it
 answered itself, such as an unknown tool, unreadable or invalid arguments or a value
 over ``limits.memory_value_chars``, never reached the service) through
@@ -25,7 +25,7 @@ import redis.asyncio as aioredis
 
 from contreact_bus.runs import load_events
 from contreact_events.catalog import Event
-from contreact_events.core.memory_calls import memory_calls
+from contreact_events.history.memory_calls import memory_calls
 from contreact_memory.exceptions import RebuildTargetExists
 from contreact_memory.store import MemoryRow, MemoryStore
 

@@ -55,8 +55,8 @@ from contreact_events.cognition.policy import (
     is_persistent_key,
     reserved_key_problem,
 )
-from contreact_events.core.memory_calls import MemoryCall
 from contreact_events.core.tools import TOOL_SPECS, check_arguments
+from contreact_events.history.memory_calls import MemoryCall
 from contreact_events.wire.tasks import MemoryTask
 from contreact_memory.exceptions import StoreUnavailable, ToolError
 

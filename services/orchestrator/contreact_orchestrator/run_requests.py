@@ -1,7 +1,7 @@
 """Requests that start a run: a run request (``completed_request``), and a fork request.
 
 Fork requests: read the parent (from Redis, or its archive once it left), plan the
-child with the pure core (``core.fork.plan_fork``: the cut after ``CycleEnded(K)``, the
+child with the pure core (``history.fork.plan_fork``: the cut after ``CycleEnded(K)``, the
 re-keyed prefix, ``RunForked``), or say in one line why not.
 
 The child's first append (prefix, ``RunForked`` and what ``decide`` derives from it)
@@ -27,9 +27,9 @@ from contreact_bus.run_log import RunLog
 from contreact_events.catalog import Event
 from contreact_events.config.overrides import parse_assignments
 from contreact_events.core.decide import Decision, decide
-from contreact_events.core.fork import ForkPlan, plan_fork
 from contreact_events.core.state import AgentState
 from contreact_events.exceptions import ConfigError, ForkRefused
+from contreact_events.history.fork import ForkPlan, plan_fork
 from contreact_events.names import FORK_REFUSAL_TTL_S, run_fork_refusal_key
 from contreact_events.protocol import paper_system_prompt
 from contreact_events.wire.tasks import ForkRequest, InboxMessage

@@ -22,8 +22,8 @@ import numpy as np
 import orjson
 
 from contreact_events.catalog.cycle import CycleMetrics
-from contreact_events.core.run_summary import RunSummary
 from contreact_events.diversity.search_texts import fold_case
+from contreact_events.history.run_summary import RunSummary
 from contreact_ui.exceptions import ProjectionVersionMismatch
 from contreact_ui.read_models import PROJECTION_VERSION, Delta
 

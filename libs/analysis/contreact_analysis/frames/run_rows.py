@@ -1,6 +1,6 @@
 """One run's rows of every table, made by folding its events with the platform's own
 ``fold``: the cycle metrics are the ones ``CycleEnded`` carries (computed by the fold),
-memory changes and tool kinds come from ``contreact_events.core.memory_ledger`` and the
+memory changes and tool kinds come from ``contreact_events.history.memory_ledger`` and the
 Table 1 figures from ``contreact_events.protocol.table1``, as the dashboard's read models
 take them. Pure: no I/O."""
 
@@ -33,10 +33,15 @@ from contreact_events.catalog.tool import (
 from contreact_events.config.experiment import config_sha256
 from contreact_events.config.experiment import label_and_replica as replica_of
 from contreact_events.core.fold import fold
-from contreact_events.core.memory_ledger import KNOWN_TOOLS, apply_effect, memory_effect, tool_kind
-from contreact_events.core.run_summary import run_metrics, run_summary
 from contreact_events.core.state import AgentState
 from contreact_events.exceptions import ContReActEventError
+from contreact_events.history.memory_ledger import (
+    KNOWN_TOOLS,
+    apply_effect,
+    memory_effect,
+    tool_kind,
+)
+from contreact_events.history.run_summary import run_metrics, run_summary
 from contreact_events.protocol.table1 import run_table1
 
 Row = dict[str, Any]

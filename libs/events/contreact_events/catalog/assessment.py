@@ -7,7 +7,7 @@ append-only archive beside the run's, and form their own union here
 what was rated (the run's digest and log position), with what (the instrument and its
 text hash), by whom (the evaluator, its options, where it ran), and the hash of the
 exact evaluator input, so ``contreact assess verify`` can rebuild the input from the
-log and compare (``core/evaluation.py``).
+log and compare (``history/evaluation.py``).
 """
 
 from __future__ import annotations

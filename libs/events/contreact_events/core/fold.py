@@ -2,16 +2,18 @@
 
 No I/O, no clock, no randomness. An event that does not fit the state raises
 ``InvalidTransition``; an event of another run raises ``WrongRun``.
+
+This module is the table of branches (``_apply``), the domain: each reads the state and
+returns the fields the event changes. ``fold`` and ``fold_all`` are made from it by the
+engine in ``folding`` (``projector``), which also gives the branches their fast
+constructors (``evolve``, ``trusted``) and ``Appended``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from functools import singledispatch
-from types import FunctionType
-from typing import Any, cast
+from typing import Any
 
-from contreact_events.catalog import Event
 from contreact_events.catalog.chat import ChatMessage, ToolCall
 from contreact_events.catalog.cognition import (
     MemoriesRetrievalRequested,
@@ -59,6 +61,7 @@ from contreact_events.catalog.tool import (
     ToolCallCompleted,
     ToolCallRequested,
 )
+from contreact_events.core.folding import Appended, evolve, projector, trusted
 from contreact_events.core.state import (
     AgentState,
     Attempt,
@@ -66,9 +69,11 @@ from contreact_events.core.state import (
     OpenTask,
     Phase,
     QueuedToolCall,
-    assemble,
-    evolve,
-    trusted,
+)
+from contreact_events.core.task_ids import (
+    analysis_task_id,
+    check_task_id,
+    fork_task_id,
 )
 from contreact_events.core.tools import (
     OPERATOR_TOOL,
@@ -78,193 +83,7 @@ from contreact_events.core.tools import (
     check_arguments,
     size_problem,
 )
-from contreact_events.exceptions import InvalidTransition, WrongRun
-from contreact_events.wire.codec import bulk
-
-
-def fold(state: AgentState, event: Event) -> AgentState:
-    """Apply one event to the state and return the new state."""
-    if event.run_id != state.run_id:
-        raise WrongRun(f"event {event.event_id} of run {event.run_id} applied to {state.run_id}")
-    changes = _handler(type(event))(event, state)
-    for key, value in changes.items():
-        if type(value) is Appended and value.items:
-            changes[key] = (*getattr(state, key), *value.items)
-        elif type(value) is Appended:
-            changes[key] = getattr(state, key)
-    _bookkeeping(state, event, changes)
-    return evolve(state, changes)
-
-
-def fold_all(events: Iterable[Event], state: AgentState | None = None) -> AgentState:
-    """Fold a whole log. With no state, start from the first event's run.
-
-    The same as ``fold`` event after event, but into one private, mutable draft
-    frozen once at the end (``Draft``): no new ``AgentState`` per event, and what a
-    branch ``Appended`` to a growing tuple (the message history) is copied once, not at
-    every message. ``state`` itself is never changed."""
-    if isinstance(events, (list, tuple)) and len(events) <= _FEW:
-        for event in events:  # a decision's few events: a draft would cost more
-            if state is None:
-                state = AgentState(run_id=event.run_id)
-            state = fold(state, event)
-        if state is None:
-            raise InvalidTransition("cannot rebuild a run from an empty log")
-        return state
-    it = iter(events)
-    with bulk():
-        first = next(it, None)
-        if first is None:
-            if state is None:
-                raise InvalidTransition("cannot rebuild a run from an empty log")
-            return state
-        draft = Draft(state if state is not None else AgentState(run_id=first.run_id))
-        draft.fold(first)
-        draft.fold_all(it)
-        return draft.freeze()
-
-
-_FEW = 2
-"""Up to this many events, ``fold_all`` folds event by event (what-if and replay fold a
-decision's two or three events onto a state with a long history)."""
-
-
-class Appended:
-    """A branch's change that adds ``items`` at the end of a tuple field:
-    ``{"message_history": Appended(reply)}`` means ``(*state.message_history, reply)``.
-    ``fold`` builds exactly that tuple; a ``Draft`` only appends to a list, so a run's
-    history is copied once per rebuild instead of once per message."""
-
-    __slots__ = ("items",)
-
-    def __init__(self, *items: Any) -> None:
-        self.items = items
-
-    def __repr__(self) -> str:
-        return f"Appended{self.items!r}"
-
-
-def _bookkeeping(state: AgentState, event: Event, changes: dict[str, Any]) -> None:
-    """What every event changes besides its branch's changes (both mechanisms)."""
-    before = state.pending_task_id
-    pending = changes.get("pending_task_id", before)
-    if pending != before:  # a new task: its deadline counts from now
-        changes["pending_since"] = event.ts if pending is not None else None
-        changes["task_sends"] = 1 if pending is not None else 0
-    if state.task_failure is not None and "task_failure" not in changes:
-        changes["task_failure"] = None  # whatever follows a failure is the answer to it
-    changes["seq"] = state.seq + 1
-    changes["last_event_id"] = event.event_id
-
-
-class Draft:
-    """A mutable stand-in for ``AgentState`` that ``fold_all`` folds a whole log into,
-    then freezes once. Private to ``fold_all``: no caller ever sees one.
-
-    The branches get it as their ``state``: it has every field of the state as a plain
-    attribute (and the state's properties and methods), so a branch written for
-    ``AgentState`` (read the state, return the changes) works unchanged. A field with
-    ``Appended`` items waiting is kept as (tuple, list) outside the attributes; reading
-    it (a branch that reads the whole history) builds the tuple then, once."""
-
-    __slots__ = ("__dict__", "_appended", "_changed", "_fields_set")
-
-    def __init__(self, state: AgentState) -> None:
-        self.__dict__.update(state.__dict__)
-        self._appended: dict[str, tuple[tuple[Any, ...], list[Any]]] = {}
-        self._changed: set[str] = set()
-        self._fields_set = state.__pydantic_fields_set__
-
-    def __getattr__(self, name: str) -> Any:  # only for a field with items appended
-        waiting = self._appended.pop(name, None)
-        if waiting is None:
-            raise AttributeError(f"AgentState has no field {name!r}")
-        base, items = waiting
-        value = self.__dict__[name] = (*base, *items)
-        return value
-
-    def fold(self, event: Event) -> None:
-        """``fold(self, event)``, in place."""
-        self.fold_all((event,))
-
-    def fold_all(self, events: Iterable[Event]) -> None:
-        """``fold`` of each event, in place: ``fold``'s steps, written out in one loop
-        (``tests/unit/test_fold_mechanism.py`` holds the two to the same states)."""
-        fields = self.__dict__
-        appended = self._appended
-        changed = self._changed
-        handlers = _current_handlers()
-        run_id = fields["run_id"]
-        state = cast(AgentState, self)  # what the branches read: the draft stands in
-        changed.update(("seq", "last_event_id"))
-        for event in events:
-            if event.run_id != run_id:
-                raise WrongRun(f"event {event.event_id} of run {event.run_id} applied to {run_id}")
-            handler = handlers.get(type(event)) or _handler(type(event))
-            changes = handler(event, state)
-            before = fields["pending_task_id"]
-            pending = changes.get("pending_task_id", before)
-            if pending != before:  # a new task: its deadline counts from now
-                changes["pending_since"] = event.ts if pending is not None else None
-                changes["task_sends"] = 1 if pending is not None else 0
-            if fields["task_failure"] is not None and "task_failure" not in changes:
-                changes["task_failure"] = None
-            fields["seq"] += 1  # (in ``changed`` from the start: every event sets both)
-            fields["last_event_id"] = event.event_id
-            changed.update(changes)
-            for key, value in changes.items():
-                if type(value) is not Appended:
-                    fields[key] = value
-                    if appended and key in appended:
-                        del appended[key]
-                elif value.items:
-                    waiting = appended.get(key)
-                    if waiting is None:
-                        waiting = appended[key] = (fields.pop(key), [])
-                    waiting[1].extend(value.items)
-
-    def freeze(self) -> AgentState:
-        """The folded state, as ``fold`` would have made it event after event."""
-        fields = self.__dict__
-        for key, (base, items) in self._appended.items():
-            fields[key] = (*base, *items)
-        self._appended = {}
-        values = {name: fields[name] for name in AgentState.model_fields}
-        fields_set = self._fields_set
-        if not fields_set.issuperset(self._changed):
-            fields_set = fields_set.union(self._changed)
-        return assemble(AgentState, values, fields_set)
-
-
-for _name, _member in vars(AgentState).items():  # the state's properties and methods
-    if _name[0] != "_" and isinstance(_member, property | FunctionType):
-        assert _name not in vars(Draft), f"AgentState.{_name} hides the draft's own"
-        setattr(Draft, _name, _member)
-
-
-Handler = Callable[[Any, AgentState], dict[str, Any]]
-_handlers: dict[type, Handler] = {}
-_registered = 0
-
-
-def _current_handlers() -> dict[type, Handler]:
-    """The dict of branches found so far, emptied if a branch was registered since."""
-    global _registered
-    if len(_apply.registry) != _registered:
-        _handlers.clear()
-        _registered = len(_apply.registry)
-    return _handlers
-
-
-def _handler(kind: type) -> Handler:
-    """The ``_apply`` branch for an event class, from a plain dict: ``singledispatch``'s
-    own call (a weak-keyed cache lookup and a wrapper per event) was a tenth of the
-    fold. The dict is dropped whenever a branch is registered."""
-    found = _current_handlers().get(kind)
-    if found is None:
-        found = _handlers[kind] = _apply.dispatch(kind)
-    return found
-
+from contreact_events.exceptions import InvalidTransition
 
 _NO_METRICS = CycleMetrics()
 """A new cycle's metrics (frozen: one instance serves every cycle)."""
@@ -282,6 +101,11 @@ def _expect(state: AgentState, event: EventBase, *phases: Phase) -> None:
 @singledispatch
 def _apply(event: EventBase, state: AgentState) -> dict[str, Any]:
     raise InvalidTransition(f"no fold branch for {type(event).__name__}")
+
+
+fold, fold_all = projector(_apply)
+"""``fold(state, event) -> state``, and ``fold_all(events, state=None) -> state`` (a whole
+log into one draft): see ``folding.projector``."""
 
 
 @_apply.register
@@ -906,41 +730,3 @@ def _head(state: AgentState, event: EventBase, task_id: str) -> QueuedToolCall:
             f"but the run is on tool call {head.task_id}"
         )
     return head
-
-
-def check_task_id(run_id: str) -> str:
-    return f"{run_id}/check"
-
-
-def fork_task_id(run_id: str, at_cycle: int, what: str) -> str:
-    """A fork's own tasks (``seed``, ``check``): named by the cycle it forks at, so a
-    fork of a fork never reuses its parent's copied ids."""
-    return f"{run_id}/fork/c{at_cycle}/{what}"
-
-
-def llm_task_id(run_id: str, cycle: int, step: int) -> str:
-    return f"{run_id}/c{cycle}/s{step}"
-
-
-def tool_task_id(run_id: str, cycle: int, step: int, index: int) -> str:
-    return f"{llm_task_id(run_id, cycle, step)}/t{index}"
-
-
-def embed_task_id(run_id: str, cycle: int) -> str:
-    return f"{run_id}/c{cycle}/embed"
-
-
-def analysis_task_id(exchange_task_id: str) -> str:
-    return f"{exchange_task_id}/analysis"
-
-
-def persist_task_id(exchange_task_id: str) -> str:
-    return f"{exchange_task_id}/persist"
-
-
-def retrieval_task_id(run_id: str, cycle: int) -> str:
-    return f"{run_id}/c{cycle}/memories"
-
-
-def paragraph_task_id(run_id: str, cycle: int, attempt: int) -> str:
-    return f"{run_id}/c{cycle}/paragraphs/a{attempt}"

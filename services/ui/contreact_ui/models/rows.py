@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contreact_events.catalog.analysis import ContextType, Intent
 from contreact_events.catalog.cycle import CycleMetrics
-from contreact_events.core.run_summary import RunSummary
+from contreact_events.history.run_summary import RunSummary
 
 
 class _Model(BaseModel):
@@ -23,7 +23,7 @@ ROW_CONFIG = ConfigDict(extra="forbid")
 
 
 class RunRow(RunSummary):
-    """One run as the listing shows it: its summary (``contreact_events.core.run_summary``:
+    """One run as the listing shows it: its summary (``contreact_events.history.run_summary``:
     the fields ``contreact runs --json`` prints, computed by the same function), and what
     only the dashboard keeps."""
 

@@ -16,8 +16,8 @@ from typing import Literal, NamedTuple
 
 from contreact_events.catalog import Event
 from contreact_events.catalog.cycle import CycleMetrics
-from contreact_events.core.run_summary import RunSummary
 from contreact_events.diversity.search_texts import SearchText
+from contreact_events.history.run_summary import RunSummary
 from contreact_ui.models import CycleView, OperatorExchange, RegenerationAttempt
 
 PROJECTION_VERSION = 4

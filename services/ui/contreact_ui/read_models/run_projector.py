@@ -38,11 +38,16 @@ from contreact_events.catalog.tool import (
     ToolCallRequested,
 )
 from contreact_events.core.fold import fold
-from contreact_events.core.memory_ledger import UNKNOWN_TOOL, apply_effect, memory_effect, tool_kind
-from contreact_events.core.run_summary import run_summary
 from contreact_events.core.state import AgentState
 from contreact_events.diversity.search_texts import TEXT_EVENT_TYPES, SearchTexts
 from contreact_events.exceptions import ContReActEventError
+from contreact_events.history.memory_ledger import (
+    UNKNOWN_TOOL,
+    apply_effect,
+    memory_effect,
+    tool_kind,
+)
+from contreact_events.history.run_summary import run_summary
 from contreact_events.wire.codec import bulk, event_to_json
 from contreact_ui.exceptions import ProjectionError
 from contreact_ui.models import (

@@ -6,8 +6,8 @@ import orjson
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from contreact_events.core.export import export_records
 from contreact_events.exceptions import ContReActEventError
+from contreact_events.history.export import export_records
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.deps import Conn, RunId
 from contreact_ui.exceptions import BadQuery

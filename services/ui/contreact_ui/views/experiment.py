@@ -23,8 +23,8 @@ from typing import Any
 import orjson
 
 from contreact_events.config import RunConfig
-from contreact_events.core.export import export_records
 from contreact_events.exceptions import ContReActEventError
+from contreact_events.history.export import export_records
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.exceptions import BadQuery, RunNotProjected
 from contreact_ui.models import Link, RunRow

@@ -32,11 +32,11 @@ from contreact_events.config import RunConfig
 from contreact_events.config.overrides import Assignment
 from contreact_events.core.decide import Decision, Task, decide
 from contreact_events.core.fold import fold, fold_all
-from contreact_events.core.replay import _as_recorded, fork_cut
 from contreact_events.core.state import AgentState
-from contreact_events.core.what_if_causes import explain, explain_task
-from contreact_events.core.what_if_keys import what_if_config
 from contreact_events.exceptions import NotReplayable
+from contreact_events.history.replay import _as_recorded, fork_cut
+from contreact_events.history.what_if_causes import explain, explain_task
+from contreact_events.history.what_if_keys import what_if_config
 from contreact_events.wire.codec import bulk
 from contreact_events.wire.tasks import INPUT_EVENT_TYPES
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from contreact_events.config import RunConfig
 from contreact_events.config.experiment import ExperimentConfig, PlannedRun, config_sha256
 from contreact_events.config.overrides import Assignment, changed_settings, parse_assignments
-from contreact_events.core.fork import fork_config, fork_refusal
 from contreact_events.exceptions import ConfigError
+from contreact_events.history.fork import fork_config, fork_refusal
 
 NOT_SET = frozenset({"run_id", "model_name"})
 """Differences a fork request carries otherwise (its run id, ``--model``)."""

@@ -36,10 +36,10 @@ from contreact_events.catalog.run import RunRequested
 from contreact_events.config import RunConfig
 from contreact_events.config.overrides import Assignment, apply_assignments, changed_settings
 from contreact_events.core.fold import fold_all
-from contreact_events.core.memory_calls import memory_calls
 from contreact_events.core.state import AgentState
 from contreact_events.diversity.corpus import run_scope, scope_for
 from contreact_events.exceptions import ContReActEventError, ForkRefused
+from contreact_events.history.memory_calls import memory_calls
 from contreact_events.wire.codec import bulk
 
 _ID_FIELDS = ("task_id", "causation_id", "matched_id", "exchange_task_id")

@@ -28,7 +28,7 @@ import redis
 from contreact_bus.exceptions import RedisUnavailable
 from contreact_bus.local_redis import running_redis_server
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SERVICE_MODULES = {
     "orchestrator": "contreact_orchestrator",
     "llm-worker": "contreact_llm",

@@ -32,8 +32,9 @@ from contreact_events.catalog import AssessmentBase, AssessmentFailed, Event
 from contreact_events.catalog.chat import ChatMessage
 from contreact_events.catalog.cycle import CycleEnded, CycleStarted
 from contreact_events.core.fold import fold_all
+from contreact_events.core.folding import evolve
 from contreact_events.core.prompt import sha256_of_prompt, system_message
-from contreact_events.core.state import AgentState, evolve
+from contreact_events.core.state import AgentState
 from contreact_events.exceptions import NotAssessable, UnknownInstrument
 from contreact_events.instruments import Instrument, load_instrument
 
