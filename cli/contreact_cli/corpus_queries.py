@@ -15,7 +15,7 @@ from contreact_bus.runs import experiment_run_ids, load_events
 from contreact_bus.scope_logs import scope_events
 from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
-from contreact_cli.run_records import events_or_skip, runs
+from contreact_cli.runs.records import events_or_skip, runs
 from contreact_cli.settings import CLISettings
 from contreact_events.catalog import Event
 from contreact_events.diversity.corpus import accepted_chunks, experiment_scope, run_scope

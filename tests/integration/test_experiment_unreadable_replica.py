@@ -13,8 +13,8 @@ import redis.asyncio as aioredis
 
 from contreact_bus.experiments import ReplicaEntry, queue_entry
 from contreact_bus.run_log import RunLog
-from contreact_cli.experiment_view import ExperimentProgress
 from contreact_cli.main import main
+from contreact_cli.views.experiment import ExperimentProgress
 from contreact_events.names import run_log_key
 from tests.support.sim import Sim, make_config, say
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from contreact_cli.main import main
-from contreact_cli.ollama_models import ModelNeed, needed_models
+from contreact_cli.stack.ollama_models import ModelNeed, needed_models
 from tests.support.fake_ollama import closed_port_host, running_fake_ollama
 
 

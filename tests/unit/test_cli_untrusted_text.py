@@ -10,9 +10,9 @@ import re
 from datetime import UTC, datetime
 
 from contreact_cli.commands.runs import show_state, what_ran
-from contreact_cli.experiment_view import summary, table
-from contreact_cli.progress import ProgressPrinter
-from contreact_cli.what_if_view import print_what_if
+from contreact_cli.views.experiment import summary, table
+from contreact_cli.views.progress import ProgressPrinter
+from contreact_cli.views.what_if import print_what_if
 from contreact_events.catalog.run import ModelChecked, RunRequested
 from contreact_events.catalog.tool import ToolCallRequested
 from contreact_events.config.overrides import parse_assignments

@@ -16,8 +16,8 @@ from pydantic import AliasChoices
 from pydantic_settings import BaseSettings
 
 from contreact_assessor.settings import AssessorSettings
-from contreact_cli.processes import SERVICE_MODULES
 from contreact_cli.settings import CLISettings
+from contreact_cli.stack.processes import SERVICE_MODULES
 from contreact_embedder.settings import EmbedderSettings
 from contreact_llm.settings import LLMWorkerSettings
 from contreact_memory.settings import MemorySettings

@@ -100,7 +100,7 @@ def test_parse_refuses_non_mappings() -> None:
 
 
 def test_the_required_services_follow_from_the_config() -> None:
-    from contreact_cli.service_waits import required_services
+    from contreact_cli.stack.service_waits import required_services
     from tests.support.sim import make_config
 
     base = ("orchestrator", "llm-worker", "memory")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from contreact_bus.experiments import ReplicaEntry
-from contreact_cli.experiment_view import LiveTable, RunView, summary, table
+from contreact_cli.views.experiment import LiveTable, RunView, summary, table
 from tests.support.sim import Sim, make_config, say
 
 

@@ -1,6 +1,6 @@
 """The layout holds: no import cycles, no package too flat, no module too long to read.
 
-The rules are those of issue 14 and STYLE.md (15, 18): a module over about 400 lines is
+The rules (docs/architecture.md, "Where to find it"): a module over about 400 lines is
 split unless it is one regular table (one branch per event); a package of more than
 about 20 modules groups them into subpackages; the import graph, between modules and
 between the subpackages of a package, has no cycle. Imports under ``TYPE_CHECKING`` do

@@ -10,7 +10,7 @@ from typing import Any
 
 from contreact_cli.args import add_command, bounded_int, experiment, run_id, text
 from contreact_cli.output import out, print_json, warn
-from contreact_cli.run_records import load_state, skipped_line
+from contreact_cli.runs.records import load_state, skipped_line
 from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_events.diversity.search_texts import KINDS

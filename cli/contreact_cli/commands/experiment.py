@@ -30,14 +30,14 @@ from contreact_cli.args import experiment as experiment_name
 from contreact_cli.config_file import load_experiment
 from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
-from contreact_cli.experiment_forks import ForkSender
-from contreact_cli.experiment_view import ExperimentProgress, LiveTable, summary, table
-from contreact_cli.export_file import write_export
 from contreact_cli.output import Printer, out, warn
-from contreact_cli.run_records import SKIPPED_EXIT, events_or_skip, skipped_line
-from contreact_cli.service_waits import required_services, wait_for_services
+from contreact_cli.runs.experiment_forks import ForkSender
+from contreact_cli.runs.export_file import write_export
+from contreact_cli.runs.records import SKIPPED_EXIT, events_or_skip, skipped_line
 from contreact_cli.settings import CLISettings
+from contreact_cli.stack.service_waits import required_services, wait_for_services
 from contreact_cli.text import safe
+from contreact_cli.views.experiment import ExperimentProgress, LiveTable, summary, table
 from contreact_events.config.experiment import ACTIVE_STATUSES, Submission, resume
 from contreact_events.history.experiment_forks import planned_forks
 from contreact_events.wire.answers import run_cancelled, run_requested

@@ -26,9 +26,9 @@ from contreact_cli.args import add_command, positive_seconds, run_id
 from contreact_cli.connection import redis_client
 from contreact_cli.exceptions import CLIError
 from contreact_cli.output import Printer, out
-from contreact_cli.run_follower import follow_run
-from contreact_cli.service_waits import required_services, wait_for_services
 from contreact_cli.settings import CLISettings
+from contreact_cli.stack.service_waits import required_services, wait_for_services
+from contreact_cli.views.follower import follow_run
 from contreact_events.config.overrides import parse_assignments
 from contreact_events.history.fork import plan_fork
 from contreact_events.names import run_fork_refusal_key

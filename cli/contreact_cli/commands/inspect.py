@@ -18,9 +18,9 @@ from contreact_bus.replies import entries, text_map
 from contreact_cli.args import add_command, bounded_int, run_id
 from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
-from contreact_cli.export_file import check_out_dir, write_export
 from contreact_cli.output import out, print_json, warn
-from contreact_cli.run_records import (
+from contreact_cli.runs.export_file import check_out_dir, write_export
+from contreact_cli.runs.records import (
     SKIPPED_EXIT,
     events_or_skip,
     load_run_events,
@@ -30,7 +30,7 @@ from contreact_cli.run_records import (
 )
 from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
-from contreact_cli.what_if_view import WHAT_IF_EXITS, print_what_if
+from contreact_cli.views.what_if import WHAT_IF_EXITS, print_what_if
 from contreact_events.config.overrides import parse_assignments
 from contreact_events.core.state import AgentState
 from contreact_events.history.replay import replay_check

@@ -27,7 +27,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_models(args: argparse.Namespace, settings: CLISettings) -> int:
-    from contreact_cli import ollama_models as models
+    from contreact_cli.stack import ollama_models as models
 
     needs = models.needed_models(Path(args.file), args.host)
     if not needs:

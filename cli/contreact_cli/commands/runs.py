@@ -20,14 +20,14 @@ from contreact_cli.args import text as free_text
 from contreact_cli.config_file import load_config
 from contreact_cli.connection import redis_client
 from contreact_cli.exceptions import CLIError
-from contreact_cli.operator_prompt import send_reply
 from contreact_cli.output import Printer, out, print_json
-from contreact_cli.progress import ProgressPrinter
-from contreact_cli.run_follower import exit_code, follow_run
-from contreact_cli.run_records import load_state, run_meta, runs
-from contreact_cli.service_waits import required_services, wait_for_services
+from contreact_cli.runs.records import load_state, run_meta, runs
 from contreact_cli.settings import CLISettings
+from contreact_cli.stack.service_waits import required_services, wait_for_services
 from contreact_cli.text import safe
+from contreact_cli.views.follower import exit_code, follow_run
+from contreact_cli.views.operator_prompt import send_reply
+from contreact_cli.views.progress import ProgressPrinter
 from contreact_events.config import RunConfig
 from contreact_events.core.fold import fold_all
 from contreact_events.core.state import AgentState

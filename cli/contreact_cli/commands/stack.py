@@ -10,12 +10,12 @@ from typing import Any
 from contreact_bus.exceptions import BusError
 from contreact_bus.redact import redact_url
 from contreact_bus.runs import heartbeats
-from contreact_cli import processes
 from contreact_cli.args import add_command, bounded_int, positive_seconds
 from contreact_cli.connection import redis_client
 from contreact_cli.output import out, print_json
-from contreact_cli.service_waits import wait_until_up
 from contreact_cli.settings import CLISettings
+from contreact_cli.stack import processes
+from contreact_cli.stack.service_waits import wait_until_up
 from contreact_cli.text import safe
 
 

@@ -21,7 +21,7 @@ from contreact_bus.archive import read_archive
 from contreact_bus.experiments import ReplicaEntry
 from contreact_bus.replies import entries
 from contreact_cli.output import Printer
-from contreact_cli.run_records import UNREADABLE
+from contreact_cli.runs.records import UNREADABLE
 from contreact_cli.text import safe
 from contreact_events.catalog import Event
 from contreact_events.core.fold import fold_all

@@ -21,7 +21,7 @@ from contreact_bus.local_redis import answers, redis_server_argv
 from contreact_bus.redact import redact_url
 from contreact_cli.exceptions import CLIError
 from contreact_cli.settings import CLISettings
-from contreact_cli.supervisor import ChildPlan, Plan
+from contreact_cli.stack.supervisor import ChildPlan, Plan
 
 SERVICE_MODULES = {
     "orchestrator": "contreact_orchestrator",
@@ -33,7 +33,7 @@ SERVICE_MODULES = {
 }
 REDIS_PROCESS = "redis"
 SUPERVISOR = "supervisor"
-SUPERVISOR_MODULE = "contreact_cli.supervisor"
+SUPERVISOR_MODULE = "contreact_cli.stack.supervisor"
 
 
 @dataclass(frozen=True)

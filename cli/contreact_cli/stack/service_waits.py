@@ -12,8 +12,8 @@ from contreact_bus.redact import redact_url
 from contreact_bus.runs import heartbeats, service_heartbeats
 from contreact_cli.connection import optional_redis
 from contreact_cli.exceptions import ServicesNotRunning
-from contreact_cli.processes import SUPERVISOR, processes, supervisor_pid
 from contreact_cli.settings import CLISettings
+from contreact_cli.stack.processes import SUPERVISOR, processes, supervisor_pid
 from contreact_events.config import RunConfig
 
 

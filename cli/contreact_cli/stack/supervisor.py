@@ -6,7 +6,7 @@ check. When an orchestrator child dies, its shard leases are released at once, s
 its successor takes its shards without waiting for them to lapse. SIGTERM stops the
 services, then Redis, then itself.
 
-Run as ``python -m contreact_cli.supervisor PLAN`` (the plan is written by `up`).
+Run as ``python -m contreact_cli.stack.supervisor PLAN`` (the plan is written by `up`).
 """
 
 from __future__ import annotations
@@ -286,7 +286,7 @@ class Supervisor:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        raise SystemExit("usage: python -m contreact_cli.supervisor PLAN.json")
+        raise SystemExit("usage: python -m contreact_cli.stack.supervisor PLAN.json")
     plan = Plan.load(Path(args[0]))
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s supervisor: %(message)s"

@@ -10,10 +10,10 @@ import time
 import redis.asyncio as aioredis
 
 from contreact_bus.run_log import RunLog
-from contreact_cli.operator_prompt import OperatorPrompt
 from contreact_cli.output import Printer
-from contreact_cli.progress import ProgressPrinter
 from contreact_cli.text import safe
+from contreact_cli.views.operator_prompt import OperatorPrompt
+from contreact_cli.views.progress import ProgressPrinter
 from contreact_events.catalog import TERMINAL_TYPES
 from contreact_events.core.fold import fold_all
 from contreact_events.core.state import AgentState
