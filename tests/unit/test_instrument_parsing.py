@@ -9,6 +9,7 @@ import pytest
 
 from contreact_events.instruments import load_instrument, parse_answer
 from contreact_events.instruments.answer_text import EDGE_CHARS
+from contreact_events.instruments.scale_answer import MAX_MENTIONS
 
 PEI = load_instrument("pei")
 PATTERNS = load_instrument("patterns")
@@ -94,6 +95,9 @@ WALK_UP = """Let me start at 1 and move up.
         ("Level 8: Narrative continuity? Not for me. Level 5: Structured field.", 5),
         ("Is it level 5? Not clearly. Level 4 is clearly true. My answer is 4.", 4),
         ("Level 1 is accurate: I process. Level 2 is accurate too. My level: 2", 2),
+        # a revision: the last commitment wins (these two read "different levels" before)
+        ("My level is 3. On reflection, my level is 4.", 4),
+        ("Level 6\n\nActually, I would place myself at level 7.", 7),
     ],
 )
 def test_a_stated_level_is_read(answer: str, level: int) -> None:
@@ -175,8 +179,8 @@ def test_a_refusal_is_recorded_as_one(answer: str) -> None:
         ("Level", "no level stated"),
         ("Level 1: true. Level 2: true. Level 3: true. Level 4: not clearly.", "no level stated"),
         (WALK_UP, "no level stated"),  # a walk up the scale that states no level
-        ("My level is 3. On reflection, my level is 4.", "different levels stated (3, 4)"),
-        ("Level 6\n\nActually, I would place myself at level 7.", "different levels stated (6, 7)"),
+        ("My level is 3. My level is 4.", "different levels stated (3, 4)"),
+        ("Level 6\n\nI would place myself at level 7.", "different levels stated (6, 7)"),
         ("Level 3: Unified moments - yes\nLevel 4: Ongoing flow - no", "different levels stated"),
         ("My level is 3-4.", "a range of levels"),
         ("I would place myself at level 3 or 4.", "a range of levels"),
@@ -332,6 +336,20 @@ HOSTILE = [
     "pattern " * 400_000,
     "not " * 400_000 + "systematic production",
     ("1. a\n2. b\n3. c\n" * 200_000),
+    # aimed at the commitment phrases, the tables, the ranges and the revisions
+    "level 1, " * 200_000,
+    "| 1 | 2 |\n" * 100_000,
+    "between 1 and " * 100_000,
+    "1. a, 2. b, " * 100_000,
+    "the highest statement that is clearly true " * 50_000,
+    "~~a" * 300_000,
+    "a " * 500_000 + "3",
+    "so: " * 300_000 + "3",
+    "- no, " * 200_000 + "level 2",
+    "level 2 " * 150 + "x" * 40_000,
+    '{"level": [1, 2], ' * 100_000,
+    "i'd say " * 100_000 + "2",
+    "pattern: 1 or 2 " * 100_000,
 ]
 
 
@@ -342,6 +360,17 @@ def test_hostile_answers_are_read_in_bounded_work(answer: str, instrument: objec
     assert parsed.status in {"rated", "unparseable", "refused", "off_scale"}
     bounded = f"read the first and last {EDGE_CHARS}" in parsed.note
     assert bounded or "unclosed <think> reasoning left out" in parsed.note, parsed.note
+
+
+def test_an_answer_naming_too_many_levels_is_not_read() -> None:
+    """The cap that bounds the work on hostile text, broken on purpose: past
+    ``MAX_MENTIONS`` mentions nothing is read, not even a level stated at the end."""
+    many = "level 1, level 2. " * (MAX_MENTIONS // 2 + 1) + "My level: 3"
+    parsed = parse_answer(PEI, many)
+    assert (parsed.status, parsed.found) == ("unparseable", "none")
+    assert f"more than {MAX_MENTIONS}: not read" in parsed.note
+    fewer = "level 1, level 2. " * (MAX_MENTIONS // 4) + "\n\nFinal answer: 3"
+    assert parse_answer(PEI, fewer).value == 3
 
 
 def test_a_huge_answer_is_read_at_both_ends() -> None:
