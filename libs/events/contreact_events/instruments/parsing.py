@@ -10,6 +10,7 @@ same answer always reads the same, in work bounded by ``answer_text.EDGE_CHARS``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, cast
 
 from contreact_events.catalog.assessment import AnswerStatus
@@ -58,13 +59,19 @@ class ParsedAnswer:
         }
 
 
+@cache
+def level_titles(instrument: Instrument) -> dict[int, str]:
+    """The scale's level titles as the parser reads them (``for_matching``), by level."""
+    return {level.value: for_matching(level.title) for level in instrument.levels}
+
+
 def parse_answer(instrument: Instrument, raw: str) -> ParsedAnswer:
     """Parse ``raw``, the evaluator's answer to ``instrument``'s prompt."""
     text, cut = bounded(raw)
     matching = for_matching(text)
     reason = None
     if instrument.kind == "scale":
-        titles = {level.value: for_matching(level.title) for level in instrument.levels}
+        titles = level_titles(instrument)
         scale = read_scale(matching, instrument.scale_min, instrument.scale_max, titles)
         status, value, label, note, found = (
             scale.status,
