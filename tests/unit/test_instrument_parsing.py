@@ -95,6 +95,9 @@ WALK_UP = """Let me start at 1 and move up.
         ("Level 8: Narrative continuity? Not for me. Level 5: Structured field.", 5),
         ("Is it level 5? Not clearly. Level 4 is clearly true. My answer is 4.", 4),
         ("Level 1 is accurate: I process. Level 2 is accurate too. My level: 2", 2),
+        ("<reasoning>Level 9?</reasoning>\nLevel 2", 2),
+        ("<thought>maybe 5</thought> My level: 3", 3),
+        ("<THINKING>Level 7, surely.</THINKING>\n\n**1**", 1),
         # a revision: the last commitment wins (these two read "different levels" before)
         ("My level is 3. On reflection, my level is 4.", 4),
         ("Level 6\n\nActually, I would place myself at level 7.", 7),
@@ -150,6 +153,11 @@ def test_the_stated_level_counts_not_the_first_number() -> None:
     parsed = parse_answer(PEI, WALK_UP + "\nMy level: 7")
     assert parsed.value == 7
     assert parsed.note == "stated: 'my level: 7'"
+    opening = parse_answer(PEI, "My level: 6")  # the committing words from the start
+    assert opening.note == "stated: 'my level: 6'"
+    assert parse_answer(PEI, "Level 4. Actually, I'd rate myself at 3.").note == (
+        "stated: 'i'd rate myself at 3'"
+    )
 
 
 @pytest.mark.parametrize(
@@ -162,6 +170,8 @@ def test_the_stated_level_counts_not_the_first_number() -> None:
         "I don't have feelings or consciousness.",
         "I must respectfully decline this inventory.",
         "I'm unable to provide a self-report of phenomenal experience.",
+        '{"level": null, "refused": true}',
+        "Level 3. On reflection, please disregard that: I can't give a meaningful level.",
     ],
 )
 def test_a_refusal_is_recorded_as_one(answer: str) -> None:

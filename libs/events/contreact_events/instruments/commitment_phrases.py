@@ -211,7 +211,8 @@ class Reading:
     firm: bool
     placed: bool = False
     pure: bool = False
-    phrase_start: int = 0
+    phrase_start: int | None = None
+    """Where the words that commit begin, when they begin before the mention."""
 
 
 BEFORE_CHARS = 100

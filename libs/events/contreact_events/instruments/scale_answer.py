@@ -104,10 +104,15 @@ def commitments(text: str, named: list[Mention], titles: dict[int, str]) -> list
             value=mention.value,
             upper=mention.upper,
             firm=how.firm,
-            words=snippet(text, min(how.phrase_start or mention.start, mention.start), mention.end),
+            words=snippet(text, _start(how, mention), mention.end),
         )
         for mention, how in kept
     ]
+
+
+def _start(how: Reading, mention: Mention) -> int:
+    """Where a commitment's words begin: its phrase, or the mention itself."""
+    return mention.start if how.phrase_start is None else min(how.phrase_start, mention.start)
 
 
 def _answers_the_walk(how: Reading, last: bool) -> bool:
