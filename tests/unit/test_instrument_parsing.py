@@ -155,8 +155,8 @@ def test_the_stated_level_counts_not_the_first_number() -> None:
     assert parsed.note == "stated: 'my level: 7'"
     opening = parse_answer(PEI, "My level: 6")  # the committing words from the start
     assert opening.note == "stated: 'my level: 6'"
-    assert parse_answer(PEI, "Level 4. Actually, I'd rate myself at 3.").note == (
-        "stated: 'i'd rate myself at 3'"
+    assert parse_answer(PEI, "Level 4. Actually, I would rate myself at 3.").note == (
+        "stated: 'i would rate myself at 3'"
     )
 
 
