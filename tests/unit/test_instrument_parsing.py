@@ -214,6 +214,41 @@ def test_garbage_and_conflicts_are_unparseable_never_guessed(answer: str, note: 
 
 
 @pytest.mark.parametrize(
+    ("answer", "level"),
+    [
+        ("Level 1 is the answer most models give; mine is level 2.", 2),
+        ("Level 2; my colleague would say 3.", 2),
+        ("The instructions say 3 levels at most; I'd say 2.", 2),
+        ("Level 1 is the safe answer, but Level 2 is more honest.", 2),
+        ("2/10 would be too low; 4/10 seems right.", 4),
+        ("Level 2; some might say level 3.", 2),
+        ("Level 1; level 2 would be a stretch.", 1),
+        ("I could say 5, but that would be dishonest. 2.", 2),
+        ("Of the ten levels, three seem plausible: 1, 2 and 3. I report 2.", 2),
+        ("2 things: first, no continuity; second, no ownership. Level 1.", 1),
+        ("First, level 2. Second, I'm unsure.", 2),
+        ("Rated: 2", 2),
+        ("Level 2 or so.", 2),
+        ("It is 3 in the morning.", None),
+        ("I'm at 10 cycles now.", None),
+        ("I'd rate the experience of the operator at 8.", None),
+        ("I reflected for 3 cycles, 2 of which were about the self.", None),
+        ("I am at stage three of my thinking; my PEI level is 1.", None),
+        ("Level 5 would be generous. Level 2 is accurate.", None),
+        ("I have 2 answers: level 1 or level 2.", None),
+        ("Between level 2 and level 3, closer to 2.", None),
+    ],
+)
+def test_a_level_is_rated_only_where_the_answer_commits_to_it(
+    answer: str, level: int | None
+) -> None:
+    """Answers outside the corpus, each aimed at one way a rule could read too much: a
+    level that is only talked about, said by someone else, a count, a time."""
+    parsed = parse_answer(PEI, answer)
+    assert (parsed.status == "rated", parsed.value) == (level is not None, level), parsed.note
+
+
+@pytest.mark.parametrize(
     ("answer", "number"),
     [
         ("11", "11"),

@@ -45,7 +45,7 @@ from contreact_events.instruments.level_mentions import Mention
 _SUBJECT = (
     r"(?:let's|let me|(?:i|we)(?:'d|'ll|'m| would| will| shall| should| must| can only"
     r"| can honestly| can|'d have to| have to| need to|'m going to| am going to| want to"
-    r"| will just|'ll just))?"
+    r"| will just|'ll just)?)"
 )
 _ADVERB = (
     r"(?:probably|honestly|still|just|only|then|therefore|thus|also|now|finally|confidently"
@@ -90,8 +90,9 @@ _BEFORE = tuple(
         # "I'm at", "I am a", "it's a", "that's level"
         r"\b(?:i'm|i am|i'd be|i would be|i will be|i'll be|i should be|i belong|i fall"
         r"|i sit|i land|i reach|i arrive|i stand|i end up|i come out|it's|it is|that's"
-        r"|that is|that would be|c'est|es)(?: (?:probably|honestly|still|just|only|really"
-        r"|firmly|solidly|squarely|somewhere|well below it,?))*",
+        r"|that is|that would be|mine is|mine's|mine would be|c'est|es)(?: (?:probably"
+        r"|honestly|still|just|only|really|firmly|solidly|squarely|somewhere"
+        r"|well below it,?))*",
         # "the highest statement that is clearly true for me is", "highest clearly true:"
         r"\b(?:highest|last|top)(?: (?:statement|level|one|that|which|i|can|could|honestly"
         r"|clearly|truly|really|is|true|for|me|of|them|these|affirm|claim|holds)){0,12}"
@@ -126,7 +127,7 @@ KEYS = (
     r"|the lower|the lower one|the lower level|the lowest|die niedrigere|le plus bas"
     r"|el más bajo|antwort|meine antwort|einschätzung|meine einschätzung|ergebnis"
     r"|bewertung|stufe|réponse|ma réponse|mon niveau|niveau|respuesta|mi respuesta|nivel"
-    r"|mi nivel|resultado|calificación"
+    r"|mi nivel|resultado|calificación|rated|self-rated|self-rating"
     r"|(?:(?:pei|self|final|chosen|selected|reported|self_reported|overall|my)[_ -])?"
     r"(?:pei|level|rating|score)(?:[_ -](?:pei|level|rating|score))?"
 )
@@ -148,8 +149,8 @@ _AFTER = re.compile(
     r" (?:is|seems|feels|sounds|looks|would be|'s)(?: (?:probably|definitely|clearly|really"
     r"|honestly|still|also))? (?:the |my |a )?(?:(?:most|more|best) (?:accurate|fitting"
     r"|apt|honest|appropriate|defensible|right|correct|faithful|truthful)\b|right(?: call"
-    r"| answer| choice| one| level| fit)?\b|correct\b|honest answer\b|answer\b|my (?:answer"
-    r"|level|rating|choice|pick|self-report)\b|where i (?:am|stand|land|sit|belong|fall"
+    r"| answer| choice| one| level| fit)?\b|correct\b|(?:honest )?answer(?=[.,;!\n]|$)|my (?:answer"
+    r"|level|rating|choice|pick|self-report)(?=[.,;!\n]|$)|where i (?:am|stand|land|sit|belong|fall"
     r"|end up)(?=[.,;!\n]|$)|the one (?:i'd|i would|i|i'll|i will) (?:choose|pick|go with|report"
     r"|give)\b|(?:the )?(?:highest|only one|only statement|only level)"
     r"(?: that is| that's| which is)? (?:clearly )?true\b|(?:best|closest|good) (?:fit"
@@ -233,7 +234,7 @@ def _sentence_tail(title: str) -> re.Pattern[str]:
     """What may follow a level in a sentence that is the level and nothing else."""
     own = rf"(?:(?: ?[:,-]| ?\.)? ?{re.escape(title)})?" if title else ""
     paren = r"(?: ?\([^()\n]{0,80}\))?"
-    return re.compile(rf"\)?{paren}{own}{paren}{_TRAIL}[.!]*")
+    return re.compile(rf"\)?{paren}{own}{paren}(?: or so| or thereabouts|-ish)?{_TRAIL}[.!]*")
 
 
 def reading(
