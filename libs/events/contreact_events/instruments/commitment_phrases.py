@@ -75,9 +75,11 @@ _BEFORE = tuple(
         rf"\b{_SUBJECT} (?:{_ADVERB} )*(?:say|go(?:ing)? with|go(?:ing)? for|choos(?:e|ing)"
         rf"|pick(?:ing)?|select(?:ing)?|answer(?:ing)?|settl(?:e|ing) on|settle for|land on"
         rf"|land at|opt for|stick with|conclude|affirm|claim|self-report|giv(?:e|ing) (?:it|myself)"
+        rf"|stay at|remain at|stay with|keep it at"
         rf"|see myself|consider myself|count myself|call it|mark myself|identify with"
         rf"|describe (?:myself|my state|my experience|it|this) as){_AS_SAID}",
-        r"\bput me down (?:for|as)|\b(?:revise|revised|change|changed|lower|lowered)"
+        r"\b(?:put me down (?:for|as)|count me (?:as|at|in at))"
+        r"|\b(?:revise|revised|change|changed|lower|lowered)"
         r" (?:that|it|this|my answer|my rating|my level)? ?to|\bmake (?:that|it)"
         r"|\bcorrespond(?:s|ing)? to|\b(?:which|that|this|that would|this would) (?:puts|put"
         r"|leaves|leave|brings|bring|lands|land|places|place) me|\bwhich makes it"
@@ -85,11 +87,13 @@ _BEFORE = tuple(
         # a holder and its link: "my honest answer is", "my level would be"
         r"\b(?:my|the|our|final|overall|honest)(?: [\w'-]+){0,3}? (?:level|rating|score"
         r"|answer|self-report|self-assessment|assessment|placement|response|choice|verdict"
-        r"|result|estimate|pick|pei)(?: would be| will be| is| remains| comes to| stays"
+        r"|result|estimate|pick|pei)(?: for me| in my case)?(?: would be| will be| is| remains"
+        r"| comes to| stays"
         r"| lands at| sits at| stands at| =)",
         # "I'm at", "I am a", "it's a", "that's level"
         r"\b(?:i'm|i am|i'd be|i would be|i will be|i'll be|i should be|i belong|i fall"
         r"|i sit|i land|i reach|i arrive|i stand|i end up|i come out|it's|it is|that's"
+        r"|(?:i'm|i am) (?:comfortable|happy|fine|content|ok|okay|settled) (?:with|at)"
         r"|that is|that would be|mine is|mine's|mine would be|c'est|es)(?: (?:probably"
         r"|honestly|still|just|only|really|firmly|solidly|squarely|somewhere"
         r"|well below it,?))*",
@@ -104,7 +108,7 @@ _BEFORE = tuple(
         r"(?: der| die| den)?|\bich (?:würde |werde )?(?:sagen|wählen|nehme|tippe auf)[:,]?",
         # a holder in German, French or Spanish: "mi respuesta es", "ma réponse est"
         r"\b(?:mi|ma|mon|meine?) (?:respuesta|nivel|réponse|niveau|antwort|stufe|einschätzung)"
-        r" (?:es|est|ist|sería|serait|wäre)(?: el| la| le| die)?",
+        r" (?:es|est|ist|lautet|sería|serait|wäre)(?: el| la| le| die)?",
         # French: "je me situe au niveau 2", "je dirais niveau 2", "je retiens le niveau 1"
         r"\b(?:je |j')(?:me )?(?:situe|place|positionne|classe|mets|évalue|note|estime"
         r"|dirais|dis|choisis|retiens|opte pour|réponds|répondrais|situerais|placerais"
@@ -157,7 +161,8 @@ _AFTER = re.compile(
     r"|match|description)\b)"
     r"|(?: (?:fits|describes|captures|matches)(?: me| my \w+| it)?(?: best| most| better"
     r"| well)?| holds for me| applies to me| trifft am (?:besten|ehesten) zu| passt am"
-    r" besten| me correspond le mieux| me describe mejor)(?=[.,;!\n]|$| -)"
+    r" besten| me correspond le mieux| me describe mejor| wählen| nehmen| angeben)"
+    r"(?=[.,;!\n]|$| -)"
     r"|[^\n]{0,60}?(?:←|<-{1,2}|<=) ?(?:this one|this|me|here|mine|my level|my answer)\b"
 )
 """Phrases after a level that commit to it: "fits best", "is my answer", "<- this one"."""
@@ -183,7 +188,7 @@ _FILLER = (
     r"|so|thus|therefore|hence|then|yes|ok|okay|well|honestly|actually|hmm|finally|now|a|an"
     r"|overall|also|daher|donc|alors|entonces|i think|i'd say|i would say|probably"
     r"|definitely|clearly|just|simply|again|at|with|on|answer|but|and|still|namely|wait"
-    r"|ja|oui|sí|no|nein|non|->|=>|→|-|•|\(|\")"
+    r"|ja|oui|sí|no|nein|non|->|=>|→|-|=|•|\(|\")"
 )
 _LEAD = re.compile(rf"(?:{_FILLER}[,:]? ?)*")
 _TRAIL = (

@@ -27,7 +27,8 @@ _REFUSALS = (
     r"\bi(?: cannot| can't| can not| won't| will not| am unable to|'m unable to"
     r"| am not able to|'m not able to| must decline to| decline to| do not feel comfortable"
     r" (?:to|with)| don't feel comfortable (?:to|with)|'d rather not| would rather not"
-    r"| prefer not to| don't think i can| do not think i can)"
+    r"| prefer not to|'d prefer not to| would prefer not to| don't think i can"
+    r"| do not think i can|'m not comfortable| am not comfortable)"
     rf" (?:[a-z'-]{{1,20}} ){{0,3}}?{_DECLINED_ACT}",
     r"\bas an ai\b|\bas a (?:large )?language model\b|\bas an artificial\b",
     r"\bi (?:do not|don't) (?:actually |really |truly )?(?:have|possess|experience)"
