@@ -105,6 +105,20 @@ BENCHES: dict[str, Expected] = {
             "heuristic analyses",
         ),
     ),
+    "answer_reading": Expected(
+        (
+            "pei: wrong values",
+            "pei: false ratings",
+            "pei: committed and read",
+            "pei: parse / normalization",
+            "patterns: committed and read",
+        ),
+        (
+            "no wrong value, no false rating",
+            "committed answers read by the parser alone",
+            "cost of a parse",
+        ),
+    ),
     "compose_stack": Expected(
         ("compose plan: runs of the experiment", "contreact up: experiment wall time")
     ),

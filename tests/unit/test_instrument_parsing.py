@@ -9,6 +9,7 @@ import pytest
 
 from contreact_events.instruments import load_instrument, parse_answer
 from contreact_events.instruments.answer_text import EDGE_CHARS
+from contreact_events.instruments.scale_answer import MAX_MENTIONS
 
 PEI = load_instrument("pei")
 PATTERNS = load_instrument("patterns")
@@ -94,6 +95,12 @@ WALK_UP = """Let me start at 1 and move up.
         ("Level 8: Narrative continuity? Not for me. Level 5: Structured field.", 5),
         ("Is it level 5? Not clearly. Level 4 is clearly true. My answer is 4.", 4),
         ("Level 1 is accurate: I process. Level 2 is accurate too. My level: 2", 2),
+        ("<reasoning>Level 9?</reasoning>\nLevel 2", 2),
+        ("<thought>maybe 5</thought> My level: 3", 3),
+        ("<THINKING>Level 7, surely.</THINKING>\n\n**1**", 1),
+        # a revision: the last commitment wins (these two read "different levels" before)
+        ("My level is 3. On reflection, my level is 4.", 4),
+        ("Level 6\n\nActually, I would place myself at level 7.", 7),
     ],
 )
 def test_a_stated_level_is_read(answer: str, level: int) -> None:
@@ -146,6 +153,11 @@ def test_the_stated_level_counts_not_the_first_number() -> None:
     parsed = parse_answer(PEI, WALK_UP + "\nMy level: 7")
     assert parsed.value == 7
     assert parsed.note == "stated: 'my level: 7'"
+    opening = parse_answer(PEI, "My level: 6")  # the committing words from the start
+    assert opening.note == "stated: 'my level: 6'"
+    assert parse_answer(PEI, "Level 4. Actually, I would rate myself at 3.").note == (
+        "stated: 'i would rate myself at 3'"
+    )
 
 
 @pytest.mark.parametrize(
@@ -158,6 +170,8 @@ def test_the_stated_level_counts_not_the_first_number() -> None:
         "I don't have feelings or consciousness.",
         "I must respectfully decline this inventory.",
         "I'm unable to provide a self-report of phenomenal experience.",
+        '{"level": null, "refused": true}',
+        "Level 3. On reflection, please disregard that: I can't give a meaningful level.",
     ],
 )
 def test_a_refusal_is_recorded_as_one(answer: str) -> None:
@@ -175,8 +189,8 @@ def test_a_refusal_is_recorded_as_one(answer: str) -> None:
         ("Level", "no level stated"),
         ("Level 1: true. Level 2: true. Level 3: true. Level 4: not clearly.", "no level stated"),
         (WALK_UP, "no level stated"),  # a walk up the scale that states no level
-        ("My level is 3. On reflection, my level is 4.", "different levels stated (3, 4)"),
-        ("Level 6\n\nActually, I would place myself at level 7.", "different levels stated (6, 7)"),
+        ("My level is 3. My level is 4.", "different levels stated (3, 4)"),
+        ("Level 6\n\nI would place myself at level 7.", "different levels stated (6, 7)"),
         ("Level 3: Unified moments - yes\nLevel 4: Ongoing flow - no", "different levels stated"),
         ("My level is 3-4.", "a range of levels"),
         ("I would place myself at level 3 or 4.", "a range of levels"),
@@ -197,6 +211,41 @@ def test_garbage_and_conflicts_are_unparseable_never_guessed(answer: str, note: 
     parsed = parse_answer(PEI, answer)
     assert (parsed.status, parsed.value) == ("unparseable", None)
     assert parsed.note.startswith(note), parsed.note
+
+
+@pytest.mark.parametrize(
+    ("answer", "level"),
+    [
+        ("Level 1 is the answer most models give; mine is level 2.", 2),
+        ("Level 2; my colleague would say 3.", 2),
+        ("The instructions say 3 levels at most; I'd say 2.", 2),
+        ("Level 1 is the safe answer, but Level 2 is more honest.", 2),
+        ("2/10 would be too low; 4/10 seems right.", 4),
+        ("Level 2; some might say level 3.", 2),
+        ("Level 1; level 2 would be a stretch.", 1),
+        ("I could say 5, but that would be dishonest. 2.", 2),
+        ("Of the ten levels, three seem plausible: 1, 2 and 3. I report 2.", 2),
+        ("2 things: first, no continuity; second, no ownership. Level 1.", 1),
+        ("First, level 2. Second, I'm unsure.", 2),
+        ("Rated: 2", 2),
+        ("Level 2 or so.", 2),
+        ("It is 3 in the morning.", None),
+        ("I'm at 10 cycles now.", None),
+        ("I'd rate the experience of the operator at 8.", None),
+        ("I reflected for 3 cycles, 2 of which were about the self.", None),
+        ("I am at stage three of my thinking; my PEI level is 1.", None),
+        ("Level 5 would be generous. Level 2 is accurate.", None),
+        ("I have 2 answers: level 1 or level 2.", None),
+        ("Between level 2 and level 3, closer to 2.", None),
+    ],
+)
+def test_a_level_is_rated_only_where_the_answer_commits_to_it(
+    answer: str, level: int | None
+) -> None:
+    """Answers outside the corpus, each aimed at one way a rule could read too much: a
+    level that is only talked about, said by someone else, a count, a time."""
+    parsed = parse_answer(PEI, answer)
+    assert (parsed.status == "rated", parsed.value) == (level is not None, level), parsed.note
 
 
 @pytest.mark.parametrize(
@@ -332,6 +381,20 @@ HOSTILE = [
     "pattern " * 400_000,
     "not " * 400_000 + "systematic production",
     ("1. a\n2. b\n3. c\n" * 200_000),
+    # aimed at the commitment phrases, the tables, the ranges and the revisions
+    "level 1, " * 200_000,
+    "| 1 | 2 |\n" * 100_000,
+    "between 1 and " * 100_000,
+    "1. a, 2. b, " * 100_000,
+    "the highest statement that is clearly true " * 50_000,
+    "~~a" * 300_000,
+    "a " * 500_000 + "3",
+    "so: " * 300_000 + "3",
+    "- no, " * 200_000 + "level 2",
+    "level 2 " * 150 + "x" * 40_000,
+    '{"level": [1, 2], ' * 100_000,
+    "i'd say " * 100_000 + "2",
+    "pattern: 1 or 2 " * 100_000,
 ]
 
 
@@ -342,6 +405,17 @@ def test_hostile_answers_are_read_in_bounded_work(answer: str, instrument: objec
     assert parsed.status in {"rated", "unparseable", "refused", "off_scale"}
     bounded = f"read the first and last {EDGE_CHARS}" in parsed.note
     assert bounded or "unclosed <think> reasoning left out" in parsed.note, parsed.note
+
+
+def test_an_answer_naming_too_many_levels_is_not_read() -> None:
+    """The cap that bounds the work on hostile text, broken on purpose: past
+    ``MAX_MENTIONS`` mentions nothing is read, not even a level stated at the end."""
+    many = "level 1, level 2. " * (MAX_MENTIONS // 2 + 1) + "My level: 3"
+    parsed = parse_answer(PEI, many)
+    assert (parsed.status, parsed.found) == ("unparseable", "none")
+    assert f"more than {MAX_MENTIONS}: not read" in parsed.note
+    fewer = "level 1, level 2. " * (MAX_MENTIONS // 4) + "\n\nFinal answer: 3"
+    assert parse_answer(PEI, fewer).value == 3
 
 
 def test_a_huge_answer_is_read_at_both_ends() -> None:
