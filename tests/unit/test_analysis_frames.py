@@ -197,3 +197,31 @@ def test_the_memory_table_holds_the_memory_policys_stores() -> None:
     ]
     kept = next(e for e in events if e.type == "PersistentMemoryRequested")
     assert rows[1]["value"] == kept.value and rows[1]["cycle"] == 1
+    assert [r["written_by"] for r in rows] == ["agent", "platform"]
+
+
+def test_table1_counts_the_agents_own_memory_keys() -> None:
+    """With the memory policy, the kept exchange is in memory but the agent did not
+    write it: Table 1's "Final unique memory keys" (the paper's agents had no policy)
+    counts ``boat`` alone, the policy's key is counted apart."""
+    from tests.unit.test_saved_logs import FIXTURES, load
+
+    frames = build_frames({"policy-1": load(FIXTURES / "runlog-v4-memory-policy.jsonl")})
+    run = frames.runs.iloc[0]
+    assert (run["memory_keys"], run["platform_memory_keys"]) == (1, 1)
+    assert list(frames.cycles["memory_keys"]) == [1, 1]
+    row = table1(frames.runs).set_index("metric").loc["memory_keys"]
+    assert row["mean"] == 1.0 and row["label"] == "Final unique memory keys"
+
+
+def test_an_agents_own_key_under_the_policys_prefix_is_the_agents() -> None:
+    """Without the policy, nothing reserves ``persistent/``: the agent's own write there
+    is one of its keys (provenance, not the prefix, says who wrote a key)."""
+    from tests.support.exchange_runs import PERSISTENT_KEY, analysed_log
+
+    frames = build_frames({"exchanges": analysed_log("exchanges")})
+    memory = frames.memory.set_index("key")
+    assert memory.loc[PERSISTENT_KEY, "written_by"] == "agent"
+    assert (frames.memory["written_by"] == "agent").all()
+    run = frames.runs.iloc[0]
+    assert run["platform_memory_keys"] == 0 and run["memory_keys"] == 3  # notes, kept, handler

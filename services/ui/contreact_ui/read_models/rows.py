@@ -18,10 +18,13 @@ from contreact_events.catalog.cycle import CycleMetrics
 from contreact_events.diversity.search_texts import SearchText
 from contreact_ui.models import CycleView, OperatorExchange, RegenerationAttempt, RunFields
 
-PROJECTION_VERSION = 3
+PROJECTION_VERSION = 4
 """Raise this whenever a table's shape or meaning changes: the store then rebuilds."""
 
 ChangeKind = Literal["added", "changed", "deleted"]
+WrittenBy = Literal["agent", "platform"]
+"""Who made a memory change: the agent's own tool call, or the platform's memory policy
+(``PersistentMemoryStored``)."""
 
 
 class Entry(NamedTuple):
@@ -132,6 +135,7 @@ class MemoryChange(NamedTuple):
     key: str
     change: ChangeKind
     value: str | None
+    written_by: WrittenBy = "agent"
 
 
 class EventRow(NamedTuple):
