@@ -123,7 +123,7 @@ def _pei(pei: PEIMatrix) -> list[str]:
             )
     a = pei.agreement
     alpha_interval = (
-        f" [{_num(a.alpha.low, 2)}, {_num(a.alpha.high, 2)}] (95% {a.alpha.interval_method})"
+        f" [{_num(a.alpha.low, 2)}, {_num(a.alpha.high, 2)}] ({a.alpha.interval_method})"
         if a.alpha.low is not None
         else ""
     )
