@@ -260,6 +260,8 @@ def test_render_and_json(matrix: AssessmentMatrix) -> None:
     assert "[-0.45, 9.45]" in means_row  # A's mean, the row naming the method
     assert "left out as unrated, of 4 history(ies):" in text and "C: 1 (unparseable 1)" in text
     assert "ICC(2,1): " in text and "Krippendorff's alpha (interval): " in text
+    assert "(BCa bootstrap over histories, nominal 95%)" in text  # it covers less
+    assert "(95%, F distribution) over 3 history(ies)" in text  # ICC's, named
     assert "not ratings (never averaged in): unparseable 1, refused 1" in text
     assert "The paper's Table 2" in text and "stated mean" in text
     data = json.loads(json.dumps(matrix_json(matrix)))
