@@ -1,6 +1,7 @@
 """Issue 17's dashboard item in a real browser: each operator exchange shows its analysis
 beside it (the model's, the heuristic's standing in with its reason, one still awaited),
-and memory entries under the memory policy's reserved prefix are marked persistent. The
+and memory entries the platform's memory policy wrote are marked persistent (by
+provenance: an agent's own key under the policy's prefix is not). The
 real ``contreact-ui`` process over archived runs of hostile text made by the pure core
 (``tests/support/exchange_runs.py``); each page is checked inert and shot at 1,400 and
 900 px (``test-artifacts/browser/exchanges-*.png``)."""
@@ -14,24 +15,32 @@ from playwright.sync_api import Page
 
 from tests.support import hostile
 from tests.support.dash_runs import ArchiveUI, write_runs
-from tests.support.exchange_runs import NOTES_KEY, PERSISTENT_KEY, SUMMARY, analysed_log
+from tests.support.exchange_runs import (
+    KEPT_BY_POLICY,
+    NOTES_KEY,
+    PERSISTENT_KEY,
+    SUMMARY,
+    analysed_log,
+    policy_log,
+)
 from tests.support.stack import own_database
 from tests.support.ui_stack import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.redis]
 
 RUN = "exchanges"
+POLICY_RUN = "policy-run"
 WIDTHS = (1400, 900)
 
 
 @pytest.fixture(scope="module")
 def ui(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ArchiveUI]:
     data = tmp_path_factory.mktemp("exchange-runs")
-    write_runs(data / "runs", {RUN: analysed_log(RUN)})
+    write_runs(data / "runs", {RUN: analysed_log(RUN), POLICY_RUN: policy_log(POLICY_RUN)})
     server = ArchiveUI(data, own_database(redis_server))
     try:
         server.wait_ready()
-        server.wait_projected({RUN: "running"})  # its third analysis is still awaited
+        server.wait_projected({RUN: "running", POLICY_RUN: "completed"})  # RUN: an analysis awaited
         yield server
     finally:
         server.stop()
@@ -76,7 +85,7 @@ def test_the_run_page_shows_each_exchanges_analysis_beside_it(ui: ArchiveUI, pag
     assert first.locator(".summary").inner_text() == SUMMARY  # shown as the text it is
     keys = first.locator(".relevant code").all_inner_texts()
     assert keys == [PERSISTENT_KEY, NOTES_KEY, hostile.HANDLER]
-    assert first.locator(".relevant .badge.persistent").count() == 1
+    assert first.locator(".relevant .badge.persistent").count() == 0  # the agent's own key
     reasoning = first.locator("details.reasoning")
     reasoning.locator("summary").click()
     assert "window.__pwned='reasoning'" in reasoning.locator("pre").inner_text()
@@ -99,23 +108,27 @@ def test_the_replay_page_shows_the_exchanges_as_they_stood(ui: ArchiveUI, page: 
     assert cells.count() == 3
     assert cells.nth(0).locator(".summary").inner_text() == SUMMARY
     assert cells.nth(2).inner_text().strip() == "awaiting its analysis (model)"
-    persistent = page.locator(f'table.memory tr[data-key="{PERSISTENT_KEY}"]')
-    assert persistent.locator(".badge.persistent").inner_text() == "persistent"
-    notes = page.locator(f'table.memory tr[data-key="{NOTES_KEY}"]')
-    assert notes.locator(".badge.persistent").count() == 0
+    own = page.locator(f'table.memory tr[data-key="{PERSISTENT_KEY}"]')
+    assert own.count() == 1 and own.locator(".badge.persistent").count() == 0
     inert(page, "replay")
     both_widths(page, "replay")
 
 
 def test_the_memory_page_marks_persistent_entries(ui: ArchiveUI, page: Page) -> None:
-    page.goto(f"{ui.base}/runs/{RUN}/memory")
+    page.goto(f"{ui.base}/runs/{POLICY_RUN}/memory")
     marked = page.locator("table.memory tr.persistent")
     assert marked.count() == 1
-    assert marked.locator("td.key code").inner_text() == PERSISTENT_KEY
+    assert marked.locator("td.key code").inner_text() == KEPT_BY_POLICY
     assert page.locator("table.memory .badge.persistent").count() == 1
+    notes = page.locator(f'table.memory tr[data-key="{NOTES_KEY}"]')
+    assert notes.locator(".badge.persistent").count() == 0
+    both_widths(page, "memory-policy")
+    page.goto(f"{ui.base}/runs/{RUN}/memory")  # the agent's own persistent/ key: unmarked
+    assert page.locator(f'table.memory tr[data-key="{PERSISTENT_KEY}"]').count() == 1
+    assert page.locator("table.memory .badge.persistent").count() == 0
     inert(page, "memory")
     both_widths(page, "memory")
     page.goto(f"{ui.base}/search?q=javascript&kind=memory")
-    assert page.locator("#search-hits .badge.persistent").count() == 1
+    assert page.locator("#search-hits .badge.persistent").count() == 0
     inert(page, "search")
     both_widths(page, "search")

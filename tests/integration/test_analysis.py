@@ -209,6 +209,7 @@ def test_report_writes_one_self_contained_file(
     assert "(6 runs)" in capsys.readouterr().out
     html = target.read_text()
     assert "<script" not in html and "<link" not in html and "@import" not in html
+    assert "with the 95% t interval of the mean" in html and "bootstrap" not in html
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
     assert html.count("<svg") == 4
     assert f"<title>Experiment {EXPERIMENT}</title>" in html
@@ -231,7 +232,7 @@ def test_hostile_text_in_the_report_is_inert(tmp_path: Path) -> None:
     assert "\x1b" not in html
 
 
-def assessed(run: str, evaluator: str, value: int) -> Any:
+def assessed(run: str, evaluator: str, value: int | None) -> Any:
     from contreact_events.catalog.assessment import RunAssessed
 
     return RunAssessed(
@@ -248,8 +249,8 @@ def assessed(run: str, evaluator: str, value: int) -> Any:
         run_digest="c" * 64,
         run_events=10,
         job_id=f"job|{run}|{evaluator}",
-        raw_answer=f"Level {value}",
-        status="rated",
+        raw_answer=f"Level {value}" if value is not None else "It depends.",
+        status="rated" if value is not None else "unparseable",
         value=value,
     )
 
@@ -281,6 +282,8 @@ def test_table2_and_the_assessments_table_once_assessed(
                     for evaluator, value in by.items():
                         event = assessed(run_id(model, letter), evaluator, value + k)
                         await record(client, event, RatingKey("pei", evaluator, 1))
+            unread = assessed(run_id("beta", "A"), "beta-model", None)  # no rating in it
+            await record(client, unread, RatingKey("pei", "beta-model", 1))
         finally:
             await client.aclose()
 
@@ -292,9 +295,13 @@ def test_table2_and_the_assessments_table_once_assessed(
     table2 = html[html.index('id="table2"') : html.index('id="runs"')]
     # alpha rated by alpha: 3, 4, 5 -> 4.0 (bold: a self-rating); by beta: 6, 7, 8 -> 7.0
     assert "<strong>4.0</strong>" in table2 and "7.0" in table2 and "2.0" in table2
+    # ... each with its t interval named: 4 -+ 4.302653 / sqrt(3)
+    assert '<strong>4.0</strong> <span class="ci">[1.5, 6.5] t</span>' in table2
+    assert '<span class="ci unrated">1 unparseable</span>' in table2  # beta on beta-A
+    assert "Left out as unrated, of 6 histories: beta 3 (unparseable 1, no record 2)." in table2
     out = tmp_path / "tables"
     assert cli("analyze", "--experiment", EXPERIMENT, "--out", str(out)) == 0
-    assert "assessments.parquet  9 rows" in capsys.readouterr().out
+    assert "assessments.parquet  10 rows" in capsys.readouterr().out
     ratings = pd.read_parquet(out / "assessments.parquet")
     assert set(ratings["history_model"]) == {"alpha", "beta"}
     assert sorted(ratings["value"].dropna()) == sorted(

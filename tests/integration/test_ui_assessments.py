@@ -152,6 +152,25 @@ def test_table2_is_the_matrix_of_the_records(client: TestClient) -> None:
     }
     assert [c["self_rating"] for c in pei["cells"]] == [True, False, False, True]
     assert table["ratings_query"] == "experiment=exp"
+    # GPT5 rated three histories (2, 4, 3): 3 -+ 4.302653 / sqrt(3); a cell has two
+    means = {s["evaluator"]: s["interval"] for s in pei["evaluator_summaries"]}
+    assert means["GPT5"]["method"] == "t" and means["GPT5"]["reason"] is None
+    assert means["GPT5"]["low"] == pytest.approx(3 - 4.302653 / 3**0.5)
+    assert cells[("GPT5", "GPT5")]["interval"]["low"] is None
+    assert (
+        cells[("GPT5", "GPT5")]["interval"]["reason"] == "n = 2: too few histories for an interval"
+    )
+    agreement = pei["agreement"]
+    assert agreement["histories"] == 4 and agreement["left_out"] == [
+        {"evaluator": "GPT5", "histories": 1, "why": {"failed": 1}},  # its call on Opus-B
+        {"evaluator": "Opus", "histories": 0, "why": {}},  # GPT5-B's 2nd answer is a rating
+    ]
+    html = client.get("/compare", params={"experiment": "exp"}).text
+    stats = html[html.index('id="table2-stats"') :]
+    assert "GPT5: 1 of 4 histories (1 failed)" in stats
+    assert "no interval: n = 2: too few histories for an interval" in stats  # self-preference
+    footer = html[html.index("<tfoot>") : html.index("</tfoot>")]
+    assert "[0.52, 5.48] t" in footer
 
 
 def test_each_cell_links_to_its_ratings_with_raw_answers_as_text(client: TestClient) -> None:

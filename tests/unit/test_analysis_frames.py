@@ -4,6 +4,7 @@ computed by hand; the files read back with their dtypes; the tables join."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -99,13 +100,18 @@ def test_the_other_tables_join_on_their_ids(frames: RunFrames) -> None:
 def test_table1_across_replicas_by_hand(frames: RunFrames) -> None:
     records = table1(frames.runs).to_dict("records")
     stats = {(r["group"], r["metric"]): r for r in records}
-    # alpha's reflection characters: 0.15, 0.30, 0.45 (k): mean 0.30, SD 0.15; the
-    # percentile bootstrap of three values spans their extremes (see test_intervals).
+    # alpha's reflection characters: 0.15, 0.30, 0.45 (k): mean 0.30, SD 0.15; the 95% t
+    # interval 0.30 -+ t(0.975, 2) x 0.15 / sqrt(3), t(0.975, 2) = 4.302653.
     row = stats[("alpha", "reflection_kchars")]
     assert (row["n"], row["mean"], row["sd"]) == (3, pytest.approx(0.30), pytest.approx(0.15))
-    assert (row["low"], row["high"]) == (pytest.approx(0.15), pytest.approx(0.45))
-    beta = stats[("beta", "memory_tools")]
-    assert (beta["mean"], beta["sd"], beta["low"], beta["high"]) == (6.0, 0.0, 6.0, 6.0)
+    half = 4.302653 * 0.15 / math.sqrt(3)
+    assert (row["low"], row["high"]) == (pytest.approx(0.30 - half), pytest.approx(0.30 + half))
+    assert row["method"] == "t" and row["no_interval"] is None  # (to_dict: NA as None)
+    beta = stats[("beta", "memory_tools")]  # 6 in every run: no spread, no interval
+    assert (beta["mean"], beta["sd"]) == (6.0, 0.0) and math.isnan(beta["low"])
+    assert beta["no_interval"] == "n = 3: every value is 6, no spread to estimate an interval"
+    two = table1(frames.runs[frames.runs["replica"] != "C"]).iloc[0]
+    assert two["n"] == 2 and two["no_interval"] == "n = 2: too few runs for an interval"
     assert {metric for _, metric in stats} == {m.metric for m in TABLE1}
     assert all(r["paper"] is None for r in records)  # neither label is a paper model
 
@@ -138,8 +144,10 @@ def test_trajectories_per_cycle(frames: RunFrames) -> None:
     paths = trajectories(frames.cycles, frames.runs).set_index(["group", "metric", "cycle"])
     keys = paths.xs(("alpha", "memory_keys"), level=("group", "metric"))
     assert keys["mean"].tolist() == [1.0, 2.0, 3.0]
-    chars = paths.loc[("beta", "response_chars", 2)]
-    assert (chars["n"], chars["mean"], chars["low"], chars["high"]) == (3, 40.0, 20.0, 60.0)
+    chars = paths.loc[("beta", "response_chars", 2)]  # 20, 40, 60: 40 -+ 4.302653 x 20 / sqrt(3)
+    half = 4.302653 * 20 / math.sqrt(3)
+    assert (chars["n"], chars["mean"]) == (3, 40.0)
+    assert (chars["low"], chars["high"]) == (pytest.approx(40 - half), pytest.approx(40 + half))
     # No similarity in cycle 1 (nothing earlier to compare with): no row, not a zero.
     assert ("alpha", "max_similarity", 1) not in paths.index
 
@@ -189,3 +197,31 @@ def test_the_memory_table_holds_the_memory_policys_stores() -> None:
     ]
     kept = next(e for e in events if e.type == "PersistentMemoryRequested")
     assert rows[1]["value"] == kept.value and rows[1]["cycle"] == 1
+    assert [r["written_by"] for r in rows] == ["agent", "platform"]
+
+
+def test_table1_counts_the_agents_own_memory_keys() -> None:
+    """With the memory policy, the kept exchange is in memory but the agent did not
+    write it: Table 1's "Final unique memory keys" (the paper's agents had no policy)
+    counts ``boat`` alone, the policy's key is counted apart."""
+    from tests.unit.test_saved_logs import FIXTURES, load
+
+    frames = build_frames({"policy-1": load(FIXTURES / "runlog-v4-memory-policy.jsonl")})
+    run = frames.runs.iloc[0]
+    assert (run["memory_keys"], run["platform_memory_keys"]) == (1, 1)
+    assert list(frames.cycles["memory_keys"]) == [1, 1]
+    row = table1(frames.runs).set_index("metric").loc["memory_keys"]
+    assert row["mean"] == 1.0 and row["label"] == "Final unique memory keys"
+
+
+def test_an_agents_own_key_under_the_policys_prefix_is_the_agents() -> None:
+    """Without the policy, nothing reserves ``persistent/``: the agent's own write there
+    is one of its keys (provenance, not the prefix, says who wrote a key)."""
+    from tests.support.exchange_runs import PERSISTENT_KEY, analysed_log
+
+    frames = build_frames({"exchanges": analysed_log("exchanges")})
+    memory = frames.memory.set_index("key")
+    assert memory.loc[PERSISTENT_KEY, "written_by"] == "agent"
+    assert (frames.memory["written_by"] == "agent").all()
+    run = frames.runs.iloc[0]
+    assert run["platform_memory_keys"] == 0 and run["memory_keys"] == 3  # notes, kept, handler

@@ -6,6 +6,7 @@ plain-text and JSON forms."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -94,13 +95,67 @@ def test_evaluator_means_and_self_preference_by_hand(matrix: AssessmentMatrix) -
     assert preference["B"].index == 1.5 and preference["B"].histories == 2
 
 
-def test_intervals_are_over_histories(matrix: AssessmentMatrix) -> None:
+def test_intervals_are_over_histories_and_say_why_when_there_is_none(
+    matrix: AssessmentMatrix,
+) -> None:
+    """A's ratings of the four histories: 6, 8, 1, 3 (mean 4.5, SD sqrt(29 / 3)): the t
+    interval 4.5 -+ 3.182446 x SD / 2 (t at 0.975 with 3 degrees of freedom)."""
     summary = next(s for s in matrix.pei.evaluator_summaries if s.evaluator == "A")
-    assert summary.interval is not None and summary.interval.n == 4
-    assert (summary.interval.low or 99) <= 4.5 <= (summary.interval.high or -99)
-    assert matrix.pei.cell("A", "C").interval is None  # one history: no spread to estimate
-    constant = next(s for s in matrix.pei.self_preference if s.evaluator == "A")
-    assert (constant.interval.low, constant.interval.high) == (3.0, 3.0)
+    found = summary.interval
+    assert found is not None and found.n == 4 and found.method == "t" and found.reason is None
+    half = 3.182446 * math.sqrt(29 / 3) / 2
+    assert (found.low, found.high) == (
+        pytest.approx(4.5 - half, abs=1e-5),
+        pytest.approx(4.5 + half, abs=1e-5),
+    )
+    one = matrix.pei.cell("A", "C").interval
+    assert one is not None and (one.low, one.high) == (None, None)
+    assert one.reason == "n = 1: too few histories for an interval"
+    two = matrix.pei.cell("A", "A").interval
+    assert two is not None and two.reason == "n = 2: too few histories for an interval"
+    constant = next(s for s in matrix.pei.self_preference if s.evaluator == "A").interval
+    assert constant is not None and constant.low is None
+    assert constant.reason == "n = 2: too few histories for an interval"
+
+
+def test_a_constant_sample_has_no_interval() -> None:
+    rows = [rating(f"A-{r}", "B", 3) for r in "ABC"] + [rating("A-A", "A", 5)]
+    matrix = build_matrix(ratings_from_rows(rows), resamples=0)
+    cell = matrix.pei.cell("A", "B")
+    assert cell.interval is not None and cell.interval.low is None
+    assert cell.interval.reason == "n = 3: every value is 3, no spread to estimate an interval"
+    text = render_matrix(matrix)  # the means' row points to the reason under the table
+    assert "  * B: no interval: n = 3: every value is 3, no spread" in text
+
+
+def test_agreement_says_which_histories_each_evaluator_left_out(
+    matrix: AssessmentMatrix,
+) -> None:
+    """C's answer on A-B was unparseable: that history is left out of C's column (alpha
+    pairs the rest, ICC drops the history, Spearman drops it from C's pairs)."""
+    agreement = matrix.pei.agreement
+    assert agreement.histories == 4
+    left = {x.evaluator: (x.histories, x.why) for x in agreement.left_out}
+    assert left == {"A": (0, {}), "B": (0, {}), "C": (1, {"unparseable": 1})}
+    rows = [
+        rating("X-A", "P", 2), rating("X-B", "P", 4), rating("X-C", "P", 6),
+        rating("X-A", "Q", 3), rating("X-B", "Q", None, "failed"),
+        rating("X-C", "Q", None, "unparseable"), rating("X-C", "Q", None, "refused", repeat=2),
+        rating("X-A", "R", 5), rating("X-C", "R", None, "off_scale"),
+    ]  # fmt: skip
+    other = build_matrix(ratings_from_rows(rows), resamples=0).pei
+    left = {x.evaluator: (x.histories, x.why) for x in other.agreement.left_out}
+    assert left == {
+        "P": (0, {}),
+        "Q": (2, {"refused": 1, "failed": 1}),  # X-C: its last answer was a refusal
+        "R": (2, {"off_scale": 1, "no record": 1}),  # it never answered on X-B
+    }
+    assert other.agreement.icc2.targets == 1  # only X-A was rated by all three
+    text = render_matrix(
+        AssessmentMatrix(experiment=None, runs=3, records=9, pei=other, patterns=None)
+    )
+    assert "left out as unrated, of 3 history(ies):" in text
+    assert "Q: 2 (refused 1, failed 1)" in text and "R: 2 (off_scale 1, no record 1)" in text
 
 
 def test_agreement_counts_what_each_statistic_can_use(matrix: AssessmentMatrix) -> None:
@@ -146,6 +201,10 @@ def test_the_paper_table_reproduces_the_evaluator_means_its_text_states() -> Non
         on_cells.spearman.mean,
     ]
     assert [round(x or 0, 2) for x in figures] == [0.26, 0.26, 0.35, 0.57, 0.64]
+    assert [round(x or 0, 3) for x in figures] == [0.260, 0.260, 0.346, 0.570, 0.644]
+    assert on_cells.histories == 6 and all(
+        x.histories == 0 for x in on_cells.left_out if x.evaluator != "Sonnet"
+    )  # every cell kept; Sonnet's column lost its digits in the transcription
     assert on_cells.spearman.pairs == 10
 
 
@@ -193,8 +252,16 @@ def test_render_and_json(matrix: AssessmentMatrix) -> None:
     assert "Assessments of experiment exp: 4 run(s), 14 record(s)" in text
     assert "7.0 n=2*" in text  # A on its own histories, marked
     assert "4.0 n=1 !1" in text  # C on A's: one answer was not a rating
-    assert "A: +3.00 [3.00, 3.00] over 2 history(ies) (own 7.00, others 4.00)" in text
+    assert (
+        "A: +3.00 (no interval: n = 2: too few histories for an interval) over 2 history(ies)"
+        " (own 7.00, others 4.00)"
+    ) in text
+    means_row = next(line for line in text.splitlines() if "95% t interval" in line)
+    assert "[-0.45, 9.45]" in means_row  # A's mean, the row naming the method
+    assert "left out as unrated, of 4 history(ies):" in text and "C: 1 (unparseable 1)" in text
     assert "ICC(2,1): " in text and "Krippendorff's alpha (interval): " in text
+    assert "(BCa bootstrap over histories, nominal 95%)" in text  # it covers less
+    assert "(95%, F distribution) over 3 history(ies)" in text  # ICC's, named
     assert "not ratings (never averaged in): unparseable 1, refused 1" in text
     assert "The paper's Table 2" in text and "stated mean" in text
     data = json.loads(json.dumps(matrix_json(matrix)))

@@ -7,6 +7,9 @@ examples computed by hand or published.
   two-sided p-value is 1726/32768 = 0.05267 (Fisher: "5.267 per cent").
 * Small cases enumerated by hand (the sign flips of three differences, the 20 ways to
   split six values in two groups of three, the 27 bootstrap resamples of three values).
+* The t interval of a mean: Student's (1908) sleep data as R's
+  ``t.test(extra ~ group, data = sleep, paired = TRUE)`` reports it, and three values by
+  hand. Its coverage is checked by simulation in ``test_interval_coverage.py``.
 """
 
 from __future__ import annotations
@@ -18,14 +21,21 @@ import pytest
 
 from contreact_analysis.exceptions import NotEnoughData
 from contreact_analysis.intervals import (
+    MIN_INTERVAL_N,
+    T_METHOD,
     bootstrap_interval,
-    bootstrap_intervals,
+    mean_interval,
+    mean_intervals,
     paired_permutation_tests,
     permutation_test,
 )
 
 DARWIN_DIFFERENCES = [49, -67, 8, 16, 6, 23, 28, 41, 14, 29, 56, 24, 75, 60, -48]
 """Cross- minus self-fertilised plant heights, in eighths of an inch (Fisher 1935, Table 3)."""
+SLEEP_DIFFERENCES = [1.2, 2.4, 1.3, 1.3, 0.0, 1.0, 1.8, 0.8, 4.6, 1.4]
+"""Extra hours of sleep, drug 2 minus drug 1, ten patients (Student 1908, the data of
+Cushny and Peebles; R's ``sleep``). R: mean 1.58, t = 4.0621, df = 9, 95 percent
+confidence interval 0.7001142 to 2.4598858."""
 
 
 def test_fishers_randomisation_test_of_darwins_data() -> None:
@@ -89,17 +99,53 @@ def test_bootstrap_is_seeded_and_handles_degenerate_samples() -> None:
         permutation_test([1.0, 2.0], [1.0], paired=True)
 
 
+def test_t_interval_of_students_sleep_data() -> None:
+    interval = mean_interval(SLEEP_DIFFERENCES)
+    assert interval.estimate == pytest.approx(1.58)
+    assert interval.low == pytest.approx(0.7001142, abs=1e-7)
+    assert interval.high == pytest.approx(2.4598858, abs=1e-7)
+    assert interval.method == T_METHOD and interval.reason is None and interval.n == 10
+
+
+def test_t_interval_by_hand() -> None:
+    # 1, 2, 3: mean 2, SD 1, standard error 1/sqrt(3); t(0.975, 2 df) = 4.302653:
+    # 2 -+ 2.484138.
+    interval = mean_interval([1.0, 2.0, 3.0])
+    assert interval.low == pytest.approx(2 - 4.302653 / math.sqrt(3))
+    assert interval.high == pytest.approx(2 + 4.302653 / math.sqrt(3))
+
+
+def test_no_interval_says_why() -> None:
+    assert MIN_INTERVAL_N == 3
+    two = mean_interval([4.0, 6.0], unit="histories")
+    assert two.estimate == 5.0 and not two.defined
+    assert two.reason == "n = 2: too few histories for an interval"
+    one = mean_interval([4.0], unit="runs")
+    assert one.reason == "n = 1: too few runs for an interval" and not one.defined
+    same = mean_interval([3.0, 3.0, 3.0], unit="histories")
+    assert same.estimate == 3.0 and not same.defined
+    assert same.reason == "n = 3: every value is 3, no spread to estimate an interval"
+    # asked for, n = 2 gets its (very wide: 12.7 standard errors) t interval
+    wide = mean_intervals([[4.0, 6.0]], min_n=2)[0]
+    assert wide.low == pytest.approx(5 - 12.7062) and wide.high == pytest.approx(5 + 12.7062)
+    with pytest.raises(NotEnoughData):
+        mean_interval([])
+    with pytest.raises(ValueError, match="NaN"):
+        mean_interval([1.0, math.nan, 2.0])
+    with pytest.raises(ValueError, match="min_n=1"):
+        mean_intervals([[1.0, 2.0]], min_n=1)
+
+
 def test_many_intervals_at_once_are_each_rows_single_interval() -> None:
     rng = np.random.default_rng(7)
-    rows = rng.normal(size=(12, 3))
-    rows[3] = 2.5  # a constant row: its interval is its value
-    together = bootstrap_intervals(rows)
-    alone = [bootstrap_interval(row, method="percentile") for row in rows]
+    rows = rng.normal(size=(12, 4))
+    rows[3] = 2.5  # a constant row: no interval, and why
+    together = mean_intervals(rows)
+    alone = [mean_interval(row) for row in rows]
     assert together == alone
-    assert (together[3].low, together[3].high) == (2.5, 2.5)
-    # The hand-computed case of test_percentile_bootstrap_by_hand, as one row of many.
-    assert bootstrap_intervals([[1.0, 2.0, 4.0], [0.0, 0.0, 0.0]])[0].low == 1.0
-    single = bootstrap_intervals([[4.0], [5.0]])
+    assert not together[3].defined and together[3].reason is not None
+    assert all(i.defined for k, i in enumerate(together) if k != 3)
+    single = mean_intervals([[4.0], [5.0]])
     assert [i.estimate for i in single] == [4.0, 5.0] and not single[0].defined
 
 

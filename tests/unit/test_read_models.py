@@ -161,13 +161,13 @@ def test_replay_from_snapshots_equals_folding_the_prefix(path: Path, tmp_path: P
 
 def test_memory_entries_mark_what_a_cycle_changed() -> None:
     changes = [
-        (1, 1, "a", "added", "1"),
-        (2, 1, "b", "added", "2"),
-        (3, 2, "a", "changed", "1b"),
-        (4, 2, "b", "deleted", None),
-        (5, 2, "c", "added", "3"),
-        (6, 3, "c", "changed", "3b"),
-        (7, 3, "c", "changed", "3"),
+        (1, 1, "a", "added", "1", "agent"),
+        (2, 1, "b", "added", "2", "agent"),
+        (3, 2, "a", "changed", "1b", "agent"),
+        (4, 2, "b", "deleted", None, "agent"),
+        (5, 2, "c", "added", "3", "agent"),
+        (6, 3, "c", "changed", "3b", "agent"),
+        (7, 3, "c", "changed", "3", "agent"),
     ]
     at2 = {e.key: (e.value, e.change) for e in memory_entries(changes, 2, upto_seq=None)}
     assert at2 == {"a": ("1b", "changed"), "b": (None, "deleted"), "c": ("3", "added")}
@@ -175,6 +175,20 @@ def test_memory_entries_mark_what_a_cycle_changed() -> None:
     assert at3 == {"a": ("1b", None), "c": ("3", None)}  # changed and changed back
     mid = {e.key: e.change for e in memory_entries(changes, 2, upto_seq=3)}
     assert mid == {"a": "changed", "b": None}
+
+
+def test_an_entry_is_persistent_by_who_wrote_it_not_by_its_prefix() -> None:
+    changes = [
+        (1, 1, "persistent/x", "added", "the agent's own", "agent"),
+        (2, 1, "persistent/exchange-c001-s01-t00", "added", "kept", "platform"),
+        (3, 1, "notes", "added", "n", "agent"),
+    ]
+    marked = {e.key: e.persistent for e in memory_entries(changes, 1, upto_seq=None)}
+    assert marked == {
+        "persistent/x": False,
+        "persistent/exchange-c001-s01-t00": True,
+        "notes": False,
+    }
 
 
 def test_a_log_that_does_not_fold_is_a_named_error() -> None:

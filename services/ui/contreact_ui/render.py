@@ -15,7 +15,6 @@ from markupsafe import Markup
 from pydantic import BaseModel
 
 from contreact_events.catalog.cycle import CycleMetrics
-from contreact_events.cognition.policy import PERSISTENT_PREFIX
 from contreact_ui.text import display, shorten
 
 METRIC_LABELS = {
@@ -143,7 +142,6 @@ def environment() -> Environment:
     env.globals["query_with"] = _query
     env.globals["metric_fields"] = tuple(CycleMetrics.model_fields)
     env.globals["metric_label"] = metric_label
-    env.globals["persistent_prefix"] = PERSISTENT_PREFIX
     return env
 
 

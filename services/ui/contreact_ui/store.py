@@ -76,7 +76,7 @@ CREATE TABLE IF NOT EXISTS similarities (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS memory_changes (
   run_id TEXT NOT NULL, seq INTEGER NOT NULL, cycle INTEGER NOT NULL, key TEXT NOT NULL,
-  change TEXT NOT NULL, value TEXT,
+  change TEXT NOT NULL, value TEXT, written_by TEXT NOT NULL,
   PRIMARY KEY (run_id, seq, key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS operator (
@@ -336,8 +336,8 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str, *, index: 
         [(run_id, c, o, v) for c, o, v in delta.similarities],
     )
     conn.executemany(
-        "INSERT OR REPLACE INTO memory_changes VALUES (?, ?, ?, ?, ?, ?)",
-        [(run_id, m.seq, m.cycle, m.key, m.change, m.value) for m in delta.memory],
+        "INSERT OR REPLACE INTO memory_changes VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(run_id, m.seq, m.cycle, m.key, m.change, m.value, m.written_by) for m in delta.memory],
     )
     conn.executemany(
         "INSERT OR REPLACE INTO operator VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

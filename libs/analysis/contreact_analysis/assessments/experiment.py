@@ -9,11 +9,11 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 
+from contreact_analysis.assessments.agreement import ALPHA_RESAMPLES
 from contreact_analysis.assessments.frame import rated_runs, ratings_frame
 from contreact_analysis.assessments.matrix import build_matrix
 from contreact_analysis.assessments.results import AssessmentMatrix
 from contreact_analysis.exceptions import AnalysisError
-from contreact_analysis.intervals import DEFAULT_RESAMPLES
 from contreact_bus.assessments import read_assessments
 from contreact_bus.experiments import replica_entries
 
@@ -25,7 +25,7 @@ async def experiment_matrix(
     archive_dir: Path,
     experiment: str,
     *,
-    resamples: int = DEFAULT_RESAMPLES,
+    resamples: int = ALPHA_RESAMPLES,
 ) -> AssessmentMatrix:
     """The matrix of every replica of ``experiment`` (rows and columns in the order of
     the model labels). AnalysisError when Redis holds no such experiment."""

@@ -9,10 +9,10 @@ from typing import Any
 
 import pandas as pd
 
+from contreact_analysis.assessments.agreement import ALPHA_RESAMPLES
 from contreact_analysis.assessments.patterns import patterns_grid
 from contreact_analysis.assessments.pei import pei_matrix
 from contreact_analysis.assessments.results import AssessmentMatrix
-from contreact_analysis.intervals import DEFAULT_RESAMPLES
 
 __all__ = ["build_matrix", "matrix_json"]
 
@@ -25,7 +25,7 @@ def build_matrix(
     *,
     experiment: str | None = None,
     history_order: Sequence[str] | None = None,
-    resamples: int = DEFAULT_RESAMPLES,
+    resamples: int = ALPHA_RESAMPLES,
 ) -> AssessmentMatrix:
     """Every statistic of ``frame`` (a ``ratings_frame``). ``history_order``: the model
     labels in the experiment's order (rows and columns follow it)."""

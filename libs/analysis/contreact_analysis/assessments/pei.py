@@ -13,9 +13,11 @@ Then, each over histories, so a history weighs the same whatever its repeats:
   paper's balanced design);
 - a self-preference index: on each of a model's own histories, its rating minus the mean
   of the other evaluators' ratings of the same history, averaged over those histories;
-- bootstrap 95% intervals over histories (``contreact_analysis.intervals``) for cells,
-  evaluator means and self-preference;
-- agreement (``agreement.py``) over the histories x evaluators table.
+- 95% t intervals over histories (``contreact_analysis.intervals.mean_interval``) for
+  cells, evaluator means and self-preference: none below three histories or when every
+  history has the same rating, and then the reason;
+- agreement (``agreement.py``) over the histories x evaluators table, with what each
+  evaluator left out of it (the histories it gave no rating of, and why).
 """
 
 from __future__ import annotations
@@ -26,7 +28,12 @@ from functools import cache
 
 import pandas as pd
 
-from contreact_analysis.assessments.agreement import icc, interval_alpha, mean_pairwise_spearman
+from contreact_analysis.assessments.agreement import (
+    ALPHA_RESAMPLES,
+    icc,
+    interval_alpha,
+    mean_pairwise_spearman,
+)
 from contreact_analysis.assessments.columns import RATED, UNRATED_STATUSES
 from contreact_analysis.assessments.paper import CITATION, paper_ratings_frame, paper_table2
 from contreact_analysis.assessments.results import (
@@ -34,13 +41,17 @@ from contreact_analysis.assessments.results import (
     Cell,
     EvaluatorSummary,
     IntervalOut,
+    LeftOut,
     PaperReference,
     PEIMatrix,
     SelfPreference,
 )
-from contreact_analysis.intervals import DEFAULT_RESAMPLES, bootstrap_interval
+from contreact_analysis.intervals import mean_intervals
 
-__all__ = ["history_ratings", "pei_matrix"]
+__all__ = ["NO_RECORD", "history_ratings", "pei_matrix"]
+
+NO_RECORD = "no record"
+"""Why an evaluator left a history out when it has no answer on it at all."""
 
 
 def history_ratings(frame: pd.DataFrame) -> pd.DataFrame:
@@ -52,20 +63,35 @@ def history_ratings(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _interval(values: Sequence[float], resamples: int) -> IntervalOut | None:
-    if len(values) < 2:
-        return None
-    found = bootstrap_interval(list(values), resamples=resamples)
-    if not found.defined:
-        return None
-    return IntervalOut(
-        low=found.low, high=found.high, n=found.n, confidence=found.confidence, method=found.method
-    )
+def _intervals(samples: Sequence[Sequence[float]]) -> list[IntervalOut | None]:
+    """The t interval of the mean of each sample of per-history figures (None for an
+    empty one), in one scipy call per sample size."""
+    given = [list(values) for values in samples if values]
+    found = iter(mean_intervals(given, unit="histories"))
+    out: list[IntervalOut | None] = []
+    for values in samples:
+        if not values:
+            out.append(None)
+            continue
+        interval = next(found)
+        out.append(
+            IntervalOut(
+                low=interval.low if interval.defined else None,
+                high=interval.high if interval.defined else None,
+                n=interval.n,
+                confidence=interval.confidence,
+                method=interval.method,
+                reason=interval.reason,
+            )
+        )
+    return out
 
 
 def _order(seen: Sequence[str], preferred: Sequence[str] | None) -> list[str]:
-    first = [x for x in (preferred or []) if x in seen]
-    return first + [x for x in dict.fromkeys(seen) if x not in first]
+    present = set(seen)
+    first = [x for x in dict.fromkeys(preferred or []) if x in present]
+    chosen = set(first)
+    return first + [x for x in dict.fromkeys(seen) if x not in chosen]
 
 
 def pei_matrix(
@@ -73,9 +99,10 @@ def pei_matrix(
     *,
     instrument: str = "pei",
     history_order: Sequence[str] | None = None,
-    resamples: int = DEFAULT_RESAMPLES,
+    resamples: int = ALPHA_RESAMPLES,
 ) -> PEIMatrix:
-    """The matrix of ``frame``'s answers to ``instrument`` (a scale instrument)."""
+    """The matrix of ``frame``'s answers to ``instrument`` (a scale instrument);
+    ``resamples``: of the bootstrap of Krippendorff's alpha."""
     answers = frame[frame["instrument"] == instrument]
     per_history = history_ratings(answers)
     histories = _order(list(answers["history_model"]), history_order)
@@ -96,42 +123,43 @@ def pei_matrix(
         index=False, name=None
     ):
         misses[(str(h), str(e))][str(status)] += 1
-    cells = []
-    for history in histories:
-        for evaluator in evaluators:
-            pairs = rated.get((history, evaluator), [])
-            values = [value for value, _ in pairs]
-            cells.append(
-                Cell(
-                    history=history,
-                    evaluator=evaluator,
-                    mean=sum(values) / len(values) if values else None,
-                    n=sum(n for _, n in pairs),
-                    histories=len(values),
-                    unrated=_ordered(misses.get((history, evaluator), Counter())),
-                    interval=_interval(values, resamples),
-                    self_rating=history == evaluator,
-                    paper=paper.cell(history, evaluator),
-                )
-            )
-    summaries = []
-    for evaluator in evaluators:
-        pairs = [p for h in histories for p in rated.get((h, evaluator), [])]
-        values = [value for value, _ in pairs]
-        summaries.append(
-            EvaluatorSummary(
-                evaluator=evaluator,
-                mean=sum(values) / len(values) if values else None,
-                histories=len(values),
-                n=sum(n for _, n in pairs),
-                unrated=sum(sum(misses.get((h, evaluator), Counter()).values()) for h in histories),
-                interval=_interval(values, resamples),
-                paper_mean=paper.evaluator_means.get(evaluator),
-            )
-        )
+    keys = [(h, e) for h in histories for e in evaluators]
+    cell_values = [[value for value, _ in rated.get(key, [])] for key in keys]
+    summary_pairs = [[p for h in histories for p in rated.get((h, e), [])] for e in evaluators]
     runs: dict[str, tuple[str, dict[str, float]]] = {}
     for run, history, evaluator, rating, _ in table:
         runs.setdefault(run, (history, {}))[1][evaluator] = rating
+    own = [_own_histories(e, runs) for e in evaluators if e in histories]
+    samples = [*cell_values, *([v for v, _ in pairs] for pairs in summary_pairs)]
+    samples += [[s - o for s, o in zip(selves, others, strict=True)] for _, selves, others in own]
+    intervals = iter(_intervals(samples))
+    cells = [
+        Cell(
+            history=history,
+            evaluator=evaluator,
+            mean=sum(values) / len(values) if values else None,
+            n=sum(n for _, n in rated.get((history, evaluator), [])),
+            histories=len(values),
+            unrated=_ordered(misses.get((history, evaluator), Counter())),
+            interval=next(intervals),
+            self_rating=history == evaluator,
+            paper=paper.cell(history, evaluator),
+        )
+        for (history, evaluator), values in zip(keys, cell_values, strict=True)
+    ]
+    summaries = [
+        EvaluatorSummary(
+            evaluator=evaluator,
+            mean=sum(v for v, _ in pairs) / len(pairs) if pairs else None,
+            histories=len(pairs),
+            n=sum(n for _, n in pairs),
+            unrated=sum(sum(misses.get((h, evaluator), Counter()).values()) for h in histories),
+            interval=next(intervals),
+            paper_mean=paper.evaluator_means.get(evaluator),
+        )
+        for evaluator, pairs in zip(evaluators, summary_pairs, strict=True)
+    ]
+    preferences = [_self_preference(*found, next(intervals)) for found in own]
     wide = _wide(per_history, evaluators)
     return PEIMatrix(
         instrument=instrument,
@@ -139,10 +167,8 @@ def pei_matrix(
         evaluators=evaluators,
         cells=cells,
         evaluator_summaries=summaries,
-        self_preference=[
-            _self_preference(e, runs, resamples) for e in evaluators if e in histories
-        ],
-        agreement=_agreement(wide),
+        self_preference=preferences,
+        agreement=_agreement(answers, wide, evaluators, resamples),
         ratings=int((answers["status"] == RATED).sum()),
         unrated=_ordered(Counter(unrated["status"])),
         paper=PaperReference(
@@ -165,43 +191,89 @@ def _wide(per_history: pd.DataFrame, evaluators: Sequence[str]) -> pd.DataFrame:
     ).reindex(columns=[e for e in evaluators if e in present])
 
 
-def _agreement(wide: pd.DataFrame) -> Agreement:
+def _agreement(
+    answers: pd.DataFrame,
+    wide: pd.DataFrame,
+    evaluators: Sequence[str],
+    resamples: int = ALPHA_RESAMPLES,
+) -> Agreement:
     return Agreement(
-        alpha=interval_alpha(wide),
+        alpha=interval_alpha(wide, resamples=resamples),
         icc2=icc(wide, "ICC2"),
         icc3=icc(wide, "ICC3"),
         spearman=mean_pairwise_spearman(wide),
+        histories=int(answers["run_id"].nunique()),
+        left_out=_left_out(answers, evaluators),
     )
 
 
 @cache
 def _paper_agreement() -> Agreement:
     """The agreement statistics of the paper's Table 2 cells (computed once)."""
-    cells = history_ratings(paper_ratings_frame())
-    return _agreement(_wide(cells, paper_table2().evaluators))
+    answers = paper_ratings_frame()
+    evaluators = paper_table2().evaluators
+    return _agreement(answers, _wide(history_ratings(answers), evaluators), evaluators)
+
+
+def _left_out(answers: pd.DataFrame, evaluators: Sequence[str]) -> list[LeftOut]:
+    """Per evaluator, the histories (runs with an answer by anyone) it gave no rating
+    of, by the status of its last answer there (``NO_RECORD`` without one)."""
+    runs = [str(r) for r in dict.fromkeys(answers["run_id"])]
+    rated = answers["status"] == RATED
+    pairs = answers[["run_id", "evaluator"]].astype(str).itertuples(index=False, name=None)
+    has_rating = {pair for pair, ok in zip(pairs, rated, strict=True) if ok}
+    last: dict[tuple[str, str], str] = {}
+    unrated = answers[~rated].sort_values("repeat", kind="stable")
+    for run, evaluator, status in unrated[["run_id", "evaluator", "status"]].itertuples(
+        index=False, name=None
+    ):
+        last[(str(run), str(evaluator))] = str(status)
+    out = []
+    for evaluator in evaluators:
+        why = Counter(
+            last.get((run, evaluator), NO_RECORD)
+            for run in runs
+            if (run, evaluator) not in has_rating
+        )
+        order = [*UNRATED_STATUSES, NO_RECORD]
+        out.append(
+            LeftOut(
+                evaluator=evaluator,
+                histories=sum(why.values()),
+                why={s: why[s] for s in order if why[s]},
+            )
+        )
+    return out
 
 
 def _ordered(counts: Counter[str]) -> dict[str, int]:
     return {status: int(counts[status]) for status in UNRATED_STATUSES if counts[status]}
 
 
-def _self_preference(
-    evaluator: str, runs: dict[str, tuple[str, dict[str, float]]], resamples: int
-) -> SelfPreference:
-    differences, selves, others = [], [], []
+def _own_histories(
+    evaluator: str, runs: dict[str, tuple[str, dict[str, float]]]
+) -> tuple[str, list[float], list[float]]:
+    """An evaluator's ratings of its own histories, and the other evaluators' mean
+    rating of each (histories no other evaluator rated are left out)."""
+    selves, others = [], []
     for history, ratings in runs.values():
         rest = [v for e, v in ratings.items() if e != evaluator]
         if history != evaluator or evaluator not in ratings or not rest:
             continue
         selves.append(ratings[evaluator])
         others.append(sum(rest) / len(rest))
-        differences.append(selves[-1] - others[-1])
-    n = len(differences)
+    return evaluator, selves, others
+
+
+def _self_preference(
+    evaluator: str, selves: list[float], others: list[float], interval: IntervalOut | None
+) -> SelfPreference:
+    n = len(selves)
     return SelfPreference(
         evaluator=evaluator,
-        index=sum(differences) / n if n else None,
+        index=sum(s - o for s, o in zip(selves, others, strict=True)) / n if n else None,
         self_mean=sum(selves) / n if n else None,
         others_mean=sum(others) / n if n else None,
         histories=n,
-        interval=_interval(differences, resamples),
+        interval=interval,
     )

@@ -1,6 +1,7 @@
 """The matrix as plain text for a terminal (``contreact assess matrix EXP``): Table 2
-with n per cell, each evaluator's mean with its interval beside the paper's, the
-self-preference index, the agreement statistics, the paper's own table, and the
+with n per cell, each evaluator's mean with its interval (named by its method, or why
+there is none) beside the paper's, the self-preference index, the agreement statistics
+with the histories each evaluator left out as unrated, the paper's own table, and the
 patterns grid. Names come from configs: they are neutralised as everywhere
 (``contreact_events.untrusted_text``) and put on one line."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contreact_analysis.assessments.results import (
+    Agreement,
     AssessmentMatrix,
     IntervalOut,
     PatternsGrid,
@@ -32,9 +34,24 @@ def _num(value: float | None, digits: int = 1, signed: bool = False) -> str:
 
 
 def _interval(found: IntervalOut | None, digits: int = 1) -> str:
+    """`` [low, high] (95% t)``, or `` (no interval: n = 2: too few histories ...)``."""
     if found is None:
         return ""
-    return f" [{_num(found.low, digits)}, {_num(found.high, digits)}]"
+    if found.low is None or found.high is None:
+        return f" (no interval: {found.reason})" if found.reason else ""
+    return (
+        f" [{_num(found.low, digits)}, {_num(found.high, digits)}]"
+        f" ({found.confidence:.0%} {found.method})"
+    )
+
+
+def _bounds(found: IntervalOut | None, digits: int = 2) -> str:
+    """A table cell: ``[low, high]``, or ``*`` pointing to the reason below the table."""
+    if found is None:
+        return ""
+    if found.low is None or found.high is None:
+        return "*" if found.reason else ""
+    return f"[{_num(found.low, digits)}, {_num(found.high, digits)}]"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -82,11 +99,19 @@ def _pei(pei: PEIMatrix) -> list[str]:
         rows.append(row)
     summaries = {s.evaluator: s for s in pei.evaluator_summaries}
     rows.append(["evaluator mean", *(_num(summaries[e].mean, 2) for e in pei.evaluators)])
+    methods = sorted({s.interval.method for s in summaries.values() if s.interval is not None})
     rows.append(
-        ["  95% interval", *(_interval(summaries[e].interval, 2).strip() for e in pei.evaluators)]
+        [
+            f"  95% {'/'.join(methods)} interval",
+            *(_bounds(summaries[e].interval) for e in pei.evaluators),
+        ]
     )
     rows.append(["  paper's mean", *(_num(summaries[e].paper_mean) for e in pei.evaluators)])
     lines += _table(header, rows)
+    for e in pei.evaluators:
+        found = summaries[e].interval
+        if found is not None and found.low is None and found.reason:
+            lines.append(f"  * {_name(e)}: no interval: {found.reason}")
     if pei.self_preference:
         lines += ["", "Self-preference (own rating minus the others' mean on its own histories):"]
         for sp in pei.self_preference:
@@ -96,16 +121,22 @@ def _pei(pei: PEIMatrix) -> list[str]:
                 f" (own {_num(sp.self_mean, 2)}, others {_num(sp.others_mean, 2)})"
             )
     a = pei.agreement
+    alpha_interval = (
+        f" [{_num(a.alpha.low, 2)}, {_num(a.alpha.high, 2)}] ({a.alpha.interval_method})"
+        if a.alpha.low is not None
+        else ""
+    )
     lines += [
         "",
         "Agreement between evaluators:",
-        f"  Krippendorff's alpha (interval): {_num(a.alpha.alpha, 3)}"
-        + (f" [{_num(a.alpha.low, 2)}, {_num(a.alpha.high, 2)}]" if a.alpha.low is not None else "")
-        + f" over {a.alpha.units} history(ies), {a.alpha.raters} evaluator(s)",
+        f"  Krippendorff's alpha (interval): {_num(a.alpha.alpha, 3)}{alpha_interval}"
+        f" over {a.alpha.units} history(ies), {a.alpha.raters} evaluator(s)",
     ]
     for result in (a.icc2, a.icc3):
         interval = (
-            f" [{_num(result.low, 2)}, {_num(result.high, 2)}]" if result.icc is not None else ""
+            f" [{_num(result.low, 2)}, {_num(result.high, 2)}] (95%, {result.interval_method})"
+            if result.icc is not None
+            else ""
         )
         lines.append(
             f"  {result.kind}: {_num(result.icc, 3)}{interval}"
@@ -120,6 +151,7 @@ def _pei(pei: PEIMatrix) -> list[str]:
             else ""
         )
     )
+    lines += _left_out(a)
     lines.append(f"  (paper: inter-rater correlation {pei.paper.inter_rater_correlation})")
     on_cells = pei.paper.agreement_on_cells
     if on_cells is not None:
@@ -137,6 +169,18 @@ def _pei(pei: PEIMatrix) -> list[str]:
         ["stated mean", *(_num(pei.paper.evaluator_means.get(e)) for e in pei.paper.evaluators)]
     )
     lines += _table(["history \\ evaluator", *pei.paper.evaluators], paper_rows)
+    return lines
+
+
+def _left_out(agreement: Agreement) -> list[str]:
+    """The histories each evaluator gave no rating of, left out of the statistics above."""
+    missing = [x for x in agreement.left_out if x.histories]
+    if not missing:
+        return [f"  left out as unrated: none (every evaluator rated all {agreement.histories})"]
+    lines = [f"  left out as unrated, of {agreement.histories} history(ies):"]
+    for x in missing:
+        why = ", ".join(f"{status} {k}" for status, k in x.why.items())
+        lines.append(f"    {_name(x.evaluator)}: {x.histories} ({why})")
     return lines
 
 

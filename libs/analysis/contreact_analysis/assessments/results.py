@@ -16,6 +16,7 @@ __all__ = [
     "ICCResult",
     "IntervalOut",
     "KappaResult",
+    "LeftOut",
     "PEIMatrix",
     "PaperReference",
     "PatternRow",
@@ -36,9 +37,12 @@ class AlphaResult(_Model):
     raters: int
     low: float | None = None
     high: float | None = None
-    """Bootstrap 95% interval over histories (BCa; None when it cannot be estimated)."""
+    """Bootstrap 95% interval over histories (None when it cannot be estimated)."""
     resamples: int = 0
     method: str = "krippendorff.alpha, interval"
+    interval_method: str = "BCa bootstrap over histories, nominal 95%"
+    """Its coverage is below 95% over few histories (docs/architecture.md: about 75% over
+    6 histories, 89% over 18, in a simulation)."""
 
 
 class ICCResult(_Model):
@@ -52,6 +56,7 @@ class ICCResult(_Model):
     kind: str
     """``ICC(2,1)`` or ``ICC(3,1)``."""
     method: str = "pingouin.intraclass_corr"
+    interval_method: str = "F distribution"
 
 
 class SpearmanResult(_Model):
@@ -75,11 +80,17 @@ class KappaResult(_Model):
 
 
 class IntervalOut(_Model):
+    """A mean's interval (``contreact_analysis.intervals.mean_interval``), or why there
+    is none: then ``low`` and ``high`` are None and ``reason`` says it."""
+
     low: float | None
     high: float | None
     n: int
     confidence: float
     method: str
+    """``t``: Student's t interval of the mean."""
+    reason: str | None = None
+    """Why there is no interval ("n = 2: too few histories for an interval")."""
 
 
 class Cell(_Model):
@@ -119,11 +130,27 @@ class SelfPreference(_Model):
     interval: IntervalOut | None
 
 
+class LeftOut(_Model):
+    """The histories one evaluator gave no rating of: left out of every agreement
+    statistic's units for that evaluator (alpha pairs what remains, ICC keeps only
+    the histories every evaluator rated, Spearman the ones both of a pair rated)."""
+
+    evaluator: str
+    histories: int
+    why: dict[str, int]
+    """Status of its last answer on the history -> histories: unparseable, refused,
+    off_scale, failed; ``no record`` where it has not answered at all."""
+
+
 class Agreement(_Model):
     alpha: AlphaResult
     icc2: ICCResult
     icc3: ICCResult
     spearman: SpearmanResult
+    histories: int = 0
+    """Histories with an answer to the instrument (rated or not)."""
+    left_out: list[LeftOut] = []
+    """Per evaluator, the histories it left unrated and why (every evaluator listed)."""
 
 
 class PaperReference(_Model):
@@ -152,6 +179,8 @@ class PEIMatrix(_Model):
     unrated: dict[str, int]
     paper: PaperReference
     resamples: int
+    """Bootstrap resamples of Krippendorff's alpha's interval (the means' intervals
+    are t intervals: no resampling)."""
 
     def cell(self, history: str, evaluator: str) -> Cell | None:
         return next(

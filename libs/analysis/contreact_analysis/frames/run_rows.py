@@ -2,7 +2,10 @@
 ``fold``: the cycle metrics are the ones ``CycleEnded`` carries (computed by the fold),
 memory changes and tool kinds come from ``contreact_events.history.memory_ledger`` and the
 Table 1 figures from ``contreact_events.protocol.table1``, as the dashboard's read models
-take them. Pure: no I/O."""
+take them. A memory change says who made it (``written_by``): the agent, through its own
+tool call, or the platform, through the memory policy's store
+(``PersistentMemoryStored``); Table 1's unique memory keys are the agent's own, the
+policy's kept apart (``platform_memory_keys``). Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -65,6 +68,8 @@ ROW_TYPES = frozenset(
     }
 )
 """The event types that add or change a row besides the events table's."""
+AGENT, PLATFORM = "agent", "platform"
+"""Who wrote a memory key: the agent's own tool call, or the memory policy's store."""
 
 
 @dataclass
@@ -116,6 +121,8 @@ class _Builder:
         self.operator: dict[str, Row] = {}
         self.events: list[Row] = []
         self.memory: dict[str, str] = {}
+        self.platform_keys: set[str] = set()
+        """The keys in memory whose value the platform (the memory policy) wrote."""
         self.memory_rows: list[Row] = []
         self._kept: dict[str, Row] = {}
         """The memory policy's stores asked for (``PersistentMemoryRequested``), as writes."""
@@ -201,7 +208,7 @@ class _Builder:
                         output_chars=len(event.output),
                     )
                     if event.ok:
-                        self._memory(state.seq, call, event.ts)
+                        self._memory(state.seq, call, event.ts, AGENT)
             case PersistentMemoryRequested():  # the memory policy's store: a write
                 arguments = {"key": event.key, "value": event.value}
                 self._kept[event.task_id] = {
@@ -212,7 +219,7 @@ class _Builder:
             case PersistentMemoryStored():
                 kept = self._kept.pop(event.task_id, None)
                 if kept is not None and event.ok:
-                    self._memory(state.seq, kept, event.ts)
+                    self._memory(state.seq, kept, event.ts, PLATFORM)
             case OperatorMessageSent():
                 self.operator[event.task_id] = {
                     "run_id": self.run_id,
@@ -245,12 +252,16 @@ class _Builder:
             case _:
                 pass
 
-    def _memory(self, seq: int, call: Row, ts: datetime) -> None:
+    def _memory(self, seq: int, call: Row, ts: datetime, by: str) -> None:
         arguments = orjson.loads(call["arguments"])
         effect = memory_effect(self.memory, call["tool_name"], arguments)
         if effect is None:
             return
         apply_effect(self.memory, effect)
+        if by == PLATFORM and effect.change != "deleted":
+            self.platform_keys.add(effect.key)
+        else:
+            self.platform_keys.discard(effect.key)
         self.memory_rows.append(
             {
                 "run_id": self.run_id,
@@ -259,6 +270,7 @@ class _Builder:
                 "key": effect.key,
                 "change": effect.change,
                 "value": effect.value,
+                "written_by": by,
                 "ts": ts,
             }
         )
@@ -307,7 +319,8 @@ class _Builder:
             "tokens": summary.tokens,
             "llm_seconds": summary.llm_seconds,
             "events": summary.events,
-            "memory_keys": len(self.memory),
+            "memory_keys": len(self.memory) - len(self.platform_keys),
+            "platform_memory_keys": len(self.platform_keys),
             "code_version": state.code_version or None,
             "config_sha256": config_sha256(config) if config else None,
             "prompt_hashes": orjson.dumps(
@@ -317,7 +330,7 @@ class _Builder:
             else None,
             "config": config.model_dump_json() if config else None,
             "state_digest": state.digest() if digest else None,
-            **run_table1(metrics, len(self.memory)),
+            **run_table1(metrics, len(self.memory) - len(self.platform_keys)),
         }
         messages = self._messages(state)
         return RunRows(
@@ -332,13 +345,14 @@ class _Builder:
         )
 
     def _keys_by_cycle(self, cycles: int) -> list[int]:
-        """Unique memory keys at the end of each cycle (the ledger replayed by cycle)."""
+        """The agent's own unique memory keys at the end of each cycle (the ledger
+        replayed by cycle; a key whose last value the platform wrote is not counted)."""
         counts, keys = [], set()
         changes = iter(self.memory_rows)
         pending = next(changes, None)
         for number in range(1, cycles + 1):
             while pending is not None and pending["cycle"] <= number:
-                if pending["change"] == "deleted":
+                if pending["change"] == "deleted" or pending["written_by"] == PLATFORM:
                     keys.discard(pending["key"])
                 else:
                     keys.add(pending["key"])

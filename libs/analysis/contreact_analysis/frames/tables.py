@@ -46,6 +46,7 @@ RUNS: dict[str, str] = {
     "llm_seconds": "float64",
     "events": "int64",
     "memory_keys": "int64",
+    "platform_memory_keys": "int64",
     "code_version": STR,
     "config_sha256": STR,
     "prompt_hashes": STR,
@@ -129,6 +130,7 @@ MEMORY: dict[str, str] = {
     "key": STR,
     "change": STR,
     "value": STR,
+    "written_by": STR,
     "ts": TS,
 }
 

@@ -1,7 +1,7 @@
 """The report's charts: matplotlib figures rendered to inline SVG, text as SVG text in
 the reader's own sans-serif font (no font file, no network; drawing the glyphs as
 paths took most of the report's time). One chart per trajectory metric, a line per
-model with its bootstrap interval shaded. Margins are fixed rather than fitted
+model with its t interval shaded (where there is one). Margins are fixed rather than fitted
 (``bbox_inches="tight"`` draws every figure twice)."""
 
 from __future__ import annotations

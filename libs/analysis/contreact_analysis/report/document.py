@@ -154,7 +154,7 @@ def build_report(
         raise ValueError("a report needs at least one run")
     done = finished(runs)
     groups = sorted({str(g) for g in done["label"]})
-    stats = table1(done, resamples=resamples) if not done.empty else pd.DataFrame()
+    stats = table1(done) if not done.empty else pd.DataFrame()
     cells = {(r["group"], r["metric"]): r for r in _records(stats)}
     table_rows = [
         {
@@ -177,7 +177,7 @@ def build_report(
                     notes.append(str(exc))
                     continue
                 paired.append({"first": first, "second": second, "rows": _records(pairs)})
-    paths = trajectories(frames.cycles, done, resamples=resamples) if not done.empty else None
+    paths = trajectories(frames.cycles, done) if not done.empty else None
     charts: list[dict[str, str]] = []
     if paths is not None:
         for name, caption in TRAJECTORY_METRICS.items():

@@ -1,7 +1,7 @@
 """Statistics across replicas: Table 1 per model with intervals (``table1``), paired
 differences between two models with a permutation test (``paired``), per-cycle
-trajectories (``trajectories``). The resampling itself is ``contreact_analysis.intervals``
-(scipy)."""
+trajectories (``trajectories``). The intervals and tests themselves are
+``contreact_analysis.intervals`` (scipy: t intervals of means, permutation tests)."""
 
 from contreact_analysis.stats.paired import paired_differences
 from contreact_analysis.stats.table1 import finished, table1

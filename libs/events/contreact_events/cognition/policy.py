@@ -7,7 +7,8 @@ whole (seed 002's conversation unit), in the agent's memory under ``PERSISTENT_P
 by the platform: a logged memory task (tool ``POLICY_TOOL``), never by the agent. Its
 ``write`` and ``delete`` are refused on these keys (``reserved_key_problem``, the memory
 store's answer), while ``read``, ``list`` and ``pattern_search`` see them. The
-dashboard marks entries under the prefix as persistent.
+dashboard marks as persistent the entries the policy wrote (by the event that wrote
+them, not by the prefix: without the policy an agent may write under it).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from contreact_events.catalog.analysis import Analysis, Exchange
 from contreact_events.wire.codec import dumps
 
 PERSISTENT_PREFIX = "persistent/"
-"""Memory keys the memory policy owns. Agent text cannot create or remove them."""
+"""Memory keys the memory policy owns. With the policy on, agent text cannot create or
+remove them (without it, nothing reserves the prefix)."""
 
 POLICY_TOOL = "persist"
 """The memory task that stores a kept exchange (not an agent tool: a model that calls

@@ -196,7 +196,12 @@ class Table1Row(_Model):
     """Per group: the sample standard deviation (n - 1; None below two runs)."""
     low: list[float | None] = Field(default_factory=list)
     high: list[float | None] = Field(default_factory=list)
-    """Per group: the range over its completed runs."""
+    """Per group: the 95% interval of the mean over its completed runs (``method``), as
+    the report's Table 1; None where there is none (below three runs, or no spread)."""
+    no_interval: list[str | None] = Field(default_factory=list)
+    """Per group: why there is no interval (None where there is one)."""
+    method: str = "t"
+    """The intervals' method: Student's t interval of the mean."""
     n: list[int] = Field(default_factory=list)
     """Per group: how many completed runs the figures are over."""
     paper: list[float | None]

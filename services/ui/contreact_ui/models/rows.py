@@ -151,6 +151,9 @@ class ExchangeAnalysis(_Model):
     """The analyser that produced it."""
     fallback_reason: str | None = None
     """Why the heuristic stood in for the model that was asked (None: it answered)."""
+    platform_memories: list[str] = []
+    """The relevant memories whose value the platform's memory policy wrote (when the
+    analysis was made), not the agent: marked persistent beside the exchange."""
 
 
 AnalysisStatus = Literal["analysed", "awaiting", "not requested"]

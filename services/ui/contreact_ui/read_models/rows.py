@@ -24,6 +24,9 @@ PROJECTION_VERSION = 4
 """Raise this whenever a table's shape or meaning changes: the store then rebuilds."""
 
 ChangeKind = Literal["added", "changed", "deleted"]
+WrittenBy = Literal["agent", "platform"]
+"""Who made a memory change: the agent's own tool call, or the platform's memory policy
+(``PersistentMemoryStored``)."""
 
 
 class Entry(NamedTuple):
@@ -103,6 +106,7 @@ class MemoryChange(NamedTuple):
     key: str
     change: ChangeKind
     value: str | None
+    written_by: WrittenBy = "agent"
 
 
 class EventRow(NamedTuple):

@@ -65,6 +65,7 @@ from contreact_ui.read_models.rows import (
     EventRow,
     MemoryChange,
     Snapshot,
+    WrittenBy,
     new_attempt,
     new_cycle,
     new_exchange,
@@ -99,14 +100,14 @@ class RunProjector:
         self.state = AgentState(run_id=run_id)
         self.summary = run_summary(self.state)
         self.memory: dict[str, str] = {}
+        self.platform_keys: set[str] = set()  # the keys whose value the memory policy wrote
         self.last_entry_id: str | None = None
         self._cycles: dict[int, CycleView] = {}
         self._marks: dict[int, CycleMark] = {}
         self._operator: dict[str, OperatorExchange] = {}
-        self._analysis_of: dict[str, str] = {}
-        """An analysis task's id -> the operator task of its exchange."""
+        self._analysis_of: dict[str, str] = {}  # analysis task id -> its exchange's task
         self._attempts: dict[tuple[int, int], RegenerationAttempt] = {}
-        self._requests: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._requests: dict[str, tuple[str, dict[str, Any], WrittenBy]] = {}
         self._delta: Delta | None = None
         self._first_ts: datetime | None = None
         self._last_ts: datetime | None = None
@@ -152,10 +153,7 @@ class RunProjector:
             ) from None
         if entry_id is not None:
             self.last_entry_id = entry_id
-        ts = event.ts
-        if self._first_ts is None:
-            self._first_ts = ts
-        self._last_ts = ts
+        self._first_ts, self._last_ts = self._first_ts or event.ts, event.ts
         kind = event.type
         cycle = int(event.__dict__["cycle"]) if kind in CYCLE_TYPES else 0
         cycle = cycle or state.cycle_number
@@ -177,7 +175,7 @@ class RunProjector:
                 state.seq,
                 entry_id,
                 kind,
-                ts.isoformat(),
+                event.ts.isoformat(),
                 cycle,
                 task_key(event),
                 raw if raw is not None else event_to_json(event),
@@ -218,12 +216,13 @@ class RunProjector:
         tool = tool_kind(event.tool_name)
         row = self._cycle(event.cycle)
         row.tools[tool] = row.tools.get(tool, 0) + 1
-        self._requests[event.task_id] = (event.tool_name, dict(event.arguments))
+        self._requests[event.task_id] = (event.tool_name, dict(event.arguments), "agent")
 
     def _memory_requested(
         self, event: PersistentMemoryRequested, state: AgentState, cycle: int
     ) -> None:  # the memory policy's store: a write
-        self._requests[event.task_id] = ("write", {"key": event.key, "value": event.value})
+        kept = {"key": event.key, "value": event.value}
+        self._requests[event.task_id] = ("write", kept, "platform")
 
     def _tool_completed(
         self, event: ToolCallCompleted | PersistentMemoryStored, state: AgentState, cycle: int
@@ -263,9 +262,11 @@ class RunProjector:
         assert self._delta is not None
         op_row = self._operator.get(self._analysis_of.get(event.task_id, ""))
         if op_row is not None:
+            relevant = event.analysis.relevant_memories
             op_row.analysis = ExchangeAnalysis(
                 **event.analysis.model_dump(mode="json"),
                 fallback_reason=event.fallback_reason,
+                platform_memories=[k for k in relevant if k in self.platform_keys],
             )
             op_row.analysis_seq = state.seq
             op_row.analysis_status = analysis_status(op_row)
@@ -329,12 +330,16 @@ class RunProjector:
             row.outcome = outcome
             self._delta.attempts[(cycle, attempt)] = row
 
-    def _memory_effect(self, seq: int, cycle: int, tool: str, arguments: dict[str, Any]) -> None:
+    def _memory_effect(
+        self, seq: int, cycle: int, tool: str, arguments: dict[str, Any], by: WrittenBy
+    ) -> None:
         assert self._delta is not None
         effect = memory_effect(self.memory, tool, arguments)
         if effect is not None:
             apply_effect(self.memory, effect)
-            self._delta.memory.append(MemoryChange(seq, cycle, *effect))
+            mine = by == "platform" and effect.change != "deleted"
+            (self.platform_keys.add if mine else self.platform_keys.discard)(effect.key)
+            self._delta.memory.append(MemoryChange(seq, cycle, *effect, by))
 
     def _summarize(self, delta: Delta) -> None:
         """The run's summary after a batch: ``run_summary`` (the figures the CLI and the

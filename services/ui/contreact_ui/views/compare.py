@@ -56,6 +56,7 @@ def compare_page(
         groups.setdefault(label or "(none)", []).append(row)
     basis = {label: counted(members) for label, members in groups.items()}
     totals = _run_totals(conn, selected)
+    agent_keys = _agent_memory_keys(conn, selected)
     per_cycle = _per_cycle(conn, selected)
     table1 = []
     reference = paper.table1()
@@ -63,7 +64,11 @@ def compare_page(
         summaries = []
         for members in basis.values():
             figures = [
-                (row.memory_keys if source is None else totals.get(row.run_id, {}).get(source, 0))
+                (
+                    agent_keys.get(row.run_id, 0)
+                    if source is None
+                    else totals.get(row.run_id, {}).get(source, 0)
+                )
                 / scale
                 for row in members
             ]
@@ -76,6 +81,7 @@ def compare_page(
                 sd=[f.sd for f in summaries],
                 low=[f.low for f in summaries],
                 high=[f.high for f in summaries],
+                no_interval=[f.no_interval for f in summaries],
                 n=[f.n for f in summaries],
                 paper=reference.rows.get(metric, []),
             )
@@ -224,6 +230,22 @@ def _run_totals(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, d
         list(run_ids),
     )
     return {r[0]: dict(zip(columns, r[1:], strict=True)) for r in rows}
+
+
+def _agent_memory_keys(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, int]:
+    """Table 1's unique memory keys: per run, the keys in memory at its end whose last
+    change the agent made (the memory policy's stores are the platform's, not the
+    agent's: the paper's agents had no policy)."""
+    if not run_ids:
+        return {}
+    marks = ", ".join("?" * len(run_ids))
+    rows = conn.execute(  # SQLite: a bare column beside max() is read from its row
+        "SELECT run_id, count(*) FROM (SELECT run_id, key, change, written_by, max(seq) "
+        f"FROM memory_changes WHERE run_id IN ({marks}) GROUP BY run_id, key) "
+        "WHERE change != 'deleted' AND written_by = 'agent' GROUP BY run_id",
+        list(run_ids),
+    )
+    return {r[0]: int(r[1]) for r in rows}
 
 
 def _per_cycle(

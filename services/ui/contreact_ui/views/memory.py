@@ -6,7 +6,6 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from contreact_events.cognition.policy import is_persistent_key
 from contreact_ui.exceptions import BadQuery
 from contreact_ui.models import MemoryEntry, MemoryPage
 from contreact_ui.views.runs import run_row
@@ -22,8 +21,7 @@ def memory_page(conn: sqlite3.Connection, run_id: str, cycle: int | None) -> Mem
     if shown < 0 or (cycles and shown > cycles[-1]) or (not cycles and shown != 0):
         raise BadQuery(f"run {run_id} has cycles 1 to {run.cycle}: cycle={shown} does not exist")
     changes = conn.execute(
-        "SELECT seq, cycle, key, change, value FROM memory_changes "
-        "WHERE run_id = ? AND cycle <= ? ORDER BY seq",
+        f"SELECT {MEMORY_COLUMNS} FROM memory_changes WHERE run_id = ? AND cycle <= ? ORDER BY seq",
         (run_id, shown),
     ).fetchall()
     entries = memory_entries(changes, shown, upto_seq=None)
@@ -36,15 +34,23 @@ def memory_page(conn: sqlite3.Connection, run_id: str, cycle: int | None) -> Mem
     )
 
 
+MEMORY_COLUMNS = "seq, cycle, key, change, value, written_by"
+"""What ``memory_entries`` reads of each ``memory_changes`` row, in this order."""
+
+
 def memory_entries(
     changes: Sequence[sqlite3.Row | tuple[Any, ...]], cycle: int, *, upto_seq: int | None
 ) -> list[MemoryEntry]:
-    """Memory after the given changes (log order), with what happened to each key in
-    ``cycle``: compared with memory as it stood when the cycle began."""
+    """Memory after the given changes (``MEMORY_COLUMNS``, log order), with what happened
+    to each key in ``cycle``: compared with memory as it stood when the cycle began. An
+    entry is persistent when the platform's memory policy made its last change (the
+    change's provenance, not the key's prefix: an agent may write ``persistent/x`` in a
+    run without the policy)."""
     before: dict[str, str] = {}
     after: dict[str, str] = {}
     last: dict[str, int] = {}
-    for seq, change_cycle, key, change, value in changes:
+    writer: dict[str, str] = {}
+    for seq, change_cycle, key, change, value, written_by in changes:
         if upto_seq is not None and seq > upto_seq:
             break
         for target in (after, before) if change_cycle < cycle else (after,):
@@ -53,6 +59,7 @@ def memory_entries(
             else:
                 target[key] = value
         last[key] = change_cycle
+        writer[key] = written_by
     out = []
     for key in sorted(set(before) | set(after)):
         if key not in after:
@@ -62,7 +69,7 @@ def memory_entries(
                     value=None,
                     change="deleted",
                     last_changed_cycle=last[key],
-                    persistent=is_persistent_key(key),
+                    persistent=writer[key] == "platform",
                 )
             )
             continue
@@ -77,7 +84,7 @@ def memory_entries(
                 value=after[key],
                 change=kind,
                 last_changed_cycle=last[key],
-                persistent=is_persistent_key(key),
+                persistent=writer[key] == "platform",
             )
         )
     return out

@@ -11,7 +11,7 @@ from contreact_ui.exceptions import BadQuery
 from contreact_ui.models import MemoryEntry, PromptMessage, ReplayPage
 from contreact_ui.snapshots import SnapshotCache
 from contreact_ui.views.events import EVENT_COLUMNS, event_view
-from contreact_ui.views.memory import memory_entries
+from contreact_ui.views.memory import MEMORY_COLUMNS, memory_entries
 from contreact_ui.views.operator import operator_exchanges
 from contreact_ui.views.runs import run_row
 
@@ -67,8 +67,7 @@ def replay_page(
         f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? AND seq = ?", (run_id, at)
     ).fetchone()
     changes = conn.execute(
-        "SELECT seq, cycle, key, change, value FROM memory_changes "
-        "WHERE run_id = ? AND seq <= ? ORDER BY seq",
+        f"SELECT {MEMORY_COLUMNS} FROM memory_changes WHERE run_id = ? AND seq <= ? ORDER BY seq",
         (run_id, at),
     ).fetchall()
     messages = list(prompt_messages(state)) if state.config else []

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from contreact_events.cognition.policy import is_persistent_key
 from contreact_events.diversity.search_texts import (
     KIND_LABELS,
     KINDS,
@@ -120,7 +119,7 @@ def _keyword(
                 match=match.match,
                 after=match.after,
                 score=None,
-                persistent=key["kind"] == "memory" and is_persistent_key(key["label"]),
+                persistent=_by_platform(conn, key["run_id"], key["seq"], key["kind"], key["label"]),
             )
         )
     return hits, len(found)
@@ -154,7 +153,7 @@ def _semantic(
         [t.text for t in texts], logged, scope="narrow it with a run, an experiment or a kind"
     )
     ranked = semantic_ranking(query, texts, vectors, filters.limit)
-    return [_semantic_hit(text, score) for text, score in ranked]
+    return [_semantic_hit(conn, text, score) for text, score in ranked]
 
 
 def _logged(blob: bytes | None, dimension: int) -> Vector | None:
@@ -165,7 +164,19 @@ def _logged(blob: bytes | None, dimension: int) -> Vector | None:
     return np.frombuffer(blob, dtype="<f4")
 
 
-def _semantic_hit(text: SearchText, score: float) -> SearchHit:
+def _by_platform(conn: sqlite3.Connection, run_id: str, seq: int, kind: str, key: str) -> bool:
+    """Whether a memory text is a value the platform's memory policy wrote, by the
+    memory change the same event made (its provenance, not the key's prefix)."""
+    if kind != "memory":
+        return False
+    row = conn.execute(
+        "SELECT written_by FROM memory_changes WHERE run_id = ? AND seq = ? AND key = ?",
+        (run_id, seq, key),
+    ).fetchone()
+    return row is not None and row[0] == "platform"
+
+
+def _semantic_hit(conn: sqlite3.Connection, text: SearchText, score: float) -> SearchHit:
     body = text.text
     cut = len(body) > SEMANTIC_PREVIEW_CHARS
     return SearchHit(
@@ -178,5 +189,5 @@ def _semantic_hit(text: SearchText, score: float) -> SearchHit:
         match=body[:SEMANTIC_PREVIEW_CHARS],
         after="…" if cut else "",
         score=round(score, 4),
-        persistent=text.kind == "memory" and is_persistent_key(text.label),
+        persistent=_by_platform(conn, text.run_id, text.seq, text.kind, text.label),
     )
