@@ -46,10 +46,13 @@ class Swap:
     entries: list[ReplicaEntry] = field(default_factory=list)
     forks: list[str] = field(default_factory=list)
     """The fork runs' ids."""
+    superseded: list[str] = field(default_factory=list)
+    """Failed earlier attempts of replicas that ran again."""
 
     @property
     def replicas(self) -> list[str]:
-        return [r for r in self.logs if r not in self.forks]
+        """Each replica's current run."""
+        return [r for r in self.logs if r not in self.forks and r not in self.superseded]
 
 
 def swap(
@@ -61,12 +64,22 @@ def swap(
     at_cycle: int = 2,
     fork_cycles: int = 4,
     forks: bool = True,
+    retried: Sequence[str] = (),
 ) -> Swap:
-    """Every replica, and (``forks``) its fork after ``at_cycle`` to each other model."""
+    """Every replica, and (``forks``) its fork after ``at_cycle`` to each other model.
+    ``retried``: replicas (``B-B``) whose first attempt failed; their second (``.2``)
+    is the current one, and the one forked."""
     out = Swap(experiment)
+    current: dict[tuple[str, str], str] = {}
     for label, model in models:
         for letter in letters:
             run_id = f"{experiment}-{label}-{letter}"
+            attempt = 1
+            if f"{label}-{letter}" in retried:
+                out.logs[run_id] = failed_log(run_id, model, experiment)
+                out.superseded.append(run_id)
+                run_id, attempt = f"{run_id}.2", 2
+            current[(label, letter)] = run_id
             config = make_config(
                 run_id=run_id,
                 model_name=model,
@@ -78,13 +91,13 @@ def swap(
             assert sim.drive([reply]).status == "completed"
             out.logs[run_id] = sim.log
             out.entries.append(
-                ReplicaEntry(f"{label}-{letter}", label, letter, model, run_id, 1, "d")
+                ReplicaEntry(f"{label}-{letter}", label, letter, model, run_id, attempt, "d")
             )
     if not forks:
         return out
     for label, _model in models:
         for letter in letters:
-            parent = f"{experiment}-{label}-{letter}"
+            parent = current[(label, letter)]
             for target, target_model in models:
                 if target == label:
                     continue
@@ -105,6 +118,15 @@ def swap(
                     )
                 )
     return out
+
+
+def failed_log(run_id: str, model: str, experiment: str) -> list[Event]:
+    """A replica's attempt whose first LLM call failed for good (its replica ran again)."""
+    sim = Sim(make_config(run_id=run_id, model_name=model, experiment=experiment, cycle_count=3))
+    sim.start()
+    sim.send("LLMFailed", sim.task().task_id, error="the model server went away", attempts=3)
+    assert sim.state.status == "failed", sim.state.status
+    return sim.log
 
 
 def fork_log(

@@ -1,9 +1,10 @@
 """An experiment's assessment matrix, read from where the platform keeps it: its runs
-from the experiment's record in Redis (each replica's current run, and each fork its
-file made, whose parent and K its log's ``RunForked`` says), the records through the
-shared reader (archive, then Redis), the matrix by ``matrix.places_matrix``, the
-function the dashboard and the report use. What ``contreact assess matrix EXP`` prints,
-and what a report of the experiment shows."""
+from the experiment's record in Redis (each replica's current run and earlier attempts,
+and each fork its file made, whose parent and K its log's ``RunForked`` says) and the
+other runs Redis lists for it (a ``contreact fork`` of a replica inherits the
+experiment), the records through the shared reader (archive, then Redis), the matrix by
+``matrix.places_matrix``, the function the dashboard and the report use. What
+``contreact assess matrix EXP`` prints, and what a report of the experiment shows."""
 
 from __future__ import annotations
 
@@ -18,9 +19,17 @@ from contreact_analysis.intervals import DEFAULT_RESAMPLES
 from contreact_bus.assessments import read_assessments
 from contreact_bus.exceptions import RunNotFound
 from contreact_bus.experiments import replica_entries
-from contreact_bus.runs import load_events
+from contreact_bus.runs import experiment_run_ids, load_events
+from contreact_events.catalog import Event
 from contreact_events.catalog.fork import RunForked
-from contreact_events.config.run_places import ForkView, RunFacts, RunPlace, run_places
+from contreact_events.config.run_places import (
+    ForkView,
+    RunFacts,
+    RunPlace,
+    attempt_run_id,
+    run_places,
+)
+from contreact_events.core.fold import fold_all
 
 __all__ = ["experiment_matrix", "experiment_places"]
 
@@ -28,28 +37,43 @@ __all__ = ["experiment_matrix", "experiment_places"]
 async def experiment_places(
     redis: aioredis.Redis, archive_dir: Path, experiment: str
 ) -> list[RunPlace]:
-    """The runs of ``experiment``'s record, placed (``config.run_places``). A fork whose
-    request the orchestrator has not taken yet has no log, and nothing rated: it is left
-    out. AnalysisError when Redis holds no such experiment."""
+    """The runs of ``experiment``, placed (``config.run_places``): its record's, their
+    earlier attempts, and any other run Redis lists for it (read from its log). A run
+    whose request the orchestrator has not taken yet has no log, and nothing rated: it
+    is left out. AnalysisError when Redis holds no such experiment."""
     entries = await replica_entries(redis, experiment)
     if not entries:
         raise AnalysisError(
             f"no experiment '{experiment}' in Redis: `contreact experiment run FILE` starts one"
         )
-    facts = []
+    facts: dict[str, RunFacts] = {}
     for entry in entries.values():
-        parent, at_cycle = "", 0
-        if entry.replica != f"{entry.label}-{entry.letter}":  # a fork (experiment_forks)
+        if entry.replica == f"{entry.label}-{entry.letter}":  # a replica, and its attempts
+            for number in range(1, entry.attempt + 1):
+                run_id = attempt_run_id(entry.first_run_id, number)
+                facts[run_id] = RunFacts(run_id, experiment, entry.model)
+    listed = await experiment_run_ids(redis, experiment)
+    for run_id in [*(e.run_id for e in entries.values()), *listed]:
+        if run_id not in facts:  # a fork (experiment_forks), or a run of its own
             try:
-                events = await load_events(redis, archive_dir, entry.run_id)
+                events = await load_events(redis, archive_dir, run_id)
             except RunNotFound:
                 continue
-            forked = next((e for e in reversed(events) if isinstance(e, RunForked)), None)
-            if forked is None:
-                continue
-            parent, at_cycle = forked.parent_run_id, forked.at_cycle
-        facts.append(RunFacts(entry.run_id, experiment, entry.model, "", parent, at_cycle))
-    return list(run_places(facts).values())
+            facts[run_id] = _facts(run_id, experiment, events)
+    return list(run_places(facts.values()).values())
+
+
+def _facts(run_id: str, experiment: str, events: list[Event]) -> RunFacts:
+    state = fold_all(events)
+    forked = next((e for e in reversed(events) if isinstance(e, RunForked)), None)
+    return RunFacts(
+        run_id,
+        experiment,
+        state.model_name,
+        state.resolved_model,
+        forked.parent_run_id if forked else "",
+        forked.at_cycle if forked else 0,
+    )
 
 
 async def experiment_matrix(

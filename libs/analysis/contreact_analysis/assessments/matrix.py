@@ -17,7 +17,14 @@ from contreact_analysis.assessments.pei import pei_matrix
 from contreact_analysis.assessments.results import AssessmentMatrix
 from contreact_analysis.intervals import DEFAULT_RESAMPLES
 from contreact_events.catalog.assessment import AssessmentEvent
-from contreact_events.config.run_places import ForkView, RunPlace, group_order, ordered, select
+from contreact_events.config.run_places import (
+    ForkView,
+    RunPlace,
+    Selection,
+    group_order,
+    ordered,
+    select,
+)
 
 __all__ = ["build_matrix", "matrix_json", "places_matrix"]
 
@@ -55,15 +62,17 @@ def places_matrix(
     forks: ForkView = "none",
     experiment: str | None = None,
     resamples: int = DEFAULT_RESAMPLES,
+    selection: Selection | None = None,
 ) -> AssessmentMatrix:
     """The matrix of an experiment's runs (``places``: every run it has, placed by
     ``config.run_places``) from their records (run id -> records). It counts what
     ``select`` keeps: each replica's current attempt, the forks as ``forks`` says, never
     a fork made outside the experiment's file. The evaluators are named by the labels of
     every replica's model; rows and columns follow ``group_order``. One function for the
-    CLI, the dashboard and the report, so the three give the same matrix."""
+    CLI, the dashboard and the report, so the three give the same matrix. ``selection``:
+    the runs to count when they were picked otherwise (the dashboard's runs by id)."""
     everyone = list(places)
-    selection = select(everyone, forks)
+    selection = select(everyone, forks) if selection is None else selection
     chosen = ordered(selection.runs)
     runs = rated_runs(chosen)
     frame = ratings_frame(

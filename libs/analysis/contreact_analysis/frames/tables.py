@@ -169,8 +169,8 @@ class RunFrames:
 
     def places(self) -> list[RunPlace]:
         """Each run's place in its experiment, as the runs table holds it."""
-        columns = ["run_id", "kind", "label", "replica", "model", "attempt"]
-        rows = self.runs[[*columns, "parent_run_id", "at_cycle"]].astype(object)
+        columns = ["run_id", "kind", "label", "replica", "model", "attempt", "parent_run_id"]
+        rows = self.runs[[*columns, "at_cycle", "experiment"]].astype(object)
         return [
             RunPlace(
                 run_id=str(run_id),
@@ -181,9 +181,10 @@ class RunFrames:
                 attempt=int(attempt),
                 parent_run_id="" if pd.isna(parent) else str(parent),
                 at_cycle=0 if pd.isna(k) else int(k),
+                experiment="" if pd.isna(experiment) else str(experiment),
             )
-            for run_id, kind, label, replica, model, attempt, parent, k in rows.itertuples(
-                index=False, name=None
+            for run_id, kind, label, replica, model, attempt, parent, k, experiment in (
+                rows.itertuples(index=False, name=None)
             )
         ]
 

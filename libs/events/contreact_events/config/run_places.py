@@ -138,6 +138,7 @@ class RunPlace:
     """A fork's target: the label of the model it runs (else that model)."""
     at_cycle: int = 0
     parent_run_id: str = ""
+    experiment: str = ""
 
     @property
     def is_fork(self) -> bool:
@@ -172,10 +173,13 @@ def _place(run: RunFacts, labels: dict[tuple[str, str], set[str]]) -> RunPlace:
     if not run.parent_run_id:
         name = run_name(run.run_id, run.experiment, fork=False)
         if name is None:
-            return RunPlace(run.run_id, "run", ran, run.run_id, run.model)
+            return RunPlace(
+                run.run_id, "run", ran, run.run_id, run.model, experiment=run.experiment
+            )
         return RunPlace(
-            run.run_id, "replica", name.label, name.letter, run.model, name.attempt, name.label
-        )
+            run.run_id, "replica", name.label, name.letter, run.model, name.attempt, name.label,
+            experiment=run.experiment,
+        )  # fmt: skip
     parent = run_name(run.parent_run_id, run.experiment, fork=False)
     own = run_name(run.run_id, run.experiment, fork=True)
     k = run.at_cycle
@@ -188,14 +192,14 @@ def _place(run: RunFacts, labels: dict[tuple[str, str], set[str]]) -> RunPlace:
         group = fork_group(parent.label, own.target, k)
         return RunPlace(
             run.run_id, "fork", group, parent.letter, run.model, parent.attempt,
-            parent.label, own.target, k, run.parent_run_id,
+            parent.label, own.target, k, run.parent_run_id, run.experiment,
         )  # fmt: skip
     named = labels.get((run.experiment, run.model), set())
     target = next(iter(named)) if len(named) == 1 else ran
     source = f"{parent.label}-{parent.letter}" if parent is not None else run.parent_run_id
     return RunPlace(
         run.run_id, "outside", fork_group(source, target, k), run.run_id, run.model, 1,
-        parent.label if parent is not None else "", target, k, run.parent_run_id,
+        parent.label if parent is not None else "", target, k, run.parent_run_id, run.experiment,
     )  # fmt: skip
 
 
@@ -217,7 +221,7 @@ class Selection:
         if self.superseded:
             out.append(
                 f"{len(self.superseded)} earlier attempt(s) left out (their replica ran "
-                f"again): {', '.join(self.superseded)}"
+                f"again): {', '.join(sorted(self.superseded))}"
             )
         if self.forks and view == "none":
             out.append(
@@ -229,7 +233,7 @@ class Selection:
         if self.outside:
             out.append(
                 f"{len(self.outside)} fork(s) made outside the experiment's file left out "
-                f"(not its runs): {', '.join(self.outside)}"
+                f"(not its runs): {', '.join(sorted(self.outside))}"
             )
         return out
 
@@ -239,19 +243,17 @@ def select(places: Iterable[RunPlace], forks: ForkView = "none") -> Selection:
     (the highest), the forks as ``forks`` says, never an outside fork; runs of their own
     as they are. In the order given."""
     given = list(places)
-    current: dict[tuple[str, str, str], RunPlace] = {}
+    current: dict[tuple[str, str, str, str], RunPlace] = {}
     for place in given:
         if place.kind in ("replica", "fork"):
-            key = (place.kind, place.group, place.letter)
+            key = _slot(place)
             if key not in current or current[key].attempt < place.attempt:
                 current[key] = place
     kept, superseded, left, outside = [], [], [], []
     for place in given:
         if place.kind == "outside":
             outside.append(place.run_id)
-        elif place.kind in ("replica", "fork") and (
-            current[(place.kind, place.group, place.letter)] is not place
-        ):
+        elif place.kind in ("replica", "fork") and current[_slot(place)] is not place:
             superseded.append(place.run_id)
         elif (forks == "none" and place.kind == "fork") or (
             forks == "only" and place.kind != "fork"
@@ -260,6 +262,11 @@ def select(places: Iterable[RunPlace], forks: ForkView = "none") -> Selection:
         else:
             kept.append(place)
     return Selection(tuple(kept), tuple(superseded), tuple(left), tuple(outside))
+
+
+def _slot(place: RunPlace) -> tuple[str, str, str, str]:
+    """A replica's (or a fork's) place, whichever attempt fills it."""
+    return (place.experiment, place.kind, place.group, place.letter)
 
 
 def group_order(places: Iterable[RunPlace]) -> list[str]:
