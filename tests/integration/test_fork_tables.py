@@ -251,3 +251,45 @@ def test_the_experiment_page_names_its_forks_and_its_fork_section(client: TestCl
         names = set(archive.namelist())
     assert f"{EXP}/forks/swap-A-A-to-B.jsonl" in names and f"{EXP}/swap-A-A.jsonl" in names
     assert not any(MANUAL in name for name in names)
+
+
+@pytest.fixture
+def going(tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The swap with one fork still running (its log stops in its first own cycle)."""
+    other = swap("going")
+    running = other.forks[-1]
+    log = other.logs[running]
+    other.logs[running] = log[: max(i for i, e in enumerate(log) if e.type == "CycleStarted")]
+    for run_id, events in other.logs.items():
+        write_archive(tmp_path / "runs", run_id, events)
+
+    async def setup() -> None:
+        client = aioredis.Redis.from_url(redis_url)
+        try:
+            async with client.pipeline(transaction=False) as pipe:
+                for entry in other.entries:
+                    queue_entry(pipe, "going", entry)
+                await pipe.execute()
+        finally:
+            await client.aclose()
+
+    asyncio.run(setup())
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    monkeypatch.setenv("CONTREACT_DATA_DIR", str(tmp_path))
+    return running
+
+
+def test_assess_rates_the_replicas_and_the_forks_only_when_asked(
+    going: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It rated every fork too, and refused the whole experiment while one ran."""
+    code, out, err = cli(capsys, "assess", "--experiment", "going", "--json")
+    assert code == 0, err
+    rated = {(p["run_id"], p["evaluator"]) for p in json.loads(out)}
+    replicas = ["going-A-A", "going-A-B", "going-B-A", "going-B-B"]
+    assert rated == {(r, m) for r in replicas for m in ("model-a", "model-b")}
+    code, out, err = cli(capsys, "assess", "--experiment", "going", "--forks", "as-rows", "--json")
+    assert code == 0, err
+    runs = {p["run_id"] for p in json.loads(out)}
+    assert runs == {*replicas, "going-A-A-to-B", "going-A-B-to-B", "going-B-A-to-A"}
+    assert err.count("\n") == 1 and f"fork {going} (B -> A at 2) has not ended" in err
