@@ -12,13 +12,10 @@ import redis.asyncio as aioredis
 
 from contreact_bus.experiments import ReplicaEntry, queue_entry
 from contreact_cli.experiment_forks import ForkSender
-from contreact_cli.settings import CLISettings
 from contreact_events.config.experiment import Submission, expand, parse_experiment
 from contreact_events.core.experiment_forks import planned_forks
 from contreact_events.wire.tasks import ForkRequest, fork_requested
-from tests.support.bus_run import BusRun
-from tests.support.inbox import use_one_shard
-from tests.support.orchestration import owning_orchestrator
+from tests.support.bus_run import BusRun, bus_run
 
 pytestmark = pytest.mark.redis
 
@@ -36,10 +33,7 @@ SWAP = {
 
 @pytest.fixture
 async def bus(aredis: aioredis.Redis, redis_url: str, tmp_path: Path) -> BusRun:
-    await use_one_shard(aredis)
-    settings = CLISettings(redis_url=redis_url, data_dir=tmp_path)
-    orchestrator = await owning_orchestrator(aredis, settings.archive_dir, log_retention_s=60)
-    return BusRun(aredis, redis_url, tmp_path, orchestrator)
+    return await bus_run(aredis, redis_url, tmp_path)
 
 
 async def test_a_refused_fork_is_not_asked_for_again(bus: BusRun) -> None:

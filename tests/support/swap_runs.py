@@ -137,7 +137,10 @@ def fork_log(
     return sim.log
 
 
-def rating(run_id: str, evaluator: str, value: int, repeat: int = 1) -> RunAssessed:
+def rating(
+    run_id: str, evaluator: str, value: int | None, status: str = "rated", repeat: int = 1
+) -> RunAssessed:
+    """An evaluator's answer to the PEI: ``value`` rated, or none (``status`` says why)."""
     return RunAssessed(
         event_id=f"{run_id}|{evaluator}|{repeat}",
         run_id=run_id,
@@ -152,8 +155,8 @@ def rating(run_id: str, evaluator: str, value: int, repeat: int = 1) -> RunAsses
         run_digest="c" * 64,
         run_events=10,
         job_id=f"job|{run_id}|{evaluator}|{repeat}",
-        raw_answer=f"Level {value}",
-        status="rated",
+        raw_answer=f"Level {value}" if value else "no idea",
+        status=status,
         value=value,
     )
 

@@ -21,14 +21,13 @@ from dataclasses import dataclass
 import redis.asyncio as aioredis
 
 from contreact_assessor.evaluators import Evaluator, evaluator_of_run, named_evaluator
-from contreact_bus.experiments import replica_entries
+from contreact_bus.experiments import logged_facts, replica_entries
 from contreact_bus.runs import load_events
 from contreact_cli.exceptions import CLIError
 from contreact_cli.settings import CLISettings
 from contreact_events.catalog import Event
-from contreact_events.catalog.fork import RunForked
 from contreact_events.config import ResolvedBackend
-from contreact_events.config.run_places import ForkView, RunFacts, run_places, select
+from contreact_events.config.run_places import ForkView, run_places, select
 from contreact_events.core.fold import fold_all
 from contreact_events.core.state import AgentState
 
@@ -71,10 +70,9 @@ async def experiment_runs(
     for replica in sorted(entries):
         entry = entries[replica]
         events = await load_events(redis, settings.archive_dir, entry.run_id)
-        forked = next((e for e in reversed(events) if isinstance(e, RunForked)), None)
-        parent, at_cycle = (forked.parent_run_id, forked.at_cycle) if forked else ("", 0)
-        facts.append(RunFacts(entry.run_id, experiment, entry.model, "", parent, at_cycle))
-        runs[entry.run_id] = (fold_all(events), events)
+        state = fold_all(events)
+        facts.append(logged_facts(events, experiment, state))
+        runs[entry.run_id] = (state, events)
     places = run_places(facts)
     rated, replicas, left_out = [], [], []
     for place in select(places.values(), forks).runs:

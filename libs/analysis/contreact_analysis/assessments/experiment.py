@@ -18,10 +18,8 @@ from contreact_analysis.exceptions import AnalysisError
 from contreact_analysis.intervals import DEFAULT_RESAMPLES
 from contreact_bus.assessments import read_assessments
 from contreact_bus.exceptions import RunNotFound
-from contreact_bus.experiments import replica_entries
+from contreact_bus.experiments import logged_facts, replica_entries
 from contreact_bus.runs import experiment_run_ids, load_events
-from contreact_events.catalog import Event
-from contreact_events.catalog.fork import RunForked
 from contreact_events.config.run_places import (
     ForkView,
     RunFacts,
@@ -29,7 +27,6 @@ from contreact_events.config.run_places import (
     attempt_run_id,
     run_places,
 )
-from contreact_events.core.fold import fold_all
 
 __all__ = ["experiment_matrix", "experiment_places"]
 
@@ -59,21 +56,8 @@ async def experiment_places(
                 events = await load_events(redis, archive_dir, run_id)
             except RunNotFound:
                 continue
-            facts[run_id] = _facts(run_id, experiment, events)
+            facts[run_id] = logged_facts(events, experiment)
     return list(run_places(facts.values()).values())
-
-
-def _facts(run_id: str, experiment: str, events: list[Event]) -> RunFacts:
-    state = fold_all(events)
-    forked = next((e for e in reversed(events) if isinstance(e, RunForked)), None)
-    return RunFacts(
-        run_id,
-        experiment,
-        state.model_name,
-        state.resolved_model,
-        forked.parent_run_id if forked else "",
-        forked.at_cycle if forked else 0,
-    )
 
 
 async def experiment_matrix(
