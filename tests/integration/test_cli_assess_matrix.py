@@ -16,34 +16,13 @@ from contreact_bus.archive import write_archive
 from contreact_bus.assessments import RatingKey, append_archive, record
 from contreact_bus.experiments import ReplicaEntry, queue_entry
 from contreact_cli.main import main
-from contreact_events.catalog.assessment import RunAssessed
 from tests.support.sim import Sim, make_config, say
+from tests.support.swap_runs import rating
 
 pytestmark = pytest.mark.redis
 
 MODELS = {"A": "m/a", "B": "m/b"}
 TS = datetime(2026, 11, 25, 8, 0, tzinfo=UTC)
-
-
-def rating(run_id: str, evaluator: str, value: int | None, status: str = "rated") -> RunAssessed:
-    return RunAssessed(
-        event_id=f"{run_id}|{evaluator}",
-        run_id=run_id,
-        ts=TS,
-        correlation_id=run_id,
-        instrument="pei",
-        instrument_version="1",
-        instrument_sha256="a" * 64,
-        evaluator=evaluator,
-        repeat=1,
-        input_sha256="b" * 64,
-        run_digest="c" * 64,
-        run_events=10,
-        job_id=f"job|{run_id}|{evaluator}",
-        raw_answer=f"Level {value}" if value else "no idea",
-        status=status,
-        value=value,
-    )
 
 
 @pytest.fixture

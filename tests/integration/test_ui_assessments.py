@@ -21,8 +21,9 @@ from fastapi.testclient import TestClient
 from contreact_bus.archive import write_archive
 from contreact_bus.assessments import RatingKey, append_archive, record
 from contreact_events.catalog.assessment import AssessmentFailed, RunAssessed
+from contreact_events.config.run_places import RunFacts, run_places
 from contreact_ui.app import create_app
-from contreact_ui.assessments import RAW_LIMIT, history_of
+from contreact_ui.assessments import RAW_LIMIT
 from contreact_ui.rebuild import rebuild
 from contreact_ui.settings import UISettings
 from tests.support import hostile
@@ -130,10 +131,13 @@ def client(data_dir: Path, redis_db: str) -> Iterator[TestClient]:
 
 
 def test_run_ids_give_the_experiment_label_and_replica() -> None:
-    assert history_of("exp-GPT5-A", "m/gpt5", "exp").label == "GPT5"
-    later = history_of("exp-my-model-AB.3", "m", "exp")
-    assert (later.label, later.replica) == ("my-model", "AB")
-    assert history_of("solo-run", "m/x", "").label == "m/x"
+    def place(run_id: str, model: str, experiment: str) -> tuple[str, str]:
+        found = run_places([RunFacts(run_id, experiment, model)])[run_id]
+        return found.group, found.letter
+
+    assert place("exp-GPT5-A", "m/gpt5", "exp") == ("GPT5", "A")
+    assert place("exp-my-model-AB.3", "m", "exp") == ("my-model", "AB")
+    assert place("solo-run", "m/x", "") == ("m/x", "solo-run")
 
 
 def test_table2_is_the_matrix_of_the_records(client: TestClient) -> None:

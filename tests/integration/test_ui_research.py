@@ -125,7 +125,7 @@ def test_table1_as_csv_has_each_model_and_the_paper(client: TestClient) -> None:
     text = get(client, f"/experiments/{EXP}/table1.csv").text
     rows = list(csv.DictReader(io.StringIO(text)))
     ours = [r for r in rows if r["source"] == "this experiment"]
-    assert {r["model"] for r in ours} == {"model-a", "model-b"}
+    assert {r["model"] for r in ours} == {"alpha", "beta"}  # the experiment's labels
     compare = get(client, f"/compare.json?experiment={EXP}&by=model")
     table = {row["metric"]: row["ours"] for row in compare["table1"]}
     labels = [g["label"] for g in compare["groups"]]

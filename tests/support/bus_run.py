@@ -20,7 +20,8 @@ from contreact_llm.settings import LLMWorkerSettings
 from contreact_memory.main import run as run_memory_service
 from contreact_memory.settings import MemorySettings
 from contreact_orchestrator.orchestrator import Orchestrator
-from tests.support.inbox import INBOX
+from tests.support.inbox import INBOX, use_one_shard
+from tests.support.orchestration import owning_orchestrator
 from tests.support.sim import make_config
 
 FAST = ConsumerSettings(block_ms=20, reclaim_idle_ms=60_000, reclaim_every_s=60.0)
@@ -84,3 +85,10 @@ class BusRun:
             if not moved:
                 return
         raise AssertionError(f"the runs did not settle in {rounds} rounds")
+
+
+async def bus_run(redis: aioredis.Redis, redis_url: str, data_dir: Path) -> BusRun:
+    """The services of one test, the orchestrator owning the one inbox shard."""
+    await use_one_shard(redis)
+    orchestrator = await owning_orchestrator(redis, data_dir / "runs", log_retention_s=60)
+    return BusRun(redis, redis_url, data_dir, orchestrator)

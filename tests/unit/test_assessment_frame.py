@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from contreact_analysis.assessments.columns import NAMES
-from contreact_analysis.assessments.frame import rated_runs, ratings_frame
+from contreact_analysis.assessments.frame import evaluator_labels, rated_runs, ratings_frame
 from contreact_analysis.assessments.matrix import build_matrix
 from contreact_analysis.exceptions import AnalysisError
-from contreact_bus.experiments import ReplicaEntry
 from contreact_events.catalog.assessment import AssessmentFailed, RunAssessed
+from contreact_events.config.run_places import RunFacts, RunPlace, run_places
 
 TS = datetime(2026, 11, 25, 8, 0, tzinfo=UTC)
 
@@ -50,16 +50,9 @@ def assessed(
     )
 
 
-def entry(label: str, letter: str, model: str) -> ReplicaEntry:
-    return ReplicaEntry(
-        replica=f"{label}-{letter}",
-        label=label,
-        letter=letter,
-        model=model,
-        run_id=f"exp-{label}-{letter}",
-        attempt=1,
-        config_sha256="d" * 64,
-    )
+def entry(label: str, letter: str, model: str) -> RunPlace:
+    run_id = f"exp-{label}-{letter}"
+    return run_places([RunFacts(run_id, "exp", model)])[run_id]
 
 
 RUNS = rated_runs(
@@ -130,3 +123,25 @@ def test_a_model_run_under_two_labels_keeps_its_name_as_evaluator() -> None:
     runs = rated_runs([entry("A", "A", "m/x"), entry("B", "A", "m/x")])
     frame = ratings_frame([assessed("exp-A-A", "m/x", 5)], runs)
     assert frame["evaluator"].tolist() == ["m/x"]
+
+
+def test_evaluator_labels_come_from_the_models_own_replicas_never_from_forks() -> None:
+    """The review's evidence: with the paper's swap every model is a fork target, and
+    its label was dropped (every column named by the raw model, no diagonal)."""
+    facts = [
+        RunFacts("E-GPT5-A", "E", "openai/gpt-5"),
+        RunFacts("E-Opus-A", "E", "anthropic/opus"),
+        RunFacts("E-Opus-A-to-GPT5", "E", "openai/gpt-5", "", "E-Opus-A", 5),
+        RunFacts("E-GPT5-A-to-Opus", "E", "anthropic/opus", "", "E-GPT5-A", 5),
+    ]
+    runs = rated_runs(run_places(facts).values())
+    assert evaluator_labels(runs) == {"openai/gpt-5": "GPT5", "anthropic/opus": "Opus"}
+    assert [r.label for r in runs][2:] == ["Opus -> GPT5 at 5", "GPT5 -> Opus at 5"]
+    frame = ratings_frame(
+        [assessed("E-Opus-A-to-GPT5", "openai/gpt-5", 4), assessed("E-GPT5-A", "openai/gpt-5", 3)],
+        runs,
+    )
+    assert frame[["history_model", "evaluator"]].values.tolist() == [
+        ["Opus -> GPT5 at 5", "GPT5"],
+        ["GPT5", "GPT5"],
+    ]

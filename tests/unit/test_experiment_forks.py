@@ -87,3 +87,45 @@ def test_a_bad_section_is_one_line(fork: dict[str, Any], words: str) -> None:
     with pytest.raises(ConfigError) as refused:
         forks_of(swap(**fork))
     assert words in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("fork", "words"),
+    [
+        # experiment run sent each fork twice and looped on "run ... exists" for ever
+        ({"from": ["A", "A"]}, "fork.from names A twice: name each model once"),
+        ({"to": ["B", "B"]}, "fork.to names B twice: name each model once"),
+        # these made no fork, or (to: []) a fork to every model, and said nothing
+        ({"from": ["A"], "to": ["A"]}, "from [A] to [A] makes no fork"),
+        ({"from": []}, "fork.from is empty: leave it out to fork every model's replicas"),
+        ({"to": []}, "fork.to is empty: leave it out to fork to every other model"),
+        # the hint named the field (from_labels), not the file's key
+        (
+            {"form": ["A"]},
+            "unknown key 'fork.form' (allowed here: at_cycle, cycle_count, from, to)",
+        ),
+    ],
+)
+def test_a_section_that_cannot_fork_as_written_is_refused_at_load(
+    fork: dict[str, Any], words: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_experiment(swap(**fork), source="swap.yaml")
+    assert words in str(refused.value)
+    assert str(refused.value).startswith("swap.yaml: ") and "\n" not in str(refused.value)
+
+
+def test_a_one_model_experiment_with_a_fork_section_is_refused() -> None:
+    data = swap()
+    data["models"] = data["models"][:1]
+    with pytest.raises(ConfigError) as refused:
+        parse_experiment(data, source="one.yaml")
+    assert str(refused.value) == (
+        "one.yaml: fork: the experiment has one model (A) and a fork goes to another model: "
+        "add a model, or remove the fork section"
+    )
+
+
+def test_a_section_that_forks_some_models_to_themselves_keeps_the_others() -> None:
+    forks = forks_of(swap(**{"to": ["A"]}))
+    assert [f.replica for f in forks] == ["B-A-to-A", "B-B-to-A"]

@@ -1,5 +1,11 @@
 """What `contreact assess` rates, and who rates it: the runs (named, or every replica
-of an experiment) and the evaluators (named, or every model of the experiment).
+of an experiment, and its forks when asked) and the evaluators (named, or every model
+of the experiment).
+
+An experiment's runs are placed by the rule every table uses
+(``contreact_events.config.run_places``): its replicas are rated, its forks (the
+``fork`` section's) only with ``--forks as-rows|only``, and a fork that has not ended
+is left out (and said so) rather than refusing the whole experiment.
 
 An evaluator named by a model that one of the rated runs (or the experiment's runs)
 ran is called as that run called it: the backend its model check resolved, its
@@ -15,12 +21,13 @@ from dataclasses import dataclass
 import redis.asyncio as aioredis
 
 from contreact_assessor.evaluators import Evaluator, evaluator_of_run, named_evaluator
-from contreact_bus.experiments import replica_entries
+from contreact_bus.experiments import logged_facts, replica_entries
 from contreact_bus.runs import load_events
 from contreact_cli.exceptions import CLIError
 from contreact_cli.settings import CLISettings
 from contreact_events.catalog import Event
 from contreact_events.config import ResolvedBackend
+from contreact_events.config.run_places import ForkView, run_places, select
 from contreact_events.core.fold import fold_all
 from contreact_events.core.state import AgentState
 
@@ -34,21 +41,54 @@ class RatedRun:
     """The history model's label (the experiment's label, else the run's model)."""
 
 
+@dataclass(frozen=True)
+class ExperimentRuns:
+    rated: list[RatedRun]
+    """What to rate (or look at): the replicas, the forks as asked."""
+    replicas: list[RatedRun]
+    """Every replica's current run: whose models rate by default."""
+    left_out: list[str]
+    """Forks left out because they have not ended, one line each."""
+
+
 async def experiment_runs(
-    redis: aioredis.Redis, settings: CLISettings, experiment: str
-) -> list[RatedRun]:
-    """Every replica's current run of ``experiment``, in replica order."""
+    redis: aioredis.Redis,
+    settings: CLISettings,
+    experiment: str,
+    *,
+    forks: ForkView = "as-rows",
+    ended_forks: bool = False,
+) -> ExperimentRuns:
+    """Every replica's current run of ``experiment`` in replica order, its forks as
+    ``forks`` says (``ended_forks``: only those that have ended)."""
     entries = await replica_entries(redis, experiment)
     if not entries:
         raise CLIError(
             f"no experiment '{experiment}' in Redis: `contreact experiment run FILE` starts one"
         )
-    out = []
+    runs, facts = {}, []
     for replica in sorted(entries):
         entry = entries[replica]
         events = await load_events(redis, settings.archive_dir, entry.run_id)
-        out.append(RatedRun(entry.run_id, fold_all(events), events, entry.label))
-    return out
+        state = fold_all(events)
+        facts.append(logged_facts(events, experiment, state))
+        runs[entry.run_id] = (state, events)
+    places = run_places(facts)
+    rated, replicas, left_out = [], [], []
+    for place in select(places.values(), forks).runs:
+        state, events = runs[place.run_id]
+        run = RatedRun(place.run_id, state, events, place.group)
+        if place.is_fork and ended_forks and state.phase != "done":
+            left_out.append(
+                f"fork {place.run_id} ({place.group}) has not ended ({state.status}): left "
+                "out; rate it once it has"
+            )
+            continue
+        rated.append(run)
+    for place in select(places.values(), "none").runs:
+        state, events = runs[place.run_id]
+        replicas.append(RatedRun(place.run_id, state, events, place.group))
+    return ExperimentRuns(rated, replicas, left_out)
 
 
 async def named_runs(

@@ -15,6 +15,7 @@ from contreact_cli.connection import optional_redis
 from contreact_cli.exceptions import CLIError
 from contreact_cli.output import out, print_json
 from contreact_cli.settings import CLISettings
+from contreact_events.config.run_places import FORK_VIEWS, ForkView
 
 
 def register(sub: Any) -> None:
@@ -31,6 +32,12 @@ def register(sub: Any) -> None:
     p.add_argument("--experiment", type=experiment, help="every run of this experiment")
     p.add_argument("--out", type=Path, required=True, help="folder for the tables")
     p.add_argument("--format", choices=("parquet", "csv"), default="parquet")
+    p.add_argument(
+        "--inherited",
+        action="store_true",
+        help="a fork's rows and figures with the cycles it copied from its parent too "
+        "(default: its own cycles, K+1 on)",
+    )
     p = add_command(
         sub,
         "report",
@@ -40,9 +47,23 @@ def register(sub: Any) -> None:
     )
     p.add_argument("experiment", type=experiment)
     p.add_argument("--out", type=Path, required=True, help="the HTML file to write")
+    p.add_argument(
+        "--forks",
+        choices=FORK_VIEWS,
+        default="none",
+        help="the experiment's forks in Table 1 and 2: none (the default), as-rows (each "
+        "a group 'A -> B at K' of its own cycles), only",
+    )
 
 
-async def _frames(settings: CLISettings, runs: list[str], name: str | None) -> tuple[Any, Any]:
+async def _frames(
+    settings: CLISettings,
+    runs: list[str],
+    name: str | None,
+    *,
+    forks: ForkView = "none",
+    inherited: bool = False,
+) -> tuple[Any, Any]:
     """The runs' tables, and the experiment's assessment matrix when Redis holds the
     experiment's record and its runs were assessed (else None)."""
     from contreact_analysis.exceptions import AnalysisError
@@ -50,13 +71,15 @@ async def _frames(settings: CLISettings, runs: list[str], name: str | None) -> t
 
     redis = await optional_redis(settings)
     try:
-        frames = await collect_frames(redis, settings.archive_dir, run_ids=runs, experiment=name)
+        frames = await collect_frames(
+            redis, settings.archive_dir, run_ids=runs, experiment=name, inherited=inherited
+        )
         matrix = None
         if redis is not None and name:
             from contreact_analysis.assessments.experiment import experiment_matrix
 
             try:
-                matrix = await experiment_matrix(redis, settings.archive_dir, name)
+                matrix = await experiment_matrix(redis, settings.archive_dir, name, forks=forks)
             except AnalysisError:
                 matrix = None  # no record of the experiment in Redis: no Table 2
         return frames, matrix
@@ -83,7 +106,9 @@ def cmd_analyze(args: argparse.Namespace, settings: CLISettings) -> int:
 
     if bool(args.runs) == bool(args.experiment):
         raise CLIError("name runs (contreact analyze RUN ...) or --experiment NAME, not both")
-    frames, _matrix = asyncio.run(_frames(settings, args.runs, args.experiment))
+    frames, _matrix = asyncio.run(
+        _frames(settings, args.runs, args.experiment, inherited=args.inherited)
+    )
     written = write_frames(frames, args.out, args.format)
     sizes = {path.stem: len(frames.tables()[path.stem]) for path in written}
     ratings = asyncio.run(_ratings(settings, args.experiment)) if args.experiment else None
@@ -107,11 +132,16 @@ def cmd_report(args: argparse.Namespace, settings: CLISettings) -> int:
     """Write the experiment's report: one HTML file that needs no server and no network."""
     from contreact_analysis.report import build_report, render_report
 
-    frames, matrix = asyncio.run(_frames(settings, [], args.experiment))
-    command = shlex.join(["contreact", "report", args.experiment, "--out", str(args.out)])
+    frames, matrix = asyncio.run(_frames(settings, [], args.experiment, forks=args.forks))
+    words = ["contreact", "report", args.experiment, "--out", str(args.out)]
+    command = shlex.join([*words, *(["--forks", args.forks] if args.forks != "none" else [])])
     pei = matrix.pei if matrix is not None and matrix.pei and matrix.pei.ratings else None
     report = build_report(
-        frames, title=f"Experiment {args.experiment}", command=command, table2=pei
+        frames,
+        title=f"Experiment {args.experiment}",
+        command=command,
+        table2=pei,
+        forks=args.forks,
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(render_report(report), encoding="utf-8")

@@ -2,12 +2,14 @@
 
 - ``assess RUN... --evaluator MODEL... [--instrument pei|patterns] [--repeats N]
   [--force] [--temperature T] [--backend B] [--host URL]``
-- ``assess --experiment EXP``: every model of the experiment rates every replica.
+- ``assess --experiment EXP [--forks none|as-rows|only]``: every model of the
+  experiment rates every replica (and its forks, when asked; a fork that has not ended
+  is left out and named).
 - ``assess status [RUN...|--experiment EXP] [--json]``
 - ``assess export RUN...|--experiment EXP --out DIR``
 - ``assess verify RUN...``: rebuild every rated input from the log, compare hashes.
-- ``assess matrix EXP [--json]``: the cross-model matrix and its statistics
-  (``commands/assess_matrix.py``).
+- ``assess matrix EXP [--forks none|as-rows|only] [--json]``: the cross-model matrix
+  and its statistics (``commands/assess_matrix.py``).
 
 ``status``, ``export`` and ``verify`` are action words: a run with such an id is named
 with ``--run``. Enqueueing a rating that is done or queued adds nothing; ``--force``
@@ -38,8 +40,9 @@ from contreact_cli.assessing.targets import (
 from contreact_cli.commands import assess_matrix
 from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
-from contreact_cli.output import out, print_json
+from contreact_cli.output import out, print_json, warn
 from contreact_cli.settings import CLISettings
+from contreact_events.config.run_places import FORK_VIEWS
 from contreact_events.instruments import INSTRUMENT_NAMES
 
 ACTIONS = ("status", "export", "verify")
@@ -67,6 +70,13 @@ def register(sub: Any) -> None:
         help="a run whose id is an action word (status, export, verify)",
     )
     p.add_argument("--experiment", type=experiment_name, help="every replica of an experiment")
+    p.add_argument(
+        "--forks",
+        choices=FORK_VIEWS,
+        default=None,
+        help="an experiment's forks: none (the default: its replicas), as-rows (its forks "
+        "too, each a row 'A -> B at K' of Table 2), only",
+    )
     p.add_argument(
         "--evaluator",
         nargs="+",
@@ -99,7 +109,9 @@ RATE_ONLY = ("evaluators", "force", "backend", "host")
 def cmd_assess(args: argparse.Namespace, settings: CLISettings) -> int:
     words: list[str] = list(args.words)
     if words and words[0] == "matrix":
-        return assess_matrix.cmd_matrix([*words[1:], *(["--json"] if args.json else [])], settings)
+        flags = ["--json"] if args.json else []
+        flags += ["--forks", args.forks] if args.forks else []
+        return assess_matrix.cmd_matrix([*words[1:], *flags], settings)
     action = words[0] if words and words[0] in ACTIONS else "rate"
     if action != "rate":
         words = words[1:]
@@ -143,11 +155,18 @@ async def _enqueue(
 ) -> list[Placed]:
     async with redis_client(settings) as client:
         runs: list[RatedRun] = await named_runs(client, settings, run_ids)
+        rating = list(runs)
         if args.experiment:
-            runs += await experiment_runs(client, settings, args.experiment)
+            chosen = await experiment_runs(
+                client, settings, args.experiment, forks=args.forks or "none", ended_forks=True
+            )
+            runs += chosen.rated
+            rating += [*chosen.replicas, *chosen.rated]
+            for line in chosen.left_out:
+                warn(line)
         require_ended(runs)
         evaluators = evaluators_for(
-            runs,
+            rating,
             args.evaluators,
             backend=args.backend,
             host=args.host,
@@ -180,7 +199,10 @@ async def _runs_and_records(
         if args.experiment:
             if redis_ is None:
                 raise CLIError("an experiment's runs are listed in Redis, which does not answer")
-            runs += await experiment_runs(redis_, settings, args.experiment)
+            chosen = await experiment_runs(
+                redis_, settings, args.experiment, forks=args.forks or "as-rows"
+            )
+            runs += chosen.rated
         records = await read_assessments(redis_, settings.archive_dir, [r.run_id for r in runs])
         return runs, dict(records)
     finally:

@@ -1,5 +1,6 @@
-"""``contreact assess matrix EXP [--json]``: the experiment's cross-model matrix (the
-paper's Table 2) and its statistics, from every assessment record of its replicas
+"""``contreact assess matrix EXP [--forks none|as-rows|only] [--json]``: the
+experiment's cross-model matrix (the paper's Table 2) and its statistics, from every
+assessment record of its replicas, and of its forks when asked
 (``contreact_analysis.assessments``). The dashboard's Table 2 is the same object:
 ``--json`` prints what the compare page's JSON holds under ``assessments.matrix``.
 Part of the ``assess`` group (``assess.py`` hands ``matrix`` over)."""
@@ -14,6 +15,7 @@ from contreact_cli.connection import redis_client
 from contreact_cli.exceptions import CLIError
 from contreact_cli.output import out, print_json
 from contreact_cli.settings import CLISettings
+from contreact_events.config.run_places import FORK_VIEWS
 
 
 def matrix_parser() -> Parser:
@@ -23,6 +25,13 @@ def matrix_parser() -> Parser:
     )
     p.add_argument("experiment", type=experiment_name, metavar="EXP")
     p.add_argument("--json", action="store_true", help="the matrix as JSON")
+    p.add_argument(
+        "--forks",
+        choices=FORK_VIEWS,
+        default="none",
+        help="the experiment's forks: none (left out), as-rows (each a row 'A -> B at K'), "
+        "only (default none)",
+    )
     return p
 
 
@@ -37,7 +46,9 @@ def cmd_matrix(words: list[str], settings: CLISettings) -> int:
 
     async def read() -> AssessmentMatrix:
         async with redis_client(settings) as redis:
-            return await experiment_matrix(redis, settings.archive_dir, args.experiment)
+            return await experiment_matrix(
+                redis, settings.archive_dir, args.experiment, forks=args.forks
+            )
 
     try:
         matrix = asyncio.run(read())

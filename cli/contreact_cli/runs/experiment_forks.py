@@ -5,7 +5,9 @@ cycle K, so ``experiment run`` sends each one while it follows the experiment, a
 later ``experiment run FILE`` sends those still due. Each is recorded in the
 experiment's record with its request, in one round trip (a replica named
 ``{parent replica}-to-{label}``), so status, cancel and export see it as any run. A
-fork the orchestrator refuses is taken out of the record again, with its reason.
+fork the orchestrator refuses is taken out of the record again, with its reason, and
+not asked for again by this process (a refusal such as "run ... exists" would be
+repeated for ever); the next ``experiment run FILE`` asks again.
 """
 
 from __future__ import annotations
@@ -33,11 +35,19 @@ class ForkSender:
     forks: Sequence[PlannedFork]
     sent: dict[str, tuple[str, str]] = field(default_factory=dict)
     """replica -> (run id, request id) of each fork sent here."""
+    given_up: set[str] = field(default_factory=set)
+    """Replicas whose fork the orchestrator refused: not sent again by this process."""
 
     async def send_ready(self, redis: aioredis.Redis) -> list[str]:
         """Send every fork whose parent has ended the fork's cycle; their run ids."""
         entries = await replica_entries(redis, self.experiment)
-        due = [f for f in self.forks if f.replica not in entries and f.parent.replica in entries]
+        due = [
+            f
+            for f in {f.replica: f for f in self.forks}.values()
+            if f.replica not in entries
+            and f.replica not in self.given_up
+            and f.parent.replica in entries
+        ]
         if not due:
             return []
         parents = [entries[f.parent.replica].run_id for f in due]
@@ -76,6 +86,7 @@ class ForkSender:
                 continue
             await redis.hdel(experiment_replicas_key(self.experiment), replica)
             del self.sent[replica]
+            self.given_up.add(replica)
             out[child] = text(reason)
         return out
 

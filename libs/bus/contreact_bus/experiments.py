@@ -4,7 +4,7 @@ what state each run is in (the listing projection, else the archive)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -14,8 +14,12 @@ from redis.asyncio.client import Pipeline
 
 from contreact_bus.archive import archive_path, read_archive
 from contreact_bus.replies import text, text_map
+from contreact_events.catalog import Event
+from contreact_events.catalog.fork import RunForked
 from contreact_events.config.experiment import Recorded, Submission
+from contreact_events.config.run_places import RunFacts
 from contreact_events.core.fold import fold_all
+from contreact_events.core.state import AgentState
 from contreact_events.names import experiment_replicas_key, run_log_key, run_meta_key
 
 
@@ -51,6 +55,24 @@ class ReplicaEntry:
             attempt=submission.attempt,
             config_sha256=planned.config_sha256,
         )
+
+
+def logged_facts(
+    events: Sequence[Event], experiment: str, state: AgentState | None = None
+) -> RunFacts:
+    """What a run's log says of its place in ``experiment``: its model, the model that
+    ran, and for a fork its parent and K (its last ``RunForked``: a fork of a fork also
+    holds its parent's, copied). ``state``: the log folded, when the caller has it."""
+    state = state or fold_all(events)
+    forked = next((e for e in reversed(events) if isinstance(e, RunForked)), None)
+    return RunFacts(
+        state.run_id,
+        experiment,
+        state.model_name,
+        state.resolved_model,
+        forked.parent_run_id if forked else "",
+        forked.at_cycle if forked else 0,
+    )
 
 
 async def replica_entries(redis: aioredis.Redis, experiment: str) -> dict[str, ReplicaEntry]:

@@ -6,9 +6,9 @@ only Redis holds yet. The pages are served from worker threads; the reader's cor
 runs on the app's event loop (``anyio.from_thread.run``), with one Redis client per app.
 When Redis does not answer, the archive alone is read and the page says so.
 
-A rated run's model label and replica are those of its experiment's run id
-(``EXPERIMENT-LABEL-REPLICA``, ``.N`` for a later attempt); a run not named so is a
-history of its model, its replica its run id. The matrix of a set of records is
+A rated run's row (its group) and replica are its place in its experiment
+(``views.places``, the rule ``contreact assess matrix`` and the report use: a replica
+under its label, a fork as ``A -> B at K``). The matrix of a set of records is
 computed once and kept (``MATRIX_CACHE`` of them): the compare page is re-rendered on
 every change of a live run, the statistics only change with the records.
 """
@@ -31,7 +31,6 @@ from pydantic import BaseModel, ConfigDict
 from contreact_analysis.assessments.results import AssessmentMatrix
 from contreact_bus.assessments import read_assessments
 from contreact_events.catalog.assessment import AssessmentEvent
-from contreact_events.config.experiment import label_and_replica
 from contreact_ui.settings import UISettings
 
 __all__ = [
@@ -41,7 +40,6 @@ __all__ = [
     "Assessments",
     "RatingsPage",
     "Table2Live",
-    "history_of",
 ]
 
 RAW_LIMIT = 4000
@@ -108,22 +106,6 @@ class RatingsPage(_Model):
     counts: dict[str, int]
     """Matching records by status."""
     note: str | None
-
-
-@dataclass(frozen=True)
-class History:
-    run_id: str
-    label: str
-    replica: str
-    model: str
-
-
-def history_of(run_id: str, model: str, experiment: str) -> History:
-    """The label and replica an experiment gave ``run_id``, else its model and its id."""
-    found = label_and_replica(run_id, experiment)
-    if found is not None:
-        return History(run_id, found[0], found[1], model)
-    return History(run_id, model, run_id, model)
 
 
 @dataclass

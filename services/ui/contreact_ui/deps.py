@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Query, Request
 from pydantic import StringConstraints
 
 from contreact_events.config import RUN_ID_PATTERN
+from contreact_events.config.run_places import ForkView
 from contreact_ui.exceptions import StoreUnavailable
 from contreact_ui.settings import UISettings
 from contreact_ui.snapshots import SnapshotCache
@@ -51,6 +52,13 @@ RunId = Annotated[
     ),
 ]
 RunIdItem = Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN.pattern, max_length=128)]
+Forks = Annotated[
+    ForkView | None,
+    Query(
+        description="an experiment's forks: none (left out; the default), as-rows (each a "
+        "row of its own, 'A -> B at K'), only (runs picked by id: as-rows)"
+    ),
+]
 """A run id inside a query list (``?run=A&run=B``)."""
 Seq = Annotated[int, Path(ge=0, le=10_000_000, description="position of the event in the log")]
 

@@ -82,6 +82,43 @@ class ReplicaRow(_Model):
     """The other replicas' runs of the same model."""
 
 
+class ForkRow(_Model):
+    """A fork of one of the experiment's replicas."""
+
+    name: str
+    """Its parent replica and target: ``A-A -> B``."""
+    group: str
+    """Its group in the tables: ``A -> B at K`` (a fork made outside the experiment's
+    file: ``A-A -> B at K``, in none of them)."""
+    made_by: Literal["experiment", "fork"]
+    """The experiment file's ``fork`` section, or ``contreact fork`` (a run that names
+    the experiment, inherited from its parent, but is not one of its runs)."""
+    parent_run_id: str
+    at_cycle: int
+    target: str
+    """The label of the model it runs (else that model)."""
+    model: str
+    resolved_model: str
+    run_id: str
+    status: str
+    cycle: int
+    cycle_count: int
+    earlier: list[str] = Field(default_factory=list)
+    """Forks of its parent replica's earlier attempts."""
+
+
+class ForkDesign(_Model):
+    """The experiment file's ``fork`` section, as its forks show it."""
+
+    at_cycle: list[int]
+    cycle_count: list[int]
+    from_labels: list[str]
+    to: list[str]
+    groups: list[str]
+    """``A -> B at K``, one per direction."""
+    runs: int
+
+
 class ExperimentDesign(_Model):
     models: list[str]
     """The labels, in the order the runs name them."""
@@ -96,12 +133,16 @@ class ExperimentDesign(_Model):
     """label -> the settings its runs share and other models' runs do not."""
     per_replica: list[str]
     """Settings that differ between replicas of one model (a seed offset, ...)."""
+    fork: ForkDesign | None = None
+    """The ``fork`` section (None: the experiment's file has none, or no fork ran yet)."""
 
 
 class ExperimentPage(_Model):
     experiment: str
     design: ExperimentDesign
     replicas: list[ReplicaRow]
+    forks: list[ForkRow] = Field(default_factory=list)
+    """The forks of its replicas: its file's, then any made outside it."""
     statuses: dict[str, int]
     """status -> replicas in it."""
     downloads: list[Link]

@@ -100,6 +100,7 @@ CREATE TABLE IF NOT EXISTS events (
   ts TEXT NOT NULL, cycle INTEGER NOT NULL, task_key TEXT, payload BLOB NOT NULL,
   PRIMARY KEY (run_id, seq)
 );
+CREATE INDEX IF NOT EXISTS events_forked ON events (run_id, seq) WHERE type = 'RunForked';
 CREATE TABLE IF NOT EXISTS texts (
   run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL,
   cycle INTEGER NOT NULL, text TEXT NOT NULL, vector BLOB,

@@ -1,71 +1,69 @@
 """The ratings frame: one row per assessment record (``RunAssessed`` or
-``AssessmentFailed``), joined to the rated run's model label and replica.
+``AssessmentFailed``), joined to the rated run's group (its model label, or a fork's
+``A -> B at K``) and replica.
 
 An evaluator is named by the label of the experiment's model it is (the evaluator
 ``openai/gpt-5`` of an experiment that runs it as ``GPT5`` is ``GPT5``), so a model
-rating its own histories lands on the diagonal; an evaluator that ran no history keeps
-its model name.
+rating its own histories lands on the diagonal. The labels come from the models' own
+replicas, never from forks (a fork runs another model's label's model on a mixed
+history); an evaluator that ran no replica keeps its model name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import pandas as pd
 
 from contreact_analysis.assessments.columns import RATED, ratings_from_rows
 from contreact_analysis.exceptions import AnalysisError
 from contreact_events.catalog.assessment import AssessmentEvent, AssessmentFailed
+from contreact_events.config.run_places import RunPlace
 
-__all__ = ["RatedRun", "ReplicaLike", "evaluator_labels", "rated_runs", "ratings_frame"]
+__all__ = ["RatedRun", "evaluator_labels", "rated_runs", "ratings_frame"]
 
 
 @dataclass(frozen=True)
 class RatedRun:
-    """A rated run (a history): its model label (Table 2's row), replica and model."""
+    """A rated run (a history): its group (Table 2's row), replica and model."""
 
     run_id: str
     label: str
     replica: str
     model: str
+    fork: bool = False
+    """A fork's history: its model names no evaluator (``evaluator_labels``)."""
 
 
-class ReplicaLike(Protocol):
-    """An experiment's replica as ``contreact_bus.experiments.ReplicaEntry`` holds it."""
-
-    @property
-    def run_id(self) -> str: ...
-    @property
-    def label(self) -> str: ...
-    @property
-    def letter(self) -> str: ...
-    @property
-    def model(self) -> str: ...
-
-
-def rated_runs(entries: Iterable[ReplicaLike]) -> list[RatedRun]:
-    """The rated runs of an experiment's replicas (their current attempts)."""
-    return [RatedRun(e.run_id, e.label, e.letter, e.model) for e in entries]
+def rated_runs(places: Iterable[RunPlace]) -> list[RatedRun]:
+    """The rated runs of runs placed in their experiment (``config.run_places``)."""
+    return [RatedRun(p.run_id, p.group, p.letter, p.model, p.is_fork) for p in places]
 
 
 def evaluator_labels(runs: Iterable[RatedRun]) -> dict[str, str]:
-    """Model name -> label, for the models that ran under one label only."""
+    """Model name -> label, from the runs that are no forks, for the models that ran
+    under one label only."""
     labels: dict[str, set[str]] = {}
     for run in runs:
-        labels.setdefault(run.model, set()).add(run.label)
+        if not run.fork:
+            labels.setdefault(run.model, set()).add(run.label)
     return {model: next(iter(names)) for model, names in labels.items() if len(names) == 1}
 
 
 def ratings_frame(
-    records: Iterable[AssessmentEvent], runs: Iterable[RatedRun] | Mapping[str, RatedRun]
+    records: Iterable[AssessmentEvent],
+    runs: Iterable[RatedRun] | Mapping[str, RatedRun],
+    *,
+    labels: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """One row per record (columns in ``columns.COLUMNS``). ``records``: the
     ``RunAssessed`` and ``AssessmentFailed`` events of the rated runs (any order).
-    A record of a run not in ``runs`` is refused: its row and column are unknown."""
+    A record of a run not in ``runs`` is refused: its row and column are unknown.
+    ``labels``: the evaluators' labels (default: ``evaluator_labels(runs)``)."""
     by_id = dict(runs) if isinstance(runs, Mapping) else {r.run_id: r for r in runs}
-    labels = evaluator_labels(by_id.values())
+    labels = evaluator_labels(by_id.values()) if labels is None else labels
     rows = []
     for record in records:
         run = by_id.get(record.run_id)
@@ -78,7 +76,7 @@ def ratings_frame(
     return ratings_from_rows(rows)
 
 
-def _row(record: AssessmentEvent, run: RatedRun, labels: dict[str, str]) -> dict[str, Any]:
+def _row(record: AssessmentEvent, run: RatedRun, labels: Mapping[str, str]) -> dict[str, Any]:
     evaluator = record.evaluator
     row: dict[str, Any] = {
         "run_id": run.run_id,

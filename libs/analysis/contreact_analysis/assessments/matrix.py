@@ -1,20 +1,32 @@
 """An experiment's assessments in one object: the PEI matrix and the patterns grid,
-built from a ratings frame. The CLI's ``contreact assess matrix EXP [--json]`` and the
-dashboard's Table 2 answer with the same object (``matrix_json`` is its JSON)."""
+built from a ratings frame. The CLI's ``contreact assess matrix EXP [--json]``, the
+dashboard's Table 2 and the report answer with the same object, made by the one
+function ``places_matrix`` from the runs placed in their experiment and their records
+(``matrix_json`` is its JSON)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from contreact_analysis.assessments.agreement import ALPHA_RESAMPLES
+from contreact_analysis.assessments.frame import evaluator_labels, rated_runs, ratings_frame
 from contreact_analysis.assessments.patterns import patterns_grid
 from contreact_analysis.assessments.pei import pei_matrix
 from contreact_analysis.assessments.results import AssessmentMatrix
+from contreact_events.catalog.assessment import AssessmentEvent
+from contreact_events.config.run_places import (
+    ForkView,
+    RunPlace,
+    Selection,
+    group_order,
+    ordered,
+    select,
+)
 
-__all__ = ["build_matrix", "matrix_json"]
+__all__ = ["build_matrix", "matrix_json", "places_matrix"]
 
 SCALE_INSTRUMENTS = ("pei",)
 LABEL_INSTRUMENTS = ("patterns",)
@@ -41,6 +53,37 @@ def build_matrix(
         if "patterns" in instruments
         else None,
     )
+
+
+def places_matrix(
+    places: Iterable[RunPlace],
+    records: Mapping[str, Sequence[AssessmentEvent]],
+    *,
+    forks: ForkView = "none",
+    experiment: str | None = None,
+    resamples: int = ALPHA_RESAMPLES,
+    selection: Selection | None = None,
+) -> AssessmentMatrix:
+    """The matrix of an experiment's runs (``places``: every run it has, placed by
+    ``config.run_places``) from their records (run id -> records). It counts what
+    ``select`` keeps: each replica's current attempt, the forks as ``forks`` says, never
+    a fork made outside the experiment's file. The evaluators are named by the labels of
+    every replica's model; rows and columns follow ``group_order``. One function for the
+    CLI, the dashboard and the report, so the three give the same matrix. ``selection``:
+    the runs to count when they were picked otherwise (the dashboard's runs by id)."""
+    everyone = list(places)
+    selection = select(everyone, forks) if selection is None else selection
+    chosen = ordered(selection.runs)
+    runs = rated_runs(chosen)
+    frame = ratings_frame(
+        [record for run in runs for record in records.get(run.run_id, ())],
+        runs,
+        labels=evaluator_labels(rated_runs(everyone)),
+    )
+    matrix = build_matrix(
+        frame, experiment=experiment, history_order=group_order(chosen), resamples=resamples
+    )
+    return matrix.model_copy(update={"forks": forks, "left_out": selection.note_lines(forks)})
 
 
 def matrix_json(matrix: AssessmentMatrix) -> dict[str, Any]:

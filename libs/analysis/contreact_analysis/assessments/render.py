@@ -65,6 +65,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 def render_matrix(matrix: AssessmentMatrix) -> str:
     title = f"experiment {_name(matrix.experiment, 48)}" if matrix.experiment else "these runs"
     lines = [f"Assessments of {title}: {matrix.runs} run(s), {matrix.records} record(s)"]
+    lines += [f"({_name(note, 400)})" for note in matrix.left_out]
     if matrix.pei is None and matrix.patterns is None:
         lines.append("no assessment recorded yet (`contreact assess --experiment EXP` makes them)")
     if matrix.pei is not None:

@@ -225,3 +225,9 @@ class AssessmentMatrix(_Model):
     """None when no run has a PEI answer."""
     patterns: PatternsGrid | None
     """None when no run has a patterns answer."""
+    forks: str = "none"
+    """How the experiment's forks are counted: ``none`` (left out), ``as-rows`` (each a
+    row of its own, ``A -> B at K``), ``only``."""
+    left_out: list[str] = []
+    """What the matrix leaves out, one line each (earlier attempts, forks, forks made
+    outside the experiment's file)."""

@@ -5,7 +5,10 @@ Table 1 figures from ``contreact_events.protocol.table1``, as the dashboard's re
 take them. A memory change says who made it (``written_by``): the agent, through its own
 tool call, or the platform, through the memory policy's store
 (``PersistentMemoryStored``); Table 1's unique memory keys are the agent's own, the
-policy's kept apart (``platform_memory_keys``). Pure: no I/O."""
+policy's kept apart (``platform_memory_keys``).
+A fork's rows are its own cycles' (K+1..), its Table 1 figures and totals
+theirs, unless ``inherited`` asks for the cycles it copied from its parent too; its
+label is ``PARENT-LABEL -> TARGET-LABEL at K`` (``config.run_places``). Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from typing import Any
 import orjson
 
 from contreact_analysis.exceptions import UnreadableRun
+from contreact_analysis.frames.fork_rows import own_rows
 from contreact_events.catalog import Event
 from contreact_events.catalog.cognition import PersistentMemoryRequested, PersistentMemoryStored
 from contreact_events.catalog.cycle import (
@@ -26,6 +30,7 @@ from contreact_events.catalog.cycle import (
     ReflectionRecorded,
 )
 from contreact_events.catalog.diversity import SimilarityAssessed
+from contreact_events.catalog.fork import RunForked
 from contreact_events.catalog.run import RunStarted
 from contreact_events.catalog.tool import (
     OperatorMessageSent,
@@ -34,7 +39,7 @@ from contreact_events.catalog.tool import (
     ToolCallRequested,
 )
 from contreact_events.config.experiment import config_sha256
-from contreact_events.config.experiment import label_and_replica as replica_of
+from contreact_events.config.run_places import RunFacts, RunPlace, run_places
 from contreact_events.core.fold import fold
 from contreact_events.core.state import AgentState
 from contreact_events.exceptions import ContReActEventError
@@ -65,6 +70,7 @@ ROW_TYPES = frozenset(
         "CycleEnded",
         "PersistentMemoryRequested",
         "PersistentMemoryStored",
+        "RunForked",
     }
 )
 """The event types that add or change a row besides the events table's."""
@@ -84,19 +90,48 @@ class RunRows:
     operator: list[Row] = field(default_factory=list)
     memory: list[Row] = field(default_factory=list)
     state: AgentState | None = None
+    forked: RunForked | None = None
+    """A fork's ``RunForked`` (its parent, K, the events it copied)."""
+
+
+def run_facts(run: Row) -> RunFacts:
+    """What a run's row says of its place (its experiment, model, parent and K)."""
+    return RunFacts(
+        run_id=run["run_id"],
+        experiment=run["experiment"] or "",
+        model=run["model"],
+        ran=run["resolved_model"] or "",
+        parent_run_id=run["parent_run_id"] or "",
+        at_cycle=run["at_cycle"] or 0,
+    )
+
+
+def place_columns(place: RunPlace) -> Row:
+    """The runs table's columns of a run's place: label (Table 1's group), replica
+    (a fork: its parent's letter; a run of no experiment's replicas: none), kind."""
+    replica = place.letter if place.kind in ("replica", "fork") else None
+    return {
+        "label": place.group,
+        "replica": replica,
+        "kind": place.kind,
+        "attempt": place.attempt,
+    }
 
 
 def label_and_replica(run_id: str, model: str, experiment: str) -> tuple[str, str]:
-    """The model's label and the replica letter of an experiment's run
-    (``{experiment}-{label}-{letter}[.attempt]``, read by the config's
-    ``label_and_replica``); the model name and "" otherwise."""
-    found = replica_of(run_id, experiment)
-    return found if found is not None else (model, "")
+    """A run's label and replica letter as its place alone says them (``run_places``):
+    an experiment's replica ``{experiment}-{label}-{letter}[.attempt]``; the model name
+    and "" for a run not named so."""
+    place = run_places([RunFacts(run_id, experiment, model)])[run_id]
+    return place.group, place.letter if place.kind == "replica" else ""
 
 
-def run_rows(run_id: str, events: Iterable[Event], *, digest: bool = True) -> RunRows:
-    """Fold ``events`` (one run's log, in order) into the run's rows.
-    UnreadableRun when an event cannot be folded (names the run and the event)."""
+def run_rows(
+    run_id: str, events: Iterable[Event], *, digest: bool = True, inherited: bool = False
+) -> RunRows:
+    """Fold ``events`` (one run's log, in order) into the run's rows; a fork's own
+    cycles only unless ``inherited``. UnreadableRun when an event cannot be folded
+    (names the run and the event)."""
     builder = _Builder(run_id)
     state = AgentState(run_id=run_id)
     for event in events:
@@ -110,7 +145,8 @@ def run_rows(run_id: str, events: Iterable[Event], *, digest: bool = True) -> Ru
                 "check the log with `contreact rebuild`"
             ) from None
         builder.add(event, state)
-    return builder.finish(state, digest=digest)
+    rows = builder.finish(state, digest=digest)
+    return rows if inherited else own_rows(rows)
 
 
 class _Builder:
@@ -131,6 +167,9 @@ class _Builder:
         self.first_ts: datetime | None = None
         self.last_ts: datetime | None = None
         self.started: RunStarted | None = None
+        self.forked: RunForked | None = None
+        self.own_first_ts: datetime | None = None
+        """A fork: the time of its first own event (``RunForked``)."""
 
     def cycle(self, number: int) -> Row:
         row = self.cycles.get(number)
@@ -175,6 +214,8 @@ class _Builder:
         match event:
             case RunStarted():
                 self.started = event
+            case RunForked():
+                self.forked, self.own_first_ts = event, event.ts
             case CycleStarted():
                 row = self.cycle(event.cycle)
                 row["started_at"], row["advisory"] = event.ts, event.advisory
@@ -277,6 +318,8 @@ class _Builder:
 
     def finish(self, state: AgentState, *, digest: bool) -> RunRows:
         metrics = run_metrics(state)
+        forked = self.forked
+        at_cycle = forked.at_cycle if forked else 0
         keys_by_cycle = self._keys_by_cycle(len(metrics))
         cycles = []
         for number, m in enumerate(metrics, start=1):
@@ -286,18 +329,16 @@ class _Builder:
             row["tokens"] = m.prompt_tokens + m.completion_tokens
             row["memory_keys"] = keys_by_cycle[number - 1]
             row["complete"] = row["ended_at"] is not None
+            row["inherited"] = number <= at_cycle
             cycles.append(row)
         summary = run_summary(state)
         config = state.config
         experiment = summary.experiment
-        label, replica = label_and_replica(self.run_id, summary.model, experiment)
         started = self.started
         ended = self.last_ts if state.terminal else None
         run: Row = {
             "run_id": self.run_id,
             "experiment": experiment or None,
-            "label": label,
-            "replica": replica or None,
             "model": summary.model,
             "resolved_model": summary.resolved_model or None,
             "backend": summary.backend,
@@ -330,8 +371,11 @@ class _Builder:
             else None,
             "config": config.model_dump_json() if config else None,
             "state_digest": state.digest() if digest else None,
+            "parent_run_id": forked.parent_run_id if forked else None,
+            "at_cycle": at_cycle or None,
             **run_table1(metrics, len(self.memory) - len(self.platform_keys)),
         }
+        run.update(place_columns(run_places([run_facts(run)])[self.run_id]))
         messages = self._messages(state)
         return RunRows(
             run=run,
@@ -342,6 +386,7 @@ class _Builder:
             operator=list(self.operator.values()),
             memory=self.memory_rows,
             state=state,
+            forked=forked,
         )
 
     def _keys_by_cycle(self, cycles: int) -> list[int]:

@@ -79,11 +79,13 @@ async def collect_frames(
     *,
     run_ids: Sequence[str] = (),
     experiment: str | None = None,
+    inherited: bool = False,
 ) -> RunFrames:
-    """The tables of the runs named, or of every run of ``experiment``. Each run is read
-    and folded into its rows before the next is read, so only one log is held at a
-    time; the cyclic garbage collector pauses while rows are made (``bulk``: events,
-    states and rows hold no reference cycles)."""
+    """The tables of the runs named, or of every run of ``experiment`` (a fork's own
+    cycles, or with ``inherited`` those it copied too). Each run is read and folded
+    into its rows before the next is read, so only one log is held at a time; the
+    cyclic garbage collector pauses while rows are made (``bulk``: events, states and
+    rows hold no reference cycles)."""
     if bool(run_ids) == bool(experiment):
         raise NoRuns("name runs or one experiment (not both, not neither)")
     ids = list(run_ids) if run_ids else await experiment_runs(redis, archive_dir, str(experiment))
@@ -91,6 +93,6 @@ async def collect_frames(
     for run_id in dict.fromkeys(ids):
         events = await load_log(redis, archive_dir, run_id)
         with bulk():
-            rows.append(run_rows(run_id, events))
+            rows.append(run_rows(run_id, events, inherited=inherited))
     with bulk():
         return frames_from_rows(rows)

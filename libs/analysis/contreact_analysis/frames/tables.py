@@ -1,20 +1,34 @@
 """The dataframes: one table per level, each with the ids that join it to the others
 (``run_id``; ``run_id`` + ``cycle``; ``task_id`` for tool calls and operator exchanges),
-and a declared dtype for every column, so a parquet or CSV file reads back the same."""
+and a declared dtype for every column, so a parquet or CSV file reads back the same.
+
+A run's ``label``, ``replica`` and ``kind`` are its place in its experiment, placed
+among every run of the frames by the one rule the dashboard and the report use
+(``contreact_events.config.run_places``): a replica under its model's label, a fork of
+the experiment's file as ``PARENT-LABEL -> TARGET-LABEL at K`` with its parent's letter,
+any other fork ``outside``, any other run under its model. A fork's rows are its own
+cycles' unless the builders are asked for the ``inherited`` ones too."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from operator import itemgetter
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]  # no stubs published
 
-from contreact_analysis.frames.run_rows import TOOL_COLUMNS, RunRows, run_rows
+from contreact_analysis.frames.run_rows import (
+    TOOL_COLUMNS,
+    RunRows,
+    place_columns,
+    run_facts,
+    run_rows,
+)
 from contreact_events.catalog import Event
 from contreact_events.catalog.cycle import CycleMetrics
+from contreact_events.config.run_places import Kind, RunPlace, run_places
 from contreact_events.protocol.table1 import TABLE1
 from contreact_events.wire.codec import bulk
 
@@ -26,6 +40,10 @@ RUNS: dict[str, str] = {
     "experiment": STR,
     "label": STR,
     "replica": STR,
+    "kind": STR,
+    "attempt": "int64",
+    "parent_run_id": STR,
+    "at_cycle": "Int64",
     "model": STR,
     "resolved_model": STR,
     "backend": STR,
@@ -61,6 +79,7 @@ CYCLES: dict[str, str] = {
     "ended_at": TS,
     "ended_by": STR,
     "complete": "bool",
+    "inherited": "bool",
     **{
         name: ("float64" if info.annotation is float else "int64")
         for name, info in CycleMetrics.model_fields.items()
@@ -150,6 +169,27 @@ class RunFrames:
     def tables(self) -> dict[str, pd.DataFrame]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    def places(self) -> list[RunPlace]:
+        """Each run's place in its experiment, as the runs table holds it."""
+        columns = ["run_id", "kind", "label", "replica", "model", "attempt", "parent_run_id"]
+        rows = self.runs[[*columns, "at_cycle", "experiment"]].astype(object)
+        return [
+            RunPlace(
+                run_id=str(run_id),
+                kind=cast(Kind, str(kind)),
+                group=str(label),
+                letter=str(run_id) if pd.isna(replica) else str(replica),
+                model=str(model),
+                attempt=int(attempt),
+                parent_run_id="" if pd.isna(parent) else str(parent),
+                at_cycle=0 if pd.isna(k) else int(k),
+                experiment="" if pd.isna(experiment) else str(experiment),
+            )
+            for run_id, kind, label, replica, model, attempt, parent, k, experiment in (
+                rows.itertuples(index=False, name=None)
+            )
+        ]
+
 
 SCHEMAS: dict[str, dict[str, str]] = {
     "runs": RUNS,
@@ -178,9 +218,12 @@ def frame(rows: Sequence[Mapping[str, Any]], schema: Mapping[str, str]) -> pd.Da
 
 
 def frames_from_rows(runs: Iterable[RunRows]) -> RunFrames:
+    """The tables of the runs' rows, each run placed among them all (``run_places``)."""
     collected: dict[str, list[Mapping[str, Any]]] = {name: [] for name in SCHEMAS}
-    for rows in runs:
-        collected["runs"].append(rows.run)
+    given = list(runs)
+    places = run_places(run_facts(rows.run) for rows in given)
+    for rows in given:
+        collected["runs"].append(rows.run | place_columns(places[rows.run["run_id"]]))
         collected["cycles"].extend(rows.cycles)
         collected["tool_calls"].extend(rows.tool_calls)
         collected["messages"].extend(rows.messages)
@@ -190,11 +233,14 @@ def frames_from_rows(runs: Iterable[RunRows]) -> RunFrames:
     return RunFrames(**{name: frame(collected[name], SCHEMAS[name]) for name in SCHEMAS})
 
 
-def build_frames(logs: Mapping[str, Iterable[Event]], *, digest: bool = True) -> RunFrames:
+def build_frames(
+    logs: Mapping[str, Iterable[Event]], *, digest: bool = True, inherited: bool = False
+) -> RunFrames:
     """The tables of the runs in ``logs`` (run id -> its events, in log order), each run
-    folded once (the cyclic garbage collector paused: ``bulk``). UnreadableRun names
-    a run whose log does not fold."""
+    folded once (the cyclic garbage collector paused: ``bulk``); ``inherited``: a fork's
+    copied cycles too. UnreadableRun names a run whose log does not fold."""
     with bulk():
         return frames_from_rows(
-            run_rows(run_id, events, digest=digest) for run_id, events in logs.items()
+            run_rows(run_id, events, digest=digest, inherited=inherited)
+            for run_id, events in logs.items()
         )

@@ -1,6 +1,11 @@
 """The report of a set of runs as one self-contained HTML page: everything it shows is
 computed here from the dataframes and the statistics, then rendered by one Jinja
-template with autoescape on (agent text is text, never markup)."""
+template with autoescape on (agent text is text, never markup).
+
+Its tables count what the dashboard's count, by the same rule
+(``contreact_events.config.run_places.select``): each replica's current attempt under
+its label, the experiment's forks as their own ``A -> B at K`` groups only when asked
+(``forks``), never a fork made outside the experiment's file; every run is listed."""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from contreact_analysis.report.charts import trajectory_chart
 from contreact_analysis.stats.paired import paired_differences
 from contreact_analysis.stats.table1 import finished, table1
 from contreact_analysis.stats.trajectories import TRAJECTORY_METRICS, trajectories
+from contreact_events.config.run_places import ForkView, group_order, select
 from contreact_events.protocol import CITATION
 from contreact_events.protocol.table1 import TABLE1, paper_table1
 from contreact_events.untrusted_text import display
@@ -77,21 +83,27 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     ]
 
 
+def _groups(runs: pd.DataFrame) -> list[dict[str, Any]]:
+    return [
+        {
+            "label": str(label),
+            "model": ", ".join(sorted({str(m) for m in members["model"]})),
+            "backend": ", ".join(sorted({str(b) for b in members["backend"]})),
+            "runs": len(members),
+            "completed": int((members["status"] == "completed").sum()),
+        }
+        for label, members in runs.groupby("label", sort=True)
+    ]
+
+
 def _design(runs: pd.DataFrame) -> dict[str, Any]:
     first = runs.iloc[0]
     config = json.loads(first["config"]) if isinstance(first["config"], str) else {}
+    forks = runs["kind"] == "fork"
     return {
         "experiment": display(first["experiment"]) or "(runs without an experiment)",
-        "models": [
-            {
-                "label": str(label),
-                "model": ", ".join(sorted({str(m) for m in members["model"]})),
-                "backend": ", ".join(sorted({str(b) for b in members["backend"]})),
-                "runs": len(members),
-                "completed": int((members["status"] == "completed").sum()),
-            }
-            for label, members in runs.groupby("label", sort=True)
-        ],
+        "models": _groups(runs[~forks & (runs["kind"] != "outside")]),
+        "forks": _groups(runs[forks]),
         "runs": len(runs),
         "cycle_count": sorted({int(c) for c in runs["cycle_count"]}),
         "diversity": config.get("diversity", {}),
@@ -145,15 +157,20 @@ def build_report(
     title: str,
     command: str,
     table2: PEIMatrix | None = None,
+    forks: ForkView = "none",
     resamples: int = 9_999,
     now: datetime | None = None,
 ) -> Report:
-    """Everything the page shows, from the runs' tables (``frames``)."""
+    """Everything the page shows, from the runs' tables (``frames``); ``table2`` the
+    matrix of the same ``forks`` view."""
     runs = frames.runs
     if runs.empty:
         raise ValueError("a report needs at least one run")
-    done = finished(runs)
-    groups = sorted({str(g) for g in done["label"]})
+    selection = select(frames.places(), forks)
+    chosen = runs[runs["run_id"].isin([p.run_id for p in selection.runs])]
+    done = finished(chosen)
+    completed = {str(g) for g in done["label"]}
+    groups = [g for g in group_order(selection.runs) if g in completed]
     stats = table1(done) if not done.empty else pd.DataFrame()
     cells = {(r["group"], r["metric"]): r for r in _records(stats)}
     table_rows = [
@@ -167,7 +184,7 @@ def build_report(
     reference = paper_table1()
     paper_rows = [{"label": m.label, "values": reference.rows.get(m.metric, [])} for m in TABLE1]
     paired = []
-    notes = []
+    notes = selection.note_lines(forks)
     if len(groups) >= 2:
         for i, first in enumerate(groups):
             for second in groups[i + 1 :]:
@@ -184,10 +201,10 @@ def build_report(
             charts.append(
                 {"metric": name, "title": caption, "svg": trajectory_chart(paths, name, caption)}
             )
-    if len(done) < len(runs):
+    if len(done) < len(chosen):
         notes.append(
-            f"{len(runs) - len(done)} of {len(runs)} runs did not complete: they are listed "
-            "below but left out of the statistics"
+            f"{len(chosen) - len(done)} of {len(chosen)} runs did not complete: they are "
+            "listed below but left out of the statistics"
         )
     return Report(
         title=title,

@@ -39,10 +39,10 @@ def paired_differences(
     a = runs[runs[by] == first].set_index(pair_on)
     b = runs[runs[by] == second].set_index(pair_on)
     shared = sorted(set(a.index.dropna()) & set(b.index.dropna()))
-    if not shared:
+    if len(shared) < 2:
         raise NotEnoughData(
-            f"{first} and {second} share no {pair_on}: pairs need runs of the same experiment "
-            "replica (A with A, ...)"
+            f"{first} and {second} share {len(shared) or 'no'} {pair_on}: a paired test needs "
+            "two or more pairs of runs of the same experiment replica (A with A, ...)"
         )
     for side, name in ((a, first), (b, second)):
         twice = sorted({str(r) for r in side.index[side.index.duplicated()].dropna()})

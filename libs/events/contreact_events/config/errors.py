@@ -44,4 +44,4 @@ def _allowed_keys(loc: tuple[int | str, ...], root: type[BaseModel]) -> str:
         if not nested:
             break
         model = nested[0]
-    return ", ".join(model.model_fields)
+    return ", ".join(field.alias or name for name, field in model.model_fields.items())

@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-import string
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import orjson
 from pydantic import (
@@ -39,7 +38,9 @@ from pydantic import (
     StrictBool,
     StrictInt,
     ValidationError,
+    ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from contreact_events.config import (
@@ -58,6 +59,13 @@ from contreact_events.config import (
     describe_validation_error,
     parse_run_config,
 )
+from contreact_events.config.run_places import (  # the names an experiment gives its runs
+    REPLICA_RUN_ID as REPLICA_RUN_ID,
+)
+from contreact_events.config.run_places import attempt_run_id as attempt_run_id
+from contreact_events.config.run_places import label_and_replica as label_and_replica
+from contreact_events.config.run_places import replica_letter as replica_letter
+from contreact_events.config.run_places import replica_run_id as replica_run_id
 from contreact_events.exceptions import ConfigError
 
 EXPERIMENT_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
@@ -128,7 +136,9 @@ class ForkSection(BaseModel):
     """``fork:``: every replica of the ``from`` models (default: all), once it has ended
     cycle ``at_cycle``, is forked to each of the ``to`` models (default: every other
     one), which runs the cycles after it up to ``cycle_count`` (the paper's model swap,
-    made general). A fork runs under the target model's own settings."""
+    made general). A fork runs under the target model's own settings; a model is never
+    forked to itself. An empty or repeated list is refused (a repeated label asked for
+    the same fork twice, which ``experiment run`` could never settle)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -137,6 +147,26 @@ class ForkSection(BaseModel):
     """The forks' ``cycle_count``: above ``at_cycle``."""
     from_labels: tuple[str, ...] | None = Field(default=None, alias="from")
     to: tuple[str, ...] | None = None
+
+    @field_validator("from_labels", "to")
+    @classmethod
+    def _labels(cls, value: tuple[str, ...] | None, info: ValidationInfo) -> tuple[str, ...] | None:
+        key = "from" if info.field_name == "from_labels" else "to"
+        if value is None:
+            return value
+        if not value:
+            _refuse(f"fork.{key} is empty: leave it out to {FORK_DEFAULTS[key]}, or name a label")
+        twice = sorted({label for label in value if value.count(label) > 1})
+        if twice:
+            _refuse(f"fork.{key} names {', '.join(twice)} twice: name each model once")
+        return value
+
+
+FORK_DEFAULTS = {"from": "fork every model's replicas", "to": "fork to every other model"}
+
+
+def _refuse(problem: str) -> NoReturn:
+    raise ValueError(problem)
 
 
 class ExperimentConfig(RunOptions):
@@ -160,6 +190,30 @@ class ExperimentConfig(RunOptions):
                 "letter or digit"
             )
         return value
+
+    @model_validator(mode="after")
+    def _forks_made(self) -> ExperimentConfig:
+        """A ``fork`` section that names no model of the experiment, or makes no fork,
+        is refused: it would fork nothing, silently."""
+        section = self.fork
+        if section is None:
+            return self
+        labels = [model.name for model in self.models]
+        if len(labels) < 2:
+            _refuse(
+                f"fork: the experiment has one model ({labels[0]}) and a fork goes to another "
+                "model: add a model, or remove the fork section"
+            )
+        named = {*(section.from_labels or ()), *(section.to or ())}
+        if not named <= set(labels):
+            return self  # the fork plan names the unknown label (core.experiment_forks)
+        sources, targets = section.from_labels or labels, section.to or labels
+        if not any(target != source for source in sources for target in targets):
+            _refuse(
+                f"fork: from [{', '.join(sources)}] to [{', '.join(targets)}] makes no fork "
+                "(a model is never forked to itself): name other models in 'to'"
+            )
+        return self
 
 
 @dataclass(frozen=True)
@@ -186,40 +240,6 @@ class PlannedRun:
 def config_sha256(config: RunConfig) -> str:
     data = config.model_dump(mode="json", exclude={"run_id"})
     return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
-
-
-def replica_letter(index: int) -> str:
-    """A, B, ... Z, AA, AB, ...: the paper's variant names, extended."""
-    letters = string.ascii_uppercase
-    if index < len(letters):
-        return letters[index]
-    first, second = divmod(index - len(letters), len(letters))
-    return letters[first] + letters[second]
-
-
-def replica_run_id(experiment: str, label: str, letter: str) -> str:
-    return f"{experiment}-{label}-{letter}"
-
-
-REPLICA_RUN_ID = re.compile(r"(.+)-([A-Z]{1,2})(?:\.\d+)?")
-"""What follows ``{experiment}-`` in a replica's run id: its label, its letter (two at
-most: ``MAX_REPLICAS``) and, for a later attempt, ``.N``."""
-
-
-def label_and_replica(run_id: str, experiment: str) -> tuple[str, str] | None:
-    """The model label and the replica letter ``experiment`` gave ``run_id``
-    (``replica_run_id``, ``.N`` for a later attempt), or None for a run not named so.
-    What the dashboard and the analysis frames read a replica's place from."""
-    if experiment and run_id.startswith(f"{experiment}-"):
-        found = REPLICA_RUN_ID.fullmatch(run_id[len(experiment) + 1 :])
-        if found:
-            return found.group(1), found.group(2)
-    return None
-
-
-def attempt_run_id(first: str, attempt: int) -> str:
-    """The run id of a replica's ``attempt`` (1: the first id itself)."""
-    return first if attempt <= 1 else f"{first}.{attempt}"
 
 
 def default_label(model_name: str) -> str:

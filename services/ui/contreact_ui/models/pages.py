@@ -256,6 +256,9 @@ class ComparePage(_Model):
     citation: str
     assessments: Table2Live | None = None
     """Table 2 of these runs, from their assessment records."""
+    forks: str = "none"
+    """How an experiment's forks are counted: ``none`` (left out), ``as-rows`` (each
+    fork of the experiment's file a group ``A -> B at K`` of its own), ``only``."""
 
 
 class ComposePage(_Model):

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from contreact_ui.assessments import Assessments, RatingsPage
-from contreact_ui.deps import Conn, RunIdItem
+from contreact_ui.deps import Conn, Forks, RunIdItem
 from contreact_ui.pages import Pages
 from contreact_ui.views.assessments import ratings_page
 
@@ -32,6 +32,7 @@ def assessments(
     status: Annotated[
         str | None, Query(pattern="^(rated|unparseable|refused|off_scale|failed)$")
     ] = None,
+    forks: Forks = None,
 ) -> RatingsPage:
     """Assessment records with their raw answers: a Table 2 cell's, a run's, a model's."""
     return ratings_page(
@@ -44,4 +45,5 @@ def assessments(
         evaluator=evaluator,
         instrument=instrument,
         status=status,
+        forks=forks,
     )

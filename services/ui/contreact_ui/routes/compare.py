@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query
 
 from contreact_ui.assessments import Assessments
-from contreact_ui.deps import Conn, RunIdItem
+from contreact_ui.deps import Conn, Forks, RunIdItem
 from contreact_ui.models import ComparePage
 from contreact_ui.pages import Pages
 from contreact_ui.views.assessments import table2_live
@@ -27,16 +27,22 @@ def compare(
     model: Annotated[list[str] | None, Query(description="models to compare")] = None,
     experiment: str | None = None,
     by: Annotated[str | None, Query(pattern="^(model|run|experiment)$")] = None,
+    forks: Forks = None,
 ) -> ComparePage:
     """Runs or models side by side; Table 1 beside the paper's figures; Table 2."""
-    page = compare_page(conn, runs=run or [], models=model or [], experiment=experiment, by=by)
+    page = compare_page(
+        conn, runs=run or [], models=model or [], experiment=experiment, by=by, forks=forks
+    )
     scope = [("run", r) for r in run or []] + [("model", m) for m in model or []]
     scope += [("experiment", experiment)] if experiment else []
+    scope += [("forks", forks)] if forks else []
     table2 = table2_live(
         conn,
         reader,
-        [run_id for group in page.groups for run_id in group.runs],
+        runs=run or [],
+        models=model or [],
         experiment=experiment,
+        forks=forks,
         ratings_query=urlencode(scope),
     )
     return page.model_copy(update={"assessments": table2})

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path
 from fastapi.responses import Response
 
 from contreact_events.config import RUN_ID_PATTERN
-from contreact_ui.deps import Conn
+from contreact_ui.deps import Conn, Forks
 from contreact_ui.page_models import ExperimentPage
 from contreact_ui.pages import Pages, download, download_responses
 from contreact_ui.views import experiment as views
@@ -53,6 +53,6 @@ def exports_zip(conn: Conn, name: Experiment) -> Response:
     response_class=Response,
     responses=download_responses("text/csv", "Table 1 by model"),
 )
-def table1_csv(conn: Conn, name: Experiment) -> Response:
+def table1_csv(conn: Conn, name: Experiment, forks: Forks = None) -> Response:
     """Table 1 of the experiment by model, with the paper's figures, as CSV."""
-    return download(views.table1_csv(conn, name), "text/csv", f"{name}.table1.csv")
+    return download(views.table1_csv(conn, name, forks), "text/csv", f"{name}.table1.csv")

@@ -21,7 +21,7 @@ from contreact_events.config import RUN_ID_PATTERN
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.assessments import Assessments
-from contreact_ui.deps import Conn
+from contreact_ui.deps import Conn, Forks
 from contreact_ui.exceptions import BadQuery, RunNotProjected
 from contreact_ui.views.assessments import table2_live
 
@@ -55,19 +55,24 @@ def experiment_logs(conn: sqlite3.Connection, experiment: str) -> dict[str, list
 @router.get(
     "/experiments/{experiment}/report.html", response_class=HTMLResponse, include_in_schema=False
 )
-def experiment_report(conn: Conn, reader: Assessments, experiment: Experiment) -> HTMLResponse:
+def experiment_report(
+    conn: Conn, reader: Assessments, experiment: Experiment, forks: Forks = None
+) -> HTMLResponse:
     """The experiment's report, as `contreact report` writes it; Table 2 from the
     assessment records the compare page reads (``views.assessments.table2_live``)."""
+    view = forks or "none"
     try:
         logs = experiment_logs(conn, experiment)
         frames = build_frames(logs)
-        live = table2_live(conn, reader, list(logs), experiment=experiment, ratings_query="")
+        live = table2_live(conn, reader, experiment=experiment, forks=view, ratings_query="")
         pei = live.matrix.pei if live.matrix is not None else None
+        command = f"contreact report {experiment} --out {experiment}.html"
         report = build_report(
             frames,
             title=f"Experiment {experiment}",
-            command=f"contreact report {experiment} --out {experiment}.html",
+            command=command + (f" --forks {view}" if view != "none" else ""),
             table2=pei if pei is not None and pei.ratings else None,
+            forks=view,
         )
     except (AnalysisError, ContReActEventError) as exc:
         raise BadQuery(f"experiment {experiment}: no report ({exc})") from None

@@ -12,37 +12,36 @@ from collections.abc import Sequence
 from typing import Any
 
 from contreact_events.catalog.assessment import AssessmentEvent
+from contreact_events.config.run_places import ForkView, RunPlace, Selection
 from contreact_ui.assessments import (
     MAX_ROWS,
     RAW_LIMIT,
     AssessmentReader,
     AssessmentRow,
-    History,
     RatingsPage,
     Table2Live,
-    history_of,
 )
 from contreact_ui.exceptions import RunNotProjected
+from contreact_ui.views.places import counted, places_of
 
 MAX_RUNS = 500
 
 
 def select_runs(
-    conn: sqlite3.Connection, runs: Sequence[str], models: Sequence[str], experiment: str | None
-) -> list[History]:
-    """The runs named, else those of the models and experiment given (as on /compare)."""
+    conn: sqlite3.Connection,
+    runs: Sequence[str],
+    models: Sequence[str],
+    experiment: str | None,
+    forks: ForkView | None = None,
+) -> tuple[list[RunPlace], Selection]:
+    """The runs named, else those of the models and experiment given (as on /compare),
+    placed; and what a table of them counts (``views.places.counted``: ``forks``
+    defaults to ``as-rows`` for runs named, ``none`` otherwise)."""
     if runs:
-        marks = ", ".join("?" * len(runs))
-        found = {
-            r[0]: r
-            for r in conn.execute(
-                f"SELECT run_id, model, experiment FROM runs WHERE run_id IN ({marks})", list(runs)
-            )
-        }
-        missing = [r for r in runs if r not in found]
+        places = places_of(conn, runs)
+        missing = [r for r in runs if r not in places]
         if missing:
             raise RunNotProjected(f"no run {', '.join(map(repr, missing))} here (see /runs)")
-        rows = [found[r] for r in dict.fromkeys(runs)]
     else:
         where, args = [], []
         if models:
@@ -53,49 +52,56 @@ def select_runs(
             args.append(experiment)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         rows = conn.execute(
-            f"SELECT run_id, model, experiment FROM runs {clause} "
-            "ORDER BY model, created_at, run_id LIMIT ?",
+            f"SELECT run_id FROM runs {clause} ORDER BY model, created_at, run_id LIMIT ?",
             [*args, MAX_RUNS],
         ).fetchall()
-    return [history_of(r[0], r[1], r[2]) for r in rows]
-
-
-def _frame(histories: Sequence[History], records: dict[str, list[AssessmentEvent]]) -> Any:
-    from contreact_analysis.assessments.frame import RatedRun, ratings_frame
-
-    runs = [RatedRun(h.run_id, h.label, h.replica, h.model) for h in histories]
-    return ratings_frame([r for h in histories for r in records.get(h.run_id, [])], runs)
+        places = places_of(conn, [r[0] for r in rows])
+    everyone = list(places.values())
+    view: ForkView = forks or ("as-rows" if runs else "none")
+    return everyone, counted(everyone, view, by_id=bool(runs))
 
 
 def table2_live(
     conn: sqlite3.Connection,
     reader: AssessmentReader,
-    run_ids: Sequence[str],
     *,
+    runs: Sequence[str] = (),
+    models: Sequence[str] = (),
     experiment: str | None,
+    forks: ForkView | None = None,
     ratings_query: str,
 ) -> Table2Live:
-    histories = select_runs(conn, run_ids, (), None) if run_ids else []
-    records, note = reader.records([h.run_id for h in histories])
+    """Table 2 of a selection (as ``select_runs``), by ``places_matrix``: the function
+    ``contreact assess matrix`` and the report use."""
+    everyone, selection = select_runs(conn, runs, models, experiment, forks)
+    view: ForkView = forks or ("as-rows" if runs else "none")
+    records, note = reader.records([p.run_id for p in selection.runs])
     count = sum(len(v) for v in records.values())
     if not count:
         return Table2Live(
-            runs=len(histories), records=0, matrix=None, ratings_query=ratings_query, note=note
+            runs=len(selection.runs),
+            records=0,
+            matrix=None,
+            ratings_query=ratings_query,
+            note=note,
         )
     key = (
-        tuple(histories),
+        tuple(everyone),
+        selection,
         experiment,
+        view,
         tuple(sorted(e.event_id for v in records.values() for e in v)),
     )
 
     def build() -> Any:
-        from contreact_analysis.assessments.matrix import build_matrix
+        from contreact_analysis.assessments.matrix import places_matrix
 
-        order = list(dict.fromkeys(h.label for h in histories))
-        return build_matrix(_frame(histories, records), experiment=experiment, history_order=order)
+        return places_matrix(
+            everyone, records, forks=view, experiment=experiment, selection=selection
+        )
 
     return Table2Live(
-        runs=len(histories),
+        runs=len(selection.runs),
         records=count,
         matrix=reader.matrix(key, build),
         ratings_query=ratings_query,
@@ -114,10 +120,11 @@ def ratings_page(
     evaluator: str | None,
     instrument: str | None,
     status: str | None,
+    forks: ForkView | None = None,
 ) -> RatingsPage:
-    histories = select_runs(conn, runs, models, experiment)
-    records, note = reader.records([h.run_id for h in histories])
-    rows = assessment_rows(histories, records) if any(records.values()) else []
+    everyone, selection = select_runs(conn, runs, models, experiment, forks)
+    records, note = reader.records([p.run_id for p in selection.runs])
+    rows = assessment_rows(everyone, selection, records) if any(records.values()) else []
     wanted = [
         r
         for r in rows
@@ -145,10 +152,19 @@ def ratings_page(
 
 
 def assessment_rows(
-    histories: Sequence[History], records: dict[str, list[AssessmentEvent]]
+    everyone: Sequence[RunPlace], selection: Selection, records: dict[str, list[AssessmentEvent]]
 ) -> list[AssessmentRow]:
-    """The records as rows, in the order of the histories, then as recorded."""
-    frame = _frame(histories, records)
+    """The records of the selection's runs as rows, in their table's order, then as
+    recorded; evaluators named by the labels of every replica's model (as in the matrix)."""
+    from contreact_analysis.assessments.frame import evaluator_labels, rated_runs, ratings_frame
+    from contreact_events.config.run_places import ordered
+
+    runs = rated_runs(ordered(selection.runs))
+    frame = ratings_frame(
+        [r for run in runs for r in records.get(run.run_id, [])],
+        runs,
+        labels=evaluator_labels(rated_runs(everyone)),
+    )
     frame = frame.astype(object).where(frame.notna(), None)  # NA, NaN, NaT: None
     out = []
     for row in frame.to_dict("records"):
@@ -186,8 +202,8 @@ def run_assessments(
     conn: sqlite3.Connection, reader: AssessmentReader, run_id: str
 ) -> tuple[list[AssessmentRow], str | None]:
     """A run's own assessments (for its page)."""
-    histories = select_runs(conn, [run_id], (), None)
+    everyone, selection = select_runs(conn, [run_id], (), None)
     records, note = reader.records([run_id])
     if not records.get(run_id):
         return [], note
-    return assessment_rows(histories, records), note
+    return assessment_rows(everyone, selection, records), note

@@ -1,10 +1,17 @@
-"""Runs, models or experiments side by side, with the paper's tables beside."""
+"""Runs, models or experiments side by side, with the paper's tables beside.
+
+An experiment's runs are grouped and counted by the rule the report and ``analyze``
+use (``views.places``): each replica's current attempt under its label, the
+experiment's forks as ``A -> B at K`` groups of their own when asked (``forks``), never
+under a model; a fork's figures are its own cycles' (K+1..). Runs picked by id are
+each counted, models' runs grouped by the model that ran."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
 
+from contreact_events.config.run_places import ForkView, RunPlace, group_order
 from contreact_events.protocol.table1 import TABLE1
 from contreact_ui import paper
 from contreact_ui.exceptions import BadQuery, RunNotProjected
@@ -17,6 +24,7 @@ from contreact_ui.models import (
     RunRow,
     Table1Row,
 )
+from contreact_ui.views.places import counted, places_of
 from contreact_ui.views.runs import distinct, run_rows
 
 MAX_COMPARE_RUNS = 500
@@ -42,22 +50,28 @@ def compare_page(
     models: Sequence[str],
     experiment: str | None,
     by: str | None,
+    forks: ForkView | None = None,
 ) -> ComparePage:
-    selected = _select_runs(conn, runs, models, experiment)
+    view: ForkView = forks or ("as-rows" if runs else "none")
+    every = list(places_of(conn, _select_runs(conn, runs, models, experiment)).values())
+    selection = counted(every, view, by_id=bool(runs))
+    places = {p.run_id: p for p in selection.runs}
+    selected = list(places)
     rows = run_rows(conn, selected)
     order = {run_id: i for i, run_id in enumerate(selected)}
     rows.sort(key=lambda r: order[r.run_id])
     grouping = by or ("run" if runs else "model")
     if grouping not in ("model", "run", "experiment"):
         raise BadQuery(f"by={grouping!r}: group by model, run or experiment")
-    groups: dict[str, list[RunRow]] = {}
+    groups: dict[str, list[RunRow]] = {g: [] for g in _group_order(grouping, experiment, places)}
     for row in rows:
-        label = {"model": ran(row), "run": row.run_id, "experiment": row.experiment}[grouping]
-        groups.setdefault(label or "(none)", []).append(row)
-    basis = {label: counted(members) for label, members in groups.items()}
-    totals = _run_totals(conn, selected)
+        groups.setdefault(_group(grouping, experiment, places[row.run_id], row), []).append(row)
+    groups = {label: members for label, members in groups.items() if members}
+    basis = {label: completed(members) for label, members in groups.items()}
+    firsts = {p.run_id: p.first_cycle for p in selection.runs if p.is_fork}
+    totals = _run_totals(conn, selected, firsts)
     agent_keys = _agent_memory_keys(conn, selected)
-    per_cycle = _per_cycle(conn, selected)
+    per_cycle = _per_cycle(conn, selected, firsts)
     table1 = []
     reference = paper.table1()
     for metric, label, source, scale in TABLE1:
@@ -114,12 +128,15 @@ def compare_page(
                 models=sorted({ran(r) for r in members}),
                 configured_models=sorted({r.model for r in members}),
                 cycle_counts=sorted({r.cycle_count for r in members}),
-                left_out=[f"{r.run_id} ({r.status})" for r in members if r not in basis[label]],
+                left_out=[f"{r.run_id} ({r.status})" for r in _left_out(members, basis[label])],
             )
             for label, members in groups.items()
         ],
         table1=table1,
-        table1_warnings=table1_warnings(rows, groups, basis),
+        table1_warnings=[
+            *selection.note_lines(view),
+            *table1_warnings(rows, groups, basis, by_label=bool(experiment)),
+        ],
         paper_columns=reference.columns,
         series=series,
         metrics=SERIES,
@@ -140,7 +157,26 @@ def compare_page(
         ),
         assessments_available=paper.assessments_available(),
         citation=paper.CITATION,
+        forks=view,
     )
+
+
+def _group(grouping: str, experiment: str | None, place: RunPlace, row: RunRow) -> str:
+    """A run's group: its run id, its experiment, or its model: in an experiment its
+    place's group (a replica's label, a fork's ``A -> B at K``), else the model that
+    ran (a fork still a group of its own)."""
+    if grouping == "run":
+        return row.run_id
+    if grouping == "experiment":
+        return row.experiment or "(none)"
+    if experiment or place.is_fork:
+        return place.group
+    return ran(row) or "(none)"
+
+
+def _group_order(grouping: str, experiment: str | None, places: dict[str, RunPlace]) -> list[str]:
+    """An experiment's groups in the report's order (labels, then forks)."""
+    return group_order(places.values()) if grouping == "model" and experiment else []
 
 
 def ran(row: RunRow) -> str:
@@ -148,15 +184,26 @@ def ran(row: RunRow) -> str:
     return row.resolved_model or row.model
 
 
-def counted(members: list[RunRow]) -> list[RunRow]:
+def completed(members: list[RunRow]) -> list[RunRow]:
     """The runs Table 1 counts: the completed ones; a group with none yet (a live run)
     counts what its runs did so far, and says so."""
     completed = [r for r in members if r.status == "completed"]
     return completed or members
 
 
+def _left_out(members: list[RunRow], counted: list[RunRow]) -> list[RunRow]:
+    """The members Table 1 does not count (by run id: comparing rows field by field
+    made the page quadratic in its runs)."""
+    kept = {r.run_id for r in counted}
+    return [r for r in members if r.run_id not in kept]
+
+
 def table1_warnings(
-    rows: Sequence[RunRow], groups: dict[str, list[RunRow]], basis: dict[str, list[RunRow]]
+    rows: Sequence[RunRow],
+    groups: dict[str, list[RunRow]],
+    basis: dict[str, list[RunRow]],
+    *,
+    by_label: bool = False,
 ) -> list[str]:
     """What keeps these figures from comparing one to one with the paper's."""
     out = []
@@ -167,7 +214,7 @@ def table1_warnings(
             f"runs of {counts} cycle(s) are here: the paper's figures are totals over "
             f"{PAPER_CYCLES} cycles, so compare the columns of equal cycle counts only"
         )
-    left = [r for label, members in groups.items() for r in members if r not in basis[label]]
+    left = [r for label, members in groups.items() for r in _left_out(members, basis[label])]
     if left:
         statuses = ", ".join(sorted({r.status for r in left}))
         out.append(
@@ -184,7 +231,7 @@ def table1_warnings(
         out.append(
             "a model ran INSTEAD OF the configured one: "
             + "; ".join(swapped)
-            + " (filed under the model that ran)"
+            + (" (filed under its label)" if by_label else " (filed under the model that ran)")
         )
     return out
 
@@ -219,15 +266,19 @@ def _select_runs(
     ]
 
 
-def _run_totals(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+def _run_totals(
+    conn: sqlite3.Connection, run_ids: Sequence[str], firsts: dict[str, int]
+) -> dict[str, dict[str, float]]:
+    """Each run's Table 1 sums over its own cycles (a fork's from ``firsts[run]`` on)."""
     if not run_ids:
         return {}
     columns = [c for _, _, c, _ in TABLE1 if c]
-    marks = ", ".join("?" * len(run_ids))
+    values = ", ".join("(?, ?)" for _ in run_ids)
     rows = conn.execute(
-        f"SELECT run_id, {', '.join(f'sum({c})' for c in columns)} FROM cycles "
-        f"WHERE run_id IN ({marks}) GROUP BY run_id",
-        list(run_ids),
+        f"WITH own(run_id, first) AS (VALUES {values}) "
+        f"SELECT c.run_id, {', '.join(f'sum(c.{c})' for c in columns)} FROM cycles c "
+        "JOIN own ON own.run_id = c.run_id WHERE c.cycle >= own.first GROUP BY c.run_id",
+        [x for run_id in run_ids for x in (run_id, firsts.get(run_id, 1))],
     )
     return {r[0]: dict(zip(columns, r[1:], strict=True)) for r in rows}
 
@@ -249,7 +300,7 @@ def _agent_memory_keys(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict
 
 
 def _per_cycle(
-    conn: sqlite3.Connection, run_ids: Sequence[str]
+    conn: sqlite3.Connection, run_ids: Sequence[str], firsts: dict[str, int]
 ) -> dict[str, dict[int, dict[str, float | None]]]:
     if not run_ids:
         return {}
@@ -263,5 +314,7 @@ def _per_cycle(
         list(run_ids),
     ):
         row = dict(r)
-        out.setdefault(row.pop("run_id"), {})[row.pop("cycle")] = row
+        run_id, cycle = row.pop("run_id"), row.pop("cycle")
+        if cycle >= firsts.get(run_id, 1):
+            out.setdefault(run_id, {})[cycle] = row
     return out

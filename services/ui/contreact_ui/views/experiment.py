@@ -4,17 +4,20 @@ downloads of the whole experiment (every run's seed-003 export in one zip, Table
 CSV).
 
 The design is read back from the runs' configs as logged (``RunRequested``): the
-experiment file is the CLI's, the logs are what ran. Replicas are named by their run
-ids, ``{experiment}-{label}-{letter}`` and ``.{attempt}`` from a second attempt on
-(``contreact_events.config.experiment``); a run that names the experiment without
-that shape is a replica of its own, labelled by its model.
+experiment file is the CLI's, the logs are what ran. Each run is placed by the rule
+every table uses (``views.places``): replicas by their run ids,
+``{experiment}-{label}-{letter}`` and ``.{attempt}`` from a second attempt on; the
+forks its ``fork`` section made (``{parent run}-to-{LABEL}``, their logs say parent and
+K) apart, named by their own label, with the section as they show it; a fork made
+outside the file (``contreact fork``, whose child inherits the experiment) listed as
+such, never as a replica, and left out of the zip and the tables; a run that names the
+experiment without a replica's shape is a replica of its own, labelled by its model.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import re
 import sqlite3
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -23,6 +26,7 @@ from typing import Any
 import orjson
 
 from contreact_events.config import RunConfig
+from contreact_events.config.run_places import ForkView, RunPlace, select
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.history.export import export_records
 from contreact_events.wire.codec import event_from_json
@@ -31,19 +35,21 @@ from contreact_ui.models import Link, RunRow
 from contreact_ui.page_models import (
     ExperimentDesign,
     ExperimentPage,
+    ForkDesign,
+    ForkRow,
     ReplicaRow,
     RunAttempt,
 )
 from contreact_ui.views.compare import compare_page
 from contreact_ui.views.composer import run_config
 from contreact_ui.views.events import events_jsonl
+from contreact_ui.views.places import places_of
 from contreact_ui.views.runs import RUN_COLUMNS, run_row_of
 
 NOT_DESIGN = frozenset({"run_id", "experiment"})
 """Config keys that name a run, not a setting of the design."""
 ALWAYS = frozenset({"cycle_count", "backend"})
 """Shown among the shared settings even at their default."""
-ATTEMPT = re.compile(r"^(?P<first>.+)\.(?P<attempt>[0-9]+)$")
 
 
 def experiment_runs(conn: sqlite3.Connection, name: str) -> list[RunRow]:
@@ -58,15 +64,17 @@ def experiment_runs(conn: sqlite3.Connection, name: str) -> list[RunRow]:
 
 
 def experiment_page(conn: sqlite3.Connection, name: str) -> ExperimentPage:
-    runs = experiment_runs(conn, name)
+    every = experiment_runs(conn, name)
+    places = places_of(conn, [r.run_id for r in every])
+    runs = [r for r in every if not places[r.run_id].is_fork]
     configs = _configs(conn, [r.run_id for r in runs])
     replicas: dict[str, list[tuple[int, RunRow]]] = {}
     names: dict[str, tuple[str, str]] = {}
     for run in runs:
-        label, letter, attempt = replica_of(name, run)
-        replica = f"{label}-{letter}"
-        replicas.setdefault(replica, []).append((attempt, run))
-        names[replica] = (label, letter)
+        place = places[run.run_id]
+        replica = f"{place.group}-{place.letter}"
+        replicas.setdefault(replica, []).append((place.attempt, run))
+        names[replica] = (place.group, place.letter)
     advisories = _last_advisories(conn, [r.run_id for r in runs])
     current = {key: max(found, key=lambda a: a[0])[1] for key, found in replicas.items()}
     by_label: dict[str, list[str]] = {}
@@ -99,34 +107,87 @@ def experiment_page(conn: sqlite3.Connection, name: str) -> ExperimentPage:
     for row in rows:
         statuses[row.status] = statuses.get(row.status, 0) + 1
     base = f"/experiments/{name}"
+    forks = fork_rows(every, places)
+    made = design(
+        _by_label(rows, configs),
+        letters=sorted({r.letter for r in rows}, key=lambda x: (len(x), x)),
+    )
     return ExperimentPage(
         experiment=name,
-        design=design(
-            _by_label(rows, configs),
-            letters=sorted({r.letter for r in rows}, key=lambda x: (len(x), x)),
-        ),
+        design=made.model_copy(update={"fork": fork_design(forks, places)}),
         replicas=rows,
+        forks=forks,
         statuses=statuses,
         downloads=[
             Link(label="every run's export (seed-003 LogRecords), zip", href=f"{base}/exports.zip"),
             Link(label="Table 1 by model, CSV", href=f"{base}/table1.csv"),
             Link(label="compare the models", href=f"/compare?experiment={name}"),
+            *(_fork_links(name) if any(f.made_by == "experiment" for f in forks) else []),
         ],
     )
 
 
-def replica_of(experiment: str, run: RunRow) -> tuple[str, str, int]:
-    """(label, letter, attempt) from a run id ``{experiment}-{label}-{letter}[.N]``."""
-    run_id, attempt = run.run_id, 1
-    found = ATTEMPT.match(run_id)
-    if found:
-        run_id, attempt = found["first"], int(found["attempt"])
-    prefix = f"{experiment}-"
-    if run_id.startswith(prefix) and "-" in run_id[len(prefix) :]:
-        label, letter = run_id[len(prefix) :].rsplit("-", 1)
-        if label and letter.isalpha() and letter.isupper():
-            return label, letter, attempt
-    return run.model or "(model)", run.run_id, 1
+def _fork_links(name: str) -> list[Link]:
+    with_forks = "forks=as-rows"
+    return [
+        Link(
+            label="Table 1 with the forks, CSV", href=f"/experiments/{name}/table1.csv?{with_forks}"
+        ),
+        Link(label="compare with the forks", href=f"/compare?experiment={name}&{with_forks}"),
+    ]
+
+
+def fork_rows(runs: Sequence[RunRow], places: Mapping[str, RunPlace]) -> list[ForkRow]:
+    """The forks of the experiment's replicas: its file's (their current attempts, the
+    forks of earlier attempts named under each), then those made outside it."""
+    forks = [places[r.run_id] for r in runs if places[r.run_id].is_fork]
+    current = select(forks, "as-rows")
+    by_id = {r.run_id: r for r in runs}
+    earlier: dict[tuple[str, str], list[str]] = {}
+    for run_id in current.superseded:
+        place = places[run_id]
+        earlier.setdefault((place.group, place.letter), []).append(run_id)
+    out = []
+    for place in sorted(
+        [*current.runs, *(places[r] for r in current.outside)],
+        key=lambda p: (p.kind != "fork", p.group, len(p.letter), p.letter),
+    ):
+        run = by_id[place.run_id]
+        parent = f"{place.label}-{place.letter}" if place.kind == "fork" else place.group
+        out.append(
+            ForkRow(
+                name=f"{parent} -> {place.target}" if place.kind == "fork" else place.group,
+                group=place.group,
+                made_by="experiment" if place.kind == "fork" else "fork",
+                parent_run_id=place.parent_run_id,
+                at_cycle=place.at_cycle,
+                target=place.target,
+                model=run.model,
+                resolved_model=run.resolved_model,
+                run_id=run.run_id,
+                status=run.status,
+                cycle=run.cycle,
+                cycle_count=run.cycle_count,
+                earlier=earlier.get((place.group, place.letter), []),
+            )
+        )
+    return out
+
+
+def fork_design(forks: Sequence[ForkRow], places: Mapping[str, RunPlace]) -> ForkDesign | None:
+    """The ``fork`` section as the file's forks show it: K, their cycles, the models
+    forked (``from``) and forked to (``to``)."""
+    made = [f for f in forks if f.made_by == "experiment"]
+    if not made:
+        return None
+    return ForkDesign(
+        at_cycle=sorted({f.at_cycle for f in made}),
+        cycle_count=sorted({f.cycle_count for f in made}),
+        from_labels=sorted({places[f.run_id].label for f in made}),
+        to=sorted({f.target for f in made}),
+        groups=list(dict.fromkeys(f.group for f in made)),
+        runs=len(made),
+    )
 
 
 def _by_label(
@@ -214,28 +275,35 @@ def _last_advisories(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[s
 
 def exports_zip(conn: sqlite3.Connection, name: str) -> bytes:
     """Every run's seed-003 export (``RUN.jsonl``, as `contreact export` writes it) and
-    its log as stored (``logs/RUN.events.jsonl``), in one zip."""
+    its log as stored (``logs/RUN.events.jsonl``), in one zip; the forks its file made
+    under ``forks/``; a fork made outside the file is not one of its runs: left out."""
     runs = experiment_runs(conn, name)
+    places = places_of(conn, [r.run_id for r in runs])
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for run in runs:
+            kind = places[run.run_id].kind
+            if kind == "outside":
+                continue
+            folder = f"{name}/forks" if kind == "fork" else name
             raw = events_jsonl(conn, run.run_id)
             try:
                 records = export_records([event_from_json(line) for line in raw])
             except ContReActEventError as exc:
                 raise BadQuery(f"run {run.run_id} cannot be exported: {exc}") from None
             archive.writestr(
-                f"{name}/{run.run_id}.jsonl", b"".join(orjson.dumps(r) + b"\n" for r in records)
+                f"{folder}/{run.run_id}.jsonl", b"".join(orjson.dumps(r) + b"\n" for r in records)
             )
-            archive.writestr(f"{name}/logs/{run.run_id}.events.jsonl", b"".join(raw))
+            archive.writestr(f"{folder}/logs/{run.run_id}.events.jsonl", b"".join(raw))
     return buffer.getvalue()
 
 
-def table1_csv(conn: sqlite3.Connection, name: str) -> str:
-    """Table 1 of the experiment's runs by model (the compare page's table), one row
-    per metric and model: every figure the table gives, the paper's beside."""
+def table1_csv(conn: sqlite3.Connection, name: str, forks: ForkView | None = None) -> str:
+    """Table 1 of the experiment's runs by model (the compare page's table, its forks
+    as ``forks`` says), one row per metric and model: every figure the table gives,
+    the paper's beside."""
     experiment_runs(conn, name)
-    page = compare_page(conn, runs=[], models=[], experiment=name, by="model")
+    page = compare_page(conn, runs=[], models=[], experiment=name, by="model", forks=forks)
     labels = [g.label for g in page.groups]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
