@@ -47,8 +47,8 @@ from bench._support import (
     use_smoke_sizes,
     verdict,
 )
-from contreact_assessor.evaluators import named_evaluator
-from contreact_assessor.queueing import JobPolicy, Wanted, enqueue, queue
+from contreact_bus.assessments.evaluators import named_evaluator
+from contreact_bus.assessments.queueing import JobPolicy, Wanted, enqueue, queue
 from contreact_events.names import SERVICES_HEARTBEAT, run_assessments_key
 from tests.support.assessing import archive_runs, finished_run
 from tests.support.ollama_host import running_ollama_host

@@ -16,11 +16,11 @@ import redis.asyncio as aioredis
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from contreact_assessor.evaluators import Rating, evaluator_of_run
-from contreact_assessor.queueing import JobPolicy, Wanted, enqueue
 from contreact_assessor.records import failed_event
 from contreact_bus import assessments
 from contreact_bus.assessments import calls as evaluator_calls
+from contreact_bus.assessments.evaluators import Rating, evaluator_of_run
+from contreact_bus.assessments.queueing import JobPolicy, Wanted, enqueue
 from contreact_bus.llm_routes import llm_task_stream
 from contreact_events.catalog.assessment import RunAssessed
 from contreact_events.catalog.chat import ChatMessage

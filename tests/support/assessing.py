@@ -15,8 +15,8 @@ from typing import Any
 
 import redis
 
-from contreact_assessor.queueing import queue
 from contreact_bus.archive import write_archive
+from contreact_bus.assessments.queueing import queue
 from contreact_events.catalog import Event
 from contreact_events.core.fold import fold_all
 from contreact_events.core.state import AgentState
@@ -143,7 +143,7 @@ def clean_abandoned(redis_url: str, env: dict[str, str], *, after_s: float) -> N
     with the clock ``after_s`` ahead (rather than waiting out the entries' expiry)."""
     code = (
         "import sys, time, redis\n"
-        "from contreact_assessor.queueing import queue\n"
+        "from contreact_bus.assessments.queueing import queue\n"
         "from rq.registry import StartedJobRegistry\n"
         "q = queue(redis.Redis.from_url(sys.argv[1]))\n"
         "StartedJobRegistry(queue=q).cleanup(time.time() + float(sys.argv[2]))\n"

@@ -17,7 +17,8 @@ import pandas as pd
 
 from contreact_analysis.assessments.columns import RATED, ratings_from_rows
 from contreact_analysis.exceptions import AnalysisError
-from contreact_events.catalog.assessment import AssessmentEvent, AssessmentFailed
+from contreact_bus.assessments.readings import in_force
+from contreact_events.catalog.assessment import AssessmentEvent, AssessmentFailed, RunAssessed
 
 __all__ = ["RatedRun", "ReplicaLike", "evaluator_labels", "rated_runs", "ratings_frame"]
 
@@ -61,13 +62,15 @@ def evaluator_labels(runs: Iterable[RatedRun]) -> dict[str, str]:
 def ratings_frame(
     records: Iterable[AssessmentEvent], runs: Iterable[RatedRun] | Mapping[str, RatedRun]
 ) -> pd.DataFrame:
-    """One row per record (columns in ``columns.COLUMNS``). ``records``: the
-    ``RunAssessed`` and ``AssessmentFailed`` events of the rated runs (any order).
-    A record of a run not in ``runs`` is refused: its row and column are unknown."""
+    """One row per rating in force (columns in ``columns.COLUMNS``). ``records``: the
+    assessment records of the rated runs, in the order recorded; a rating asked again
+    after a transient failure replaces it, and a person's latest reading of a rating
+    is its value (``contreact_bus.assessments.in_force``). A record of a run not in
+    ``runs`` is refused: its row and column are unknown."""
     by_id = dict(runs) if isinstance(runs, Mapping) else {r.run_id: r for r in runs}
     labels = evaluator_labels(by_id.values())
     rows = []
-    for record in records:
+    for record in in_force(records):
         run = by_id.get(record.run_id)
         if run is None:
             raise AnalysisError(
@@ -78,7 +81,9 @@ def ratings_frame(
     return ratings_from_rows(rows)
 
 
-def _row(record: AssessmentEvent, run: RatedRun, labels: dict[str, str]) -> dict[str, Any]:
+def _row(
+    record: RunAssessed | AssessmentFailed, run: RatedRun, labels: dict[str, str]
+) -> dict[str, Any]:
     evaluator = record.evaluator
     row: dict[str, Any] = {
         "run_id": run.run_id,
@@ -101,4 +106,7 @@ def _row(record: AssessmentEvent, run: RatedRun, labels: dict[str, str]) -> dict
         "reason": record.reason,
         "raw": record.raw_answer,
         "note": record.parse_note,
+        "read_by": record.read_by,
+        "reader": record.reading.by if record.reading else None,
+        "read_at": record.reading.at if record.reading else None,
     }

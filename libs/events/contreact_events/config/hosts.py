@@ -1,0 +1,86 @@
+"""What a model host and a model name may be, checked the same way wherever one is taken.
+
+A host is recorded (run logs, assessment records, task streams, the LLM worker's
+routes, exports) and shown (logs, pages, ``--json``), so a ``user:password@`` in it
+would spread a secret everywhere it goes: it is refused, and the refusal never repeats
+the URL. A host given on the command line (``contreact assess --host``) must also be
+an http(s) URL with a host part; a ``file://``, ``javascript:`` or "not a url" would be
+queued and fail minutes later. A model name is one line of printable text.
+
+Pure: the config's validators, the CLI and the bus call these.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from urllib.parse import urlsplit
+
+CREDENTIALS = re.compile(r"^[a-z][a-z0-9+.-]*://[^/@?#]*@", re.IGNORECASE)
+"""A URL whose authority holds userinfo (``scheme://user:password@host``)."""
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+MAX_CHARS = 256
+CREDENTIALS_FIX = (
+    "a host must not hold credentials (user:password@): hosts are recorded in run logs, "
+    "assessment records and exports; put a proxy in front (an OpenAI-compatible key goes "
+    "in the environment, named by api_key_env)"
+)
+
+
+def has_credentials(url: str) -> bool:
+    """Whether ``url`` carries userinfo (a user, a password) before its host."""
+    return bool(CREDENTIALS.match(url.strip()))
+
+
+def _unprintable(text: str) -> str | None:
+    for char in text:
+        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+            return "a control character"
+        if char.isspace():
+            return "a space"
+    return None
+
+
+def host_problem(url: str) -> str | None:
+    """Why ``url`` is not a model host (an http(s) URL with a host and no
+    credentials), in words that never repeat a secret; None when it is one."""
+    if has_credentials(url):
+        return CREDENTIALS_FIX
+    if not url:
+        return "is empty: give an http(s) URL (e.g. http://localhost:11434)"
+    shown = repr(url[:60]) + ("..." if len(url) > 60 else "")
+    bad = _unprintable(url)
+    if bad is not None:
+        return f"{shown} holds {bad}: give an http(s) URL (e.g. http://localhost:11434)"
+    if len(url) > MAX_CHARS:
+        return f"{shown} is longer than {MAX_CHARS} characters: give the server's http(s) URL"
+    scheme = _SCHEME.match(url)
+    if scheme is None or "://" not in url:
+        return f"{shown} is not a URL: give an http(s) URL (e.g. http://localhost:11434)"
+    if scheme.group(1).lower() not in ("http", "https"):
+        return (
+            f"{shown}: a model host is reached over http(s), not {scheme.group(1)}: "
+            "give an http(s) URL (e.g. http://localhost:11434)"
+        )
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises on a port that is not a number or out of range)
+    except ValueError:
+        return f"{shown} has a bad port: give an http(s) URL (e.g. http://localhost:11434)"
+    if not parts.hostname:
+        return f"{shown} names no host: give an http(s) URL (e.g. http://localhost:11434)"
+    return None
+
+
+def model_problem(name: str) -> str | None:
+    """Why ``name`` is not a model name (one line of printable text, at most 256
+    characters); None when it is one."""
+    if not name.strip():
+        return "is empty: name a model (e.g. llama3.1:8b)"
+    shown = repr(name[:60]) + ("..." if len(name) > 60 else "")
+    bad = _unprintable(name)
+    if bad is not None:
+        return f"{shown} holds {bad}: a model name is one word (e.g. llama3.1:8b)"
+    if len(name) > MAX_CHARS:
+        return f"{shown} is longer than {MAX_CHARS} characters"
+    return None
