@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import unicodedata
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +29,6 @@ from contreact_cli.output import out, print_json
 from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_events.catalog.assessment import AssessmentEvent, AssessmentRead, RunAssessed
-from contreact_events.config.hosts import model_problem
 from contreact_events.instruments import Instrument, load_instrument
 
 
@@ -36,7 +36,7 @@ def cmd_read(args: argparse.Namespace, words: list[str], settings: CLISettings) 
     if len(words) != 1:
         raise CLIError("assess read: name one record (its id: `contreact assess status --json`)")
     record_id = words[0]
-    if args.by is None or model_problem(args.by) is not None:
+    if not reader_ok(args.by):
         raise CLIError("assess read: say who reads it, in one line (--by NAME)")
     reading = asyncio.run(_read(args, settings, record_id))
     if args.json:
@@ -96,6 +96,13 @@ async def find_record(
             "asked again by the next `contreact assess`)"
         )
     return found
+
+
+def reader_ok(name: str | None) -> bool:
+    """A reader's name: one line of printable text, at most 200 characters."""
+    if name is None or not name.strip() or len(name) > 200:
+        return False
+    return not any(unicodedata.category(char)[0] == "C" for char in name)
 
 
 def _archived(archive_dir: Path) -> list[Path]:
