@@ -148,7 +148,7 @@ def named_evaluator(
         Evaluator(
             model=model,
             backend=backend,
-            hosts=(host or default,),
+            hosts=(host if host is not None else default,),
             api_key_env=api_key_env,
             options={"temperature": temperature},
             seed=seed,

@@ -27,6 +27,15 @@ CREDENTIALS_FIX = (
 )
 
 
+_USERINFO = re.compile(r"([a-z][a-z0-9+.-]*://)[^/@?#\s]*@", re.IGNORECASE)
+
+
+def without_credentials(text: str) -> str:
+    """``text`` with the userinfo of every URL in it replaced by ``***`` (a form's value
+    shown back, a line logged)."""
+    return _USERINFO.sub(r"\1***@", text)
+
+
 def has_credentials(url: str) -> bool:
     """Whether ``url`` carries userinfo (a user, a password) before its host."""
     return bool(CREDENTIALS.match(url.strip()))
@@ -55,13 +64,13 @@ def host_problem(url: str) -> str | None:
     if len(url) > MAX_CHARS:
         return f"{shown} is longer than {MAX_CHARS} characters: give the server's http(s) URL"
     scheme = _SCHEME.match(url)
-    if scheme is None or "://" not in url:
-        return f"{shown} is not a URL: give an http(s) URL (e.g. http://localhost:11434)"
-    if scheme.group(1).lower() not in ("http", "https"):
+    if scheme is not None and "://" in url and scheme.group(1).lower() not in ("http", "https"):
         return (
             f"{shown}: a model host is reached over http(s), not {scheme.group(1)}: "
             "give an http(s) URL (e.g. http://localhost:11434)"
         )
+    if scheme is None or "://" not in url:
+        return f"{shown} is not a URL: give an http(s) URL (e.g. http://localhost:11434)"
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018  (raises on a port that is not a number or out of range)
