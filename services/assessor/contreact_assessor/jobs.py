@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -75,6 +76,11 @@ from contreact_events.wire.tasks import LLMTask
 log = logging.getLogger(__name__)
 
 Beat = Callable[[], Awaitable[None]]
+CHECKED: dict[tuple[str, str, tuple[str, ...]], tuple[float, str | None]] = {}
+"""Evaluator models this process has checked: (backend, model, hosts) -> (when, digest).
+The jobs of one evaluator follow each other (``queueing.in_evaluator_order``): its
+first job checks the model, the next ones within ``CHECKED_TTL_S`` reuse the digest."""
+CHECKED_TTL_S = 300.0
 BEAT_TTL_S = 180
 """How long rq keeps a job's execution alive after its last heartbeat: a worker killed
 mid-job is found out this long after (rq's cleanup of abandoned jobs)."""
@@ -239,7 +245,13 @@ class Asking:
 
     async def digest(self) -> str | None:
         """The evaluator model's digest, from its check (None where the backend has
-        none, or the check did not pass: the call then says why)."""
+        none, or the check did not pass: the call then says why). A digest checked by
+        this process within ``CHECKED_TTL_S`` is not asked again."""
+        ev = self.rating.evaluator
+        key = (ev.backend, ev.model, ev.hosts)
+        known = CHECKED.get(key)
+        if known is not None and time.monotonic() - known[0] < CHECKED_TTL_S:
+            return known[1]
         wait_s = self.settings.check_timeout_s
         deadline = datetime.now(UTC) + timedelta(seconds=wait_s)
         task = check_task(self.rating, self.task_id("check"), deadline)
@@ -249,7 +261,10 @@ class Asking:
                 f"the LLM worker did not answer the evaluator's model check within {wait_s:.0f} s"
                 " (is an llm-worker running? `contreact status`)"
             )
-        return event.model_digest if isinstance(event, ModelChecked) and event.ok else None
+        if not (isinstance(event, ModelChecked) and event.ok):
+            return None
+        CHECKED[key] = (time.monotonic(), event.model_digest)
+        return event.model_digest
 
     async def chat(
         self, messages: tuple[ChatMessage, ...], what: str, json_schema: Any = None

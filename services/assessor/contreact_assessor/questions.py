@@ -110,12 +110,14 @@ def question(instrument: Instrument) -> str:
 
 def schema(instrument: Instrument) -> dict[str, Any]:
     """The JSON schema the follow-up's answer is held to (structured output)."""
+    # (``enum`` alone: llama.cpp's grammar from a schema, Ollama's too, keeps a bare
+    # ``type`` and drops the ``enum`` beside it)
     if instrument.kind == "scale":
         levels: list[Any] = [level.value for level in instrument.levels]
-        name, allowed = "level", {"type": ["integer", "null"], "enum": [*levels, None]}
+        name, allowed = "level", {"enum": [*levels, None]}
     else:
         keys: list[Any] = [label.key for label in instrument.labels]
-        name, allowed = "label", {"type": ["string", "null"], "enum": [*keys, None]}
+        name, allowed = "label", {"enum": [*keys, None]}
     return {
         "title": SCHEMA_TITLE,
         "type": "object",
