@@ -20,12 +20,10 @@ from contreact_analysis.assessments.matrix import build_matrix
 from contreact_bus import assessments
 from contreact_bus.assessments.evaluators import named_evaluator
 from contreact_bus.assessments.queueing import JobPolicy, Wanted, enqueue
-from contreact_bus.llm_routes import llm_task_stream
 from contreact_events.catalog.assessment import AssessmentFailed, RunAssessed
-from contreact_events.catalog.chat import ChatMessage
 from contreact_events.names import ACTIVE_RUNS, assessment_gate_key
-from contreact_events.wire.tasks import LLMTask
 from tests.support.assessing import (
+    a_live_runs_call,
     archive_runs,
     assessor_env,
     finished_run,
@@ -37,7 +35,6 @@ from tests.support.assessing import (
 from tests.support.fake_ollama import running_fake_ollama
 from tests.support.inbox import INBOX, use_one_shard
 from tests.support.ollama_host import running_ollama_host
-from tests.support.orchestration import ask_for
 
 pytestmark = pytest.mark.redis
 
@@ -73,19 +70,7 @@ async def test_a_call_that_waits_behind_a_busy_host_longer_than_its_deadline_is_
 
     with running_ollama_host(["live", "judge"], max_loaded=1, answer=answer) as ollama:
         limits = {ollama.host: {"parallel": 1, "max_loaded_models": 1}}
-        live = LLMTask(
-            kind="chat",
-            task_id="run-live/c1/s1",
-            run_id="run-live",
-            backend="ollama",
-            model="live",
-            host=ollama.host,
-            hosts=(ollama.host,),
-            messages=(ChatMessage(role="user", content="Cycle 1 begins."),),
-        )
-        await aredis.sadd(ACTIVE_RUNS, "run-live")
-        await ask_for(aredis, "run-live", live)
-        await llm_task_stream(aredis, live).send(live)
+        await a_live_runs_call(aredis, ollama.host)
         (state,) = archive_runs(tmp_path / "runs", [finished_run("run-1", "m", "x")])
         evaluator = named_evaluator("judge", "ollama", host=ollama.host)
         env = assessor_env(redis_url, tmp_path, CONTREACT_ASSESS_REPLY_TIMEOUT_S="2")

@@ -184,3 +184,50 @@ def test_the_cli_imports_no_service_to_enqueue_ratings() -> None:
         "assert 'contreact_assessor' not in sys.modules, sorted(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_table2_says_who_read_its_ratings_and_how_many_cells_rest_on_follow_ups() -> None:
+    from contreact_analysis.assessments.columns import ratings_from_rows
+    from contreact_analysis.assessments.matrix import build_matrix
+    from contreact_analysis.assessments.render import render_matrix
+    from contreact_analysis.report.document import _table2
+
+    def row(
+        history: str, evaluator: str, value: int, read_by: str, repeat: int = 1, replica: str = "A"
+    ) -> Any:
+        return {
+            "run_id": f"exp-{history}-{replica}",
+            "history_model": history,
+            "replica": replica,
+            "evaluator": evaluator,
+            "evaluator_model": f"m/{evaluator}",
+            "instrument": "pei",
+            "repeat": repeat,
+            "status": "rated",
+            "value": value,
+            "read_by": read_by,
+        }
+
+    frame = ratings_from_rows(
+        [
+            row("A", "A", 5, "parser"),
+            row("A", "B", 4, "follow_up"),
+            row("A", "B", 6, "parser", repeat=2),
+            row("B", "A", 3, "person"),
+            row("B", "B", 2, "follow_up"),
+            *(row(h, e, 3 + n, "parser", replica=r) for n, (h, e, r) in enumerate(
+                (h, e, r) for h in "AB" for e in "AB" for r in "BC"
+            )),
+        ]
+    )  # fmt: skip
+    matrix = build_matrix(frame, resamples=99)
+    pei = matrix.pei
+    assert pei is not None
+    assert pei.read_by == {"parser": 10, "follow_up": 2, "person": 1}
+    assert (pei.follow_up_cells, pei.person_cells) == (2, 1)
+    cell = pei.cell("A", "B")
+    assert cell is not None and cell.read_by == {"follow_up": 1, "parser": 3}
+    note = "Ratings read 10 by the parser, 2 by the follow-up question (2 of 4 cells rest on"
+    assert pei.reading_note.startswith(note)
+    assert note in render_matrix(matrix)  # the CLI's `assess matrix`
+    assert _table2(pei)["reading_note"] == pei.reading_note  # the report's Table 2

@@ -12,7 +12,7 @@ A clear parse is never asked about again.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -45,26 +45,14 @@ def evaluator_task(
 ) -> LLMTask:
     """A chat call of a rating's evaluator: ``messages``, no tools, answered to the job
     (``reply_to``); its deadline starts when a worker takes it (``call_timeout_s``)."""
-    ev = rating.evaluator
-    return LLMTask(
-        kind="chat",
-        task_id=task_id,
-        run_id=rating.run_id,
-        backend=ev.backend,
-        model=ev.model,
-        host=ev.host,
-        hosts=ev.hosts,
-        api_key_env=ev.api_key_env,
-        timeout_s=ev.timeout_s,
-        connect_timeout_s=ev.connect_timeout_s,
+    return _task(
+        rating,
+        "chat",
+        task_id,
         messages=messages,
-        tools=(),
-        options=ev.options_for(rating.repeat),
-        keep_alive=ev.keep_alive,
+        keep_alive=rating.evaluator.keep_alive,
         call_index=rating.repeat - 1,
-        script=ev.script,
         max_content_chars=MAX_ANSWER_CHARS,
-        reply_to=rating.job_id,
         call_timeout_s=call_timeout_s,
         json_schema=json_schema,
     )
@@ -72,9 +60,13 @@ def evaluator_task(
 
 def check_task(rating: Rating, task_id: str, deadline: datetime) -> LLMTask:
     """The evaluator model's check (is it there, which version), answered to the job."""
+    return _task(rating, "check", task_id, deadline=deadline)
+
+
+def _task(rating: Rating, kind: Literal["chat", "check"], task_id: str, **more: Any) -> LLMTask:
     ev = rating.evaluator
     return LLMTask(
-        kind="check",
+        kind=kind,
         task_id=task_id,
         run_id=rating.run_id,
         backend=ev.backend,
@@ -86,8 +78,8 @@ def check_task(rating: Rating, task_id: str, deadline: datetime) -> LLMTask:
         connect_timeout_s=ev.connect_timeout_s,
         options=ev.options_for(rating.repeat),
         script=ev.script,
-        deadline=deadline,
         reply_to=rating.job_id,
+        **more,
     )
 
 

@@ -50,6 +50,17 @@ def _unprintable(text: str) -> str | None:
     return None
 
 
+def _shape(text: str, fix: str) -> tuple[str, str | None]:
+    """(how ``text`` is shown in a message, why its characters or length will not do)."""
+    shown = repr(text[:60]) + ("..." if len(text) > 60 else "")
+    bad = _unprintable(text)
+    if bad is not None:
+        return shown, f"{shown} holds {bad}: {fix}"
+    if len(text) > MAX_CHARS:
+        return shown, f"{shown} is longer than {MAX_CHARS} characters: {fix}"
+    return shown, None
+
+
 def host_problem(url: str) -> str | None:
     """Why ``url`` is not a model host (an http(s) URL with a host and no
     credentials), in words that never repeat a secret; None when it is one."""
@@ -57,12 +68,9 @@ def host_problem(url: str) -> str | None:
         return CREDENTIALS_FIX
     if not url:
         return "is empty: give an http(s) URL (e.g. http://localhost:11434)"
-    shown = repr(url[:60]) + ("..." if len(url) > 60 else "")
-    bad = _unprintable(url)
-    if bad is not None:
-        return f"{shown} holds {bad}: give an http(s) URL (e.g. http://localhost:11434)"
-    if len(url) > MAX_CHARS:
-        return f"{shown} is longer than {MAX_CHARS} characters: give the server's http(s) URL"
+    shown, problem = _shape(url, "give an http(s) URL (e.g. http://localhost:11434)")
+    if problem is not None:
+        return problem
     scheme = _SCHEME.match(url)
     if scheme is not None and "://" in url and scheme.group(1).lower() not in ("http", "https"):
         return (
@@ -86,10 +94,4 @@ def model_problem(name: str) -> str | None:
     characters); None when it is one."""
     if not name.strip():
         return "is empty: name a model (e.g. llama3.1:8b)"
-    shown = repr(name[:60]) + ("..." if len(name) > 60 else "")
-    bad = _unprintable(name)
-    if bad is not None:
-        return f"{shown} holds {bad}: a model name is one word (e.g. llama3.1:8b)"
-    if len(name) > MAX_CHARS:
-        return f"{shown} is longer than {MAX_CHARS} characters"
-    return None
+    return _shape(name, "a model name is one word (e.g. llama3.1:8b)")[1]
