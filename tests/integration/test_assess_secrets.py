@@ -107,6 +107,13 @@ def test_a_host_with_credentials_or_not_a_url_is_refused_and_the_password_is_now
         code, text = assess("--backend", "ollama", "--host", host)
         assert code != 0 and problem in text and "give an http(s) URL" in text, text
         assert len(text.splitlines()) == 1 and "\x1b" not in text
+    config = tmp_path / "run.yaml"
+    config.write_text("run_id: r\nmodel_name: m\n")
+    with pytest.raises(SystemExit) as exited:  # every host flag: `models pull --host` too
+        main(["models", "check", str(config), "--host", secret_hosts[0]])
+    text = capsys.readouterr().err.strip()
+    assert exited.value.code != 0 and "must not hold credentials" in text
+    said.append(text)
     for model, problem in [("", "is empty"), ("judge\nrm -rf", "control character")]:
         with pytest.raises(SystemExit) as exited:
             main(["assess", "solo", "--evaluator", model, "--backend", "ollama"])
