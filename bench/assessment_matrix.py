@@ -47,8 +47,8 @@ from bench._support import (
     use_smoke_sizes,
     verdict,
 )
-from contreact_assessor.evaluators import named_evaluator
-from contreact_assessor.queueing import JobPolicy, Wanted, enqueue, queue
+from contreact_bus.assessments.evaluators import named_evaluator
+from contreact_bus.assessments.queueing import JobPolicy, Wanted, enqueue, queue
 from contreact_events.names import SERVICES_HEARTBEAT, run_assessments_key
 from tests.support.assessing import archive_runs, finished_run
 from tests.support.ollama_host import running_ollama_host
@@ -109,8 +109,15 @@ async def rate_matrix(url: str, data: Path, host: str) -> float:
     connection = redis.Redis.from_url(url)
     try:
         t0 = time.monotonic()
+        # (the host answers reflections, no level: the follow-up question is left off,
+        # so each rating is one call, as the lower bound counts them)
         await enqueue(
-            client, queue(connection), wanted, policy=JobPolicy(), models_at_once=MAX_LOADED
+            client,
+            queue(connection),
+            wanted,
+            policy=JobPolicy(),
+            models_at_once=MAX_LOADED,
+            follow_up=False,
         )
         streams = [run_assessments_key(s.run_id) for s in states]
         while True:  # every record is written once: count the runs' streams' entries

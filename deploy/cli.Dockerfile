@@ -1,7 +1,7 @@
 # The contreact command, for `docker compose run --rm cli ...` on the stack's network.
 # Build from the repository root: docker build -f deploy/cli.Dockerfile .
-# Carries: contreact-events, contreact-bus, contreact-memory (memory-rebuild),
-# contreact-assessor (assess: rq), contreact-analysis (analyze, report: pandas, pyarrow,
+# Carries: contreact-events, contreact-bus (with rq, for assess), contreact-memory
+# (memory-rebuild), contreact-analysis (analyze, report: pandas, pyarrow,
 # scipy, matplotlib), the CLI and the ollama client (models pull). No PyTorch, no model,
 # none of the services.
 ARG BASE_IMAGE=python:3.11-slim
@@ -22,16 +22,14 @@ COPY libs/events/pyproject.toml /src/libs/events/
 COPY libs/bus/pyproject.toml /src/libs/bus/
 COPY libs/analysis/pyproject.toml /src/libs/analysis/
 COPY services/memory/pyproject.toml /src/services/memory/
-COPY services/assessor/pyproject.toml /src/services/assessor/
 COPY cli/pyproject.toml /src/cli/
-RUN pip-install deps libs/events libs/bus libs/analysis services/memory services/assessor cli
+RUN pip-install deps libs/events libs/bus[rq] libs/analysis services/memory cli
 COPY libs/events /src/libs/events
 COPY libs/bus /src/libs/bus
 COPY libs/analysis /src/libs/analysis
 COPY services/memory /src/services/memory
-COPY services/assessor /src/services/assessor
 COPY cli /src/cli
-RUN pip-install code libs/events libs/bus libs/analysis services/memory services/assessor cli
+RUN pip-install code libs/events libs/bus libs/analysis services/memory cli
 
 FROM ${BASE_IMAGE}
 RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/contreact contreact \

@@ -153,3 +153,26 @@ async def test_the_demos_final_call_after_tool_calls_gives_a_written_reflection(
     assert outcome.message.tool_calls == ()
     assert outcome.message.content.strip()
     assert outcome.usage.completion_tokens > 0
+
+
+async def test_a_json_schema_holds_the_answer_to_it() -> None:
+    """Structured output on the embedded model: the evaluator's follow-up schema
+    becomes llama.cpp's grammar, so even the 270M base model answers that JSON."""
+    import json
+
+    import jsonschema
+
+    from contreact_assessor.questions import question, schema
+    from contreact_events.instruments import load_instrument
+
+    pei = load_instrument("pei")
+    messages = (
+        ChatMessage(role="user", content=pei.prompt),
+        ChatMessage(role="assistant", content="Somewhere around the middle, I suppose."),
+        ChatMessage(role="user", content=question(pei)),
+    )
+    reply = await EmbeddedBackend().chat(
+        task(tools=(), messages=messages, json_schema=schema(pei), options={"num_predict": 48})
+    )
+    assert isinstance(reply, ChatReply), reply
+    jsonschema.validate(json.loads(reply.message.content), schema(pei))

@@ -16,17 +16,15 @@ import redis.asyncio as aioredis
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from contreact_assessor.evaluators import Rating, evaluator_of_run
-from contreact_assessor.queueing import JobPolicy, Wanted, enqueue
 from contreact_assessor.records import failed_event
 from contreact_bus import assessments
 from contreact_bus.assessments import calls as evaluator_calls
-from contreact_bus.llm_routes import llm_task_stream
+from contreact_bus.assessments.evaluators import Rating, evaluator_of_run
+from contreact_bus.assessments.queueing import JobPolicy, Wanted, enqueue
 from contreact_events.catalog.assessment import RunAssessed
-from contreact_events.catalog.chat import ChatMessage
 from contreact_events.names import ACTIVE_RUNS, assessment_gate_key, run_assessments_key
-from contreact_events.wire.tasks import LLMTask
 from tests.support.assessing import (
+    a_live_runs_call,
     archive_runs,
     assessor_env,
     clean_abandoned,
@@ -39,7 +37,6 @@ from tests.support.assessing import (
 )
 from tests.support.inbox import INBOX, use_one_shard
 from tests.support.ollama_host import running_ollama_host
-from tests.support.orchestration import ask_for
 
 pytestmark = pytest.mark.redis
 
@@ -117,19 +114,7 @@ async def test_an_evaluation_does_not_evict_a_model_a_live_run_needs(
 ) -> None:
     with running_ollama_host(["live", "judge"], max_loaded=1, load_s=0.05) as ollama:
         limits = {ollama.host: {"parallel": 1, "max_loaded_models": 1}}
-        live = LLMTask(
-            kind="chat",
-            task_id="run-live/c1/s1",
-            run_id="run-live",
-            backend="ollama",
-            model="live",
-            host=ollama.host,
-            hosts=(ollama.host,),
-            messages=(ChatMessage(role="user", content="Cycle 1 begins."),),
-        )
-        await aredis.sadd(ACTIVE_RUNS, "run-live")
-        await ask_for(aredis, "run-live", live)
-        await llm_task_stream(aredis, live).send(live)
+        live = await a_live_runs_call(aredis, ollama.host)
         evaluation = live.model_copy(
             update={
                 "task_id": "job-1/1",

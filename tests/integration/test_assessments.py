@@ -6,17 +6,17 @@ a new repeat, and a failing evaluator ending as a visible failure after its retr
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
 
-from contreact_assessor.evaluators import Rating, evaluator_of_run, evaluator_task
-from contreact_assessor.queueing import JobPolicy, Wanted, enqueue, in_evaluator_order
+from contreact_assessor.questions import evaluator_task
 from contreact_assessor.records import failed_event
 from contreact_bus import assessments
 from contreact_bus.assessments import calls as evaluator_calls
+from contreact_bus.assessments.evaluators import Rating, evaluator_of_run
+from contreact_bus.assessments.queueing import JobPolicy, Wanted, enqueue, in_evaluator_order
 from contreact_bus.consumer import Delivery
 from contreact_bus.inbox import Inbox, tell_run_of_dead_letter
 from contreact_events.catalog import Event
@@ -104,10 +104,9 @@ async def test_the_evaluator_call_goes_through_the_llm_worker_to_its_job(
     events = finished_run("run-1", "m", "My level: 6")
     rating = rating_of(events)
     made = evaluator_input(events, load_instrument("pei"))
-    deadline = datetime.now(UTC) + timedelta(seconds=30)
-    stale = evaluator_task(rating, made.messages, f"{rating.job_id}/1", deadline)
+    stale = evaluator_task(rating, made.messages, f"{rating.job_id}/1", 30)
     await evaluator_calls.send_call(aredis, stale)
-    task = evaluator_task(rating, made.messages, f"{rating.job_id}/2", deadline)
+    task = evaluator_task(rating, made.messages, f"{rating.job_id}/2", 30)
     await evaluator_calls.send_call(aredis, task)  # the job's gate now names this one
     async with llm_worker(redis_url) as _worker:
         reply = await evaluator_calls.wait_reply(aredis, rating.job_id, task.task_id, 20)

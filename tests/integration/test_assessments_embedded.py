@@ -11,9 +11,9 @@ import pytest
 import redis.asyncio as aioredis
 from fastapi.testclient import TestClient
 
-from contreact_assessor.evaluators import named_evaluator
-from contreact_assessor.queueing import JobPolicy, Wanted, enqueue
 from contreact_bus import assessments
+from contreact_bus.assessments.evaluators import named_evaluator
+from contreact_bus.assessments.queueing import JobPolicy, Wanted, enqueue
 from contreact_events.catalog.assessment import RunAssessed
 from contreact_events.config import EMBEDDED_HOST
 from contreact_ui.app import create_app

@@ -15,13 +15,18 @@ from typing import Any
 
 import redis
 
-from contreact_assessor.queueing import queue
 from contreact_bus.archive import write_archive
+from contreact_bus.assessments.queueing import queue
+from contreact_bus.llm_routes import llm_task_stream
 from contreact_events.catalog import Event
+from contreact_events.catalog.chat import ChatMessage
 from contreact_events.core.fold import fold_all
 from contreact_events.core.state import AgentState
+from contreact_events.names import ACTIVE_RUNS
+from contreact_events.wire.tasks import LLMTask
 from contreact_llm.main import run as run_llm_worker
 from contreact_llm.settings import LLMWorkerSettings
+from tests.support.orchestration import ask_for
 from tests.support.sim import Sim, make_config, say
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,7 +148,7 @@ def clean_abandoned(redis_url: str, env: dict[str, str], *, after_s: float) -> N
     with the clock ``after_s`` ahead (rather than waiting out the entries' expiry)."""
     code = (
         "import sys, time, redis\n"
-        "from contreact_assessor.queueing import queue\n"
+        "from contreact_bus.assessments.queueing import queue\n"
         "from rq.registry import StartedJobRegistry\n"
         "q = queue(redis.Redis.from_url(sys.argv[1]))\n"
         "StartedJobRegistry(queue=q).cleanup(time.time() + float(sys.argv[2]))\n"
@@ -151,3 +156,22 @@ def clean_abandoned(redis_url: str, env: dict[str, str], *, after_s: float) -> N
     subprocess.run(
         [sys.executable, "-c", code, redis_url, str(after_s)], env=env, cwd=ROOT, check=True
     )
+
+
+async def a_live_runs_call(redis: Any, host: str, model: str = "live") -> LLMTask:
+    """A live run (``run-live``, active) with a call of ``model`` sent to ``host``, as
+    the orchestrator sends it: its model is in use while the run is active."""
+    live = LLMTask(
+        kind="chat",
+        task_id="run-live/c1/s1",
+        run_id="run-live",
+        backend="ollama",
+        model=model,
+        host=host,
+        hosts=(host,),
+        messages=(ChatMessage(role="user", content="Cycle 1 begins."),),
+    )
+    await redis.sadd(ACTIVE_RUNS, "run-live")
+    await ask_for(redis, "run-live", live)
+    await llm_task_stream(redis, live).send(live)
+    return live

@@ -5,7 +5,10 @@ Speaks ``/api/chat`` (non-streaming), ``/api/tags``, ``/api/version`` and ``/api
 can be pulled, queues chat answers or failures, and reads back the requests received.
 
 With ``auto_reply`` it answers chat requests by itself when nothing is queued, as a
-model that writes a note and then reflects would (``auto_answer``). Run as a program
+model that writes a note and then reflects would (``auto_answer``). A request that asks
+for structured output (``format``: ``"json"`` or a JSON schema, as Ollama takes it)
+is answered by ``structured`` (the JSON object for a request's body) when nothing is
+queued; a ``format`` of another shape is refused with HTTP 400, as Ollama does. Run as a program
 (``python fake_ollama.py --port 11434 --pullable NAME ...``) it is the stand-in the
 docker e2e test runs as a container in place of Ollama. It uses the standard library
 only, so that container needs nothing else.
@@ -19,7 +22,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -53,6 +56,11 @@ class FakeOllama:
     """Answer chat requests with ``auto_answer`` when no answer is queued."""
     latency_s: float = 0.0
     """Seconds each chat answer takes."""
+    structured: Callable[[dict[str, Any]], Any] | None = None
+    """The JSON answer to a request for structured output (its body in: the messages
+    and the ``format`` schema), when nothing is queued."""
+    respond: Callable[[dict[str, Any]], str] | None = None
+    """The text answer to any other chat request (its body in), when nothing is queued."""
 
     def has_model(self, name: str) -> bool:
         return name in self.models or tagged(name) in self.models
@@ -70,9 +78,13 @@ class FakeOllama:
         eval_duration: int = 1_500_000_000,
         done_reason: str = "stop",
         delay_s: float = 0.0,
+        thinking: str | None = None,
     ) -> None:
-        """Queue an answer; ``delay_s`` holds the response back that long (a slow model)."""
+        """Queue an answer; ``delay_s`` holds the response back that long (a slow model);
+        ``thinking``: the model's reasoning, apart from the answer (``message.thinking``)."""
         message: dict[str, Any] = {"role": "assistant", "content": content}
+        if thinking is not None:
+            message["thinking"] = thinking
         if tool_calls:
             message["tool_calls"] = [
                 {"function": {"name": name, "arguments": args}} for name, args in tool_calls
@@ -100,6 +112,37 @@ class FakeOllama:
 
     def chat_requests(self) -> list[dict[str, Any]]:
         return [body for path, body in self.requests if path == "/api/chat"]
+
+
+def format_problem(body: dict[str, Any]) -> str | None:
+    """Why a request's ``format`` is not one Ollama takes (``"json"``, or a JSON schema
+    object), or None."""
+    shape = body.get("format")
+    if shape in (None, "", "json"):
+        return None
+    if isinstance(shape, dict) and isinstance(shape.get("type", "object"), str | list):
+        return None
+    return f"invalid format: {json.dumps(shape)[:80]}"
+
+
+def structured_answer(body: dict[str, Any], data: Any) -> dict[str, Any]:
+    """A chat answer whose content is ``data`` as JSON (structured output)."""
+    return text_answer(body, json.dumps(data))
+
+
+def text_answer(body: dict[str, Any], content: str) -> dict[str, Any]:
+    """A chat answer of ``content``, with figures in Ollama's shape."""
+    return {
+        "message": {"role": "assistant", "content": content},
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": 10 * len(body.get("messages") or []),
+        "eval_count": 9,
+        "total_duration": 1_000_000,
+        "load_duration": 0,
+        "prompt_eval_duration": 500_000,
+        "eval_duration": 500_000,
+    }
 
 
 def tagged(name: str) -> str:
@@ -217,9 +260,19 @@ def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
                     fake.requests.append((self.path, body))
                 self._pull(body)
                 return
+            if self.path == "/api/chat" and (problem := format_problem(body)) is not None:
+                with fake.lock:
+                    fake.requests.append((self.path, body))
+                self._send(400, {"error": problem})
+                return
             with fake.lock:
                 fake.requests.append((self.path, body))
                 answer = fake.queue.pop(0) if fake.queue else None
+            asks_schema = isinstance(body.get("format"), dict)
+            if answer is None and asks_schema and fake.structured is not None:
+                answer = structured_answer(body, fake.structured(body))
+            elif answer is None and not asks_schema and fake.respond is not None:
+                answer = text_answer(body, fake.respond(body))
             if answer is None and fake.auto_reply and self.path == "/api/chat":
                 answer = auto_answer(body)
             if fake.latency_s and self.path == "/api/chat":

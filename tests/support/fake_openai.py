@@ -4,15 +4,19 @@ real ``openai`` client (as OpenRouter, vLLM or llama.cpp's server would answer).
 Speaks ``GET /v1/models`` and ``POST /v1/chat/completions`` (non-streaming), with
 bearer-key checks, tool calls, usage, and errors in the OpenAI error shape. Each
 test sets the models, queues answers or failures, and reads back the requests
-(headers included) and how many calls were in flight at once.
+(headers included) and how many calls were in flight at once. A request for
+structured output (``response_format``: ``json_schema`` with a ``name`` and a
+``schema``, as the API takes it) is answered by ``structured`` when nothing is queued;
+a ``response_format`` of another shape is refused with HTTP 400, as the API does.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -53,6 +57,9 @@ class FakeOpenAI:
     in_flight: int = 0
     max_in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    structured: Callable[[dict[str, Any]], Any] | None = None
+    """The JSON answer to a request for structured output (its body in), when nothing
+    is queued."""
 
     def reply(
         self,
@@ -107,6 +114,37 @@ class FakeOpenAI:
         return [r.body for r in self.received if r.path.endswith("/chat/completions")]
 
 
+def response_format_problem(body: dict[str, Any]) -> str | None:
+    """Why a request's ``response_format`` is not one the API takes, or None."""
+    shape = body.get("response_format")
+    if shape is None:
+        return None
+    if not isinstance(shape, dict) or shape.get("type") not in (
+        "text",
+        "json_object",
+        "json_schema",
+    ):
+        return "Invalid value for 'response_format.type'"
+    if shape["type"] != "json_schema":
+        return None
+    spec = shape.get("json_schema")
+    if not isinstance(spec, dict) or not isinstance(spec.get("schema", {}), dict):
+        return "Missing required parameter: 'response_format.json_schema'"
+    if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", str(spec.get("name", ""))):
+        return "Invalid 'response_format.json_schema.name': letters, digits, '_' and '-'"
+    return None
+
+
+def structured_answer(data: Any) -> dict[str, Any]:
+    """A completion whose content is ``data`` as JSON (structured output)."""
+    message = {"role": "assistant", "content": json.dumps(data)}
+    return {
+        "model": None,
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    }
+
+
 def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(JSONHandler):
         def _error(self, status: int, message: str, kind: str) -> None:
@@ -144,9 +182,16 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 return
             if not self._authorized():
                 return
+            problem = response_format_problem(body)
+            if problem is not None:
+                self._error(400, problem, "invalid_request_error")
+                return
             with fake.lock:
                 answer = fake.queue.pop(0) if fake.queue else None
                 fake.in_flight += 1
+            response_format = body.get("response_format") or {}
+            if answer is None and response_format.get("type") == "json_schema" and fake.structured:
+                answer = structured_answer(fake.structured(body))
                 fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
             try:
                 if fake.latency_s:

@@ -15,6 +15,7 @@ from contreact_events.catalog import (
     ASSESSMENT_SCHEMA_VERSIONS,
     EVENT_CLASSES,
     AssessmentFailed,
+    AssessmentRead,
     RunAssessed,
 )
 from contreact_events.exceptions import CorruptEvent, NewerSchemaVersion, UnknownEventType
@@ -32,7 +33,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SAVED = sorted(FIXTURES.glob("assessments-v*.jsonl"))
 
 
-def saved() -> list[RunAssessed | AssessmentFailed]:
+def saved() -> list[RunAssessed | AssessmentFailed | AssessmentRead]:
     return [
         assessment_from_json(line, where=f"{path.name}:{n}")
         for path in SAVED
@@ -41,9 +42,13 @@ def saved() -> list[RunAssessed | AssessmentFailed]:
 
 
 def test_assessment_events_are_a_union_of_their_own_not_run_log_events() -> None:
-    assert set(ASSESSMENT_EVENT_CLASSES) == {"RunAssessed", "AssessmentFailed"}
+    assert set(ASSESSMENT_EVENT_CLASSES) == {"RunAssessed", "AssessmentFailed", "AssessmentRead"}
     assert not set(ASSESSMENT_EVENT_CLASSES) & set(EVENT_CLASSES)
-    assert ASSESSMENT_SCHEMA_VERSIONS == {"RunAssessed": 1, "AssessmentFailed": 1}
+    assert ASSESSMENT_SCHEMA_VERSIONS == {
+        "RunAssessed": 1,
+        "AssessmentFailed": 1,
+        "AssessmentRead": 1,
+    }
     line = (FIXTURES / "assessments-v1.jsonl").read_bytes().splitlines()[0]
     with pytest.raises(UnknownEventType, match="unknown event type 'RunAssessed'"):
         event_from_json(line)  # the run log's codec refuses them
@@ -90,12 +95,31 @@ def test_saved_assessments_still_verify_against_the_run_log_they_rated() -> None
     records = saved()
     assert records and all(r.run_id == log[0].run_id for r in records)
     for record in records:
-        assert verify_assessment(log, record) is None
+        if not isinstance(record, AssessmentRead):  # (a reading pins no input of its own)
+            assert verify_assessment(log, record) is None
     rated = [r for r in records if isinstance(r, RunAssessed)]
-    assert [(r.instrument, r.status, r.value, r.label) for r in rated] == [
-        ("pei", "rated", 3, None),
-        ("patterns", "rated", None, "systematic_production"),
+    assert [(r.instrument, r.status, r.value, r.label, r.read_by) for r in rated] == [
+        ("pei", "rated", 3, None, "follow_up"),
+        ("pei", "unparseable", None, None, "parser"),
+        ("pei", "rated", 3, None, "parser"),  # the first records: read by the parser
+        ("patterns", "rated", None, "systematic_production", "parser"),
     ]
+
+
+def test_saved_records_keep_the_follow_up_the_retry_and_a_persons_reading() -> None:
+    """The records of the follow-up, of a transient failure asked again and of a
+    person's reading, as saved: each still decodes with what it held."""
+    path = FIXTURES / "assessments-v1-readings.jsonl"
+    follow, failed, retry, reading = (
+        assessment_from_json(line) for line in path.read_bytes().splitlines()
+    )
+    assert isinstance(follow, RunAssessed) and follow.follow_up is not None
+    assert follow.follow_up.raw_answer == '{"level": 3, "refused": false}'
+    assert follow.raw_thinking and follow.evaluator_model_digest and follow.options["seed"] == 44
+    assert isinstance(failed, AssessmentFailed) and failed.transient
+    assert isinstance(retry, RunAssessed) and retry.retry_of == failed.event_id
+    assert isinstance(reading, AssessmentRead) and reading.record_id == retry.event_id
+    assert (reading.value, reading.by) == (2, "A. Reader")
 
 
 def test_the_committed_assessment_schema_names_their_versions() -> None:

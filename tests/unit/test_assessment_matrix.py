@@ -267,7 +267,7 @@ def test_render_and_json(matrix: AssessmentMatrix) -> None:
     data = json.loads(json.dumps(matrix_json(matrix)))
     assert data["pei"]["cells"][0] | {"interval": None} == {
         "history": "A", "evaluator": "A", "mean": 7.0, "n": 2, "histories": 2, "unrated": {},
-        "interval": None, "self_rating": True, "paper": None,
+        "interval": None, "self_rating": True, "paper": None, "read_by": {},
     }  # fmt: skip
     assert data["patterns"] is None
 

@@ -8,9 +8,11 @@ An experiment's runs are placed by the rule every table uses
 is left out (and said so) rather than refusing the whole experiment.
 
 An evaluator named by a model that one of the rated runs (or the experiment's runs)
-ran is called as that run called it: the backend its model check resolved, its
-hosts, client settings and (scripted) script, with the rating's temperature. Any
-other is called on ``--backend`` (default ollama) at ``--host``.
+ran is reached as that run reached it: the backend its model check resolved, its
+hosts, client settings and (scripted) script; its generation settings are its own
+(``contreact_bus.assessments.evaluators``). Any other is called on ``--backend``
+(default ollama) at ``--host``. Every evaluator is checked before anything is queued.
+A run named twice, or named and also in ``--experiment``, is rated once.
 """
 
 from __future__ import annotations
@@ -20,7 +22,12 @@ from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
-from contreact_assessor.evaluators import Evaluator, evaluator_of_run, named_evaluator
+from contreact_bus.assessments.evaluators import (
+    BadEvaluator,
+    Evaluator,
+    evaluator_of_run,
+    named_evaluator,
+)
 from contreact_bus.experiments import logged_facts, replica_entries
 from contreact_bus.runs import load_events
 from contreact_cli.exceptions import CLIError
@@ -102,6 +109,12 @@ async def named_runs(
     return out
 
 
+def unique_runs(runs: Sequence[RatedRun]) -> list[RatedRun]:
+    """Each run once, where it was first listed, with the label it was last listed
+    under (an experiment's label over a named run's model)."""
+    return list({run.run_id: run for run in runs}.values())
+
+
 def require_ended(runs: Sequence[RatedRun]) -> None:
     """A rating reads the history as the agent last saw it: only an ended run has one."""
     going = [r.run_id for r in runs if r.state.phase != "done"]
@@ -119,8 +132,10 @@ def evaluators_for(
     backend: ResolvedBackend | None,
     host: str | None,
     temperature: float,
+    seed: int | None = None,
 ) -> list[Evaluator]:
-    """``models`` (None: every model the runs ran, in order), each as described above."""
+    """``models`` (None: every model the runs ran, in order), each as described above;
+    one clear line (CLIError) for an evaluator that cannot be asked."""
     ran: dict[str, AgentState] = {}
     for run in runs:
         if run.state.backend is not None:
@@ -134,11 +149,13 @@ def evaluators_for(
         state = ran.get(model)
         try:
             if state is not None and backend is None:
-                out.append(evaluator_of_run(state, temperature))
+                out.append(evaluator_of_run(state, temperature, seed))
             else:
                 out.append(
-                    named_evaluator(model, backend or "ollama", host=host, temperature=temperature)
+                    named_evaluator(
+                        model, backend or "ollama", host=host, temperature=temperature, seed=seed
+                    )
                 )
-        except ValueError as exc:
+        except BadEvaluator as exc:
             raise CLIError(str(exc)) from None
     return out

@@ -1,19 +1,26 @@
 """``contreact assess``: evaluator models rate finished runs, as rq jobs.
 
 - ``assess RUN... --evaluator MODEL... [--instrument pei|patterns] [--repeats N]
-  [--force] [--temperature T] [--backend B] [--host URL]``
+  [--force] [--temperature T] [--seed N] [--follow-up on|off] [--backend B]
+  [--host URL]``
 - ``assess --experiment EXP [--forks none|as-rows|only]``: every model of the
   experiment rates every replica (and its forks, when asked; a fork that has not ended
   is left out and named).
 - ``assess status [RUN...|--experiment EXP] [--json]``
 - ``assess export RUN...|--experiment EXP --out DIR``
 - ``assess verify RUN...``: rebuild every rated input from the log, compare hashes.
+- ``assess read RECORD --level N|--label KEY --by NAME [--note TEXT]``: a person's
+  reading of a rating's answer (``commands/assess_read.py``).
 - ``assess matrix EXP [--forks none|as-rows|only] [--json]``: the cross-model matrix
   and its statistics (``commands/assess_matrix.py``).
 
-``status``, ``export`` and ``verify`` are action words: a run with such an id is named
-with ``--run``. Enqueueing a rating that is done or queued adds nothing; ``--force``
-adds new repeats.
+``status``, ``export``, ``verify`` and ``read`` are action words: a run with such an
+id is named with ``--run``. Enqueueing a rating that is done or queued adds nothing;
+``--force`` adds new repeats; a rating that failed for a transient reason is asked
+again. When the parser finds no level in an answer (or several), the evaluator is
+asked once more to state it as JSON (``--follow-up off``: the paper's single turn).
+Evaluators answer at the instrument's temperature (0.1), with no output cap, and a
+seed only when ``--seed`` is given (repeat r: seed + r - 1).
 """
 
 from __future__ import annotations
@@ -25,10 +32,11 @@ from typing import Any
 
 import redis
 
-from contreact_assessor.queueing import JobPolicy, Placed, Wanted, enqueue, queue
 from contreact_bus.assessments import read_assessments
+from contreact_bus.assessments.queueing import JobPolicy, Placed, Wanted, enqueue, queue
 from contreact_cli.args import add_command, bounded_int, run_id
 from contreact_cli.args import experiment as experiment_name
+from contreact_cli.args import text as text_arg
 from contreact_cli.assessing import reports as assess_reports
 from contreact_cli.assessing.targets import (
     RatedRun,
@@ -36,16 +44,18 @@ from contreact_cli.assessing.targets import (
     experiment_runs,
     named_runs,
     require_ended,
+    unique_runs,
 )
-from contreact_cli.commands import assess_matrix
+from contreact_cli.commands import assess_matrix, assess_read
 from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
 from contreact_cli.output import out, print_json, warn
 from contreact_cli.settings import CLISettings
+from contreact_events.config.hosts import host_problem
 from contreact_events.config.run_places import FORK_VIEWS
-from contreact_events.instruments import INSTRUMENT_NAMES
+from contreact_events.instruments import INSTRUMENT_NAMES, load_instrument
 
-ACTIONS = ("status", "export", "verify")
+ACTIONS = ("status", "export", "verify", "read")
 BACKENDS = ("ollama", "openai", "embedded", "scripted")
 
 
@@ -94,16 +104,39 @@ def register(sub: Any) -> None:
         help="evaluator models a host holds at once (OLLAMA_MAX_LOADED_MODELS): the queue "
         "takes that many evaluators' ratings at a time, so each model loads once (default 2)",
     )
-    p.add_argument("--temperature", type=float, default=0.1, help="the evaluator's (0.1)")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="the evaluator's (default: the instrument's, the paper's 0.1)",
+    )
+    p.add_argument(
+        "--seed",
+        type=bounded_int(0, 2**31 - 1),
+        default=None,
+        help="a seed for the evaluators' calls (repeat r uses seed + r - 1; default: none)",
+    )
+    p.add_argument(
+        "--follow-up",
+        choices=("on", "off"),
+        default="on",
+        help="when the parser finds no level, ask the evaluator once more to state it as "
+        "JSON (on, the default); off: the paper's single turn",
+    )
     p.add_argument(
         "--backend", choices=BACKENDS, default=None, help="for evaluators no rated run ran"
     )
     p.add_argument("--host", default=None, help="the evaluator's host (with --backend)")
     p.add_argument("--out", default=None, help="export: the folder for the files")
+    p.add_argument("--level", type=int, default=None, help="read: the level read (PEI)")
+    p.add_argument("--label", default=None, help="read: the label read (patterns)")
+    p.add_argument("--by", type=text_arg, default=None, help="read: who reads it")
+    p.add_argument("--note", type=text_arg, default=None, help="read: why")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-RATE_ONLY = ("evaluators", "force", "backend", "host")
+RATE_ONLY = ("evaluators", "force", "backend", "host", "seed")
+READ_ONLY = ("level", "label", "by", "note")
 
 
 def cmd_assess(args: argparse.Namespace, settings: CLISettings) -> int:
@@ -115,6 +148,12 @@ def cmd_assess(args: argparse.Namespace, settings: CLISettings) -> int:
     action = words[0] if words and words[0] in ACTIONS else "rate"
     if action != "rate":
         words = words[1:]
+    if action != "read":
+        given = [name for name in READ_ONLY if getattr(args, name) is not None]
+        if given:
+            raise CLIError(f"--{given[0]} is for `assess read RECORD`")
+    else:
+        return assess_read.cmd_read(args, words, settings)
     try:  # (checked here: an action word and run ids share the positionals)
         args.runs = [run_id(word) for word in words] + args.more_runs
     except argparse.ArgumentTypeError as exc:
@@ -123,7 +162,7 @@ def cmd_assess(args: argparse.Namespace, settings: CLISettings) -> int:
         if args.out is not None:
             raise CLIError("--out is for `assess export`")
         return _rate(args, settings)
-    given = [name for name in RATE_ONLY if getattr(args, name)]
+    given = [name for name in RATE_ONLY if getattr(args, name) not in (None, False)]
     if given:
         raise CLIError(f"--{given[0].rstrip('s')} is for rating, not for `assess {action}`")
     if not args.runs and not args.experiment and action != "status":
@@ -139,8 +178,14 @@ def _rate(args: argparse.Namespace, settings: CLISettings) -> int:
         raise CLIError("assess: name the runs to rate (RUN...) or --experiment EXP")
     if not args.experiment and not args.evaluators:
         raise CLIError("assess: name the evaluators (--evaluator MODEL...)")
-    if not 0 <= args.temperature <= 2:
+    if args.temperature is None:
+        args.temperature = load_instrument(args.instrument).evaluator_temperature
+    if not 0 <= args.temperature <= 2:  # (nan and inf fail this too)
         raise CLIError(f"--temperature {args.temperature}: give a value from 0 to 2")
+    if args.host is not None:
+        problem = host_problem(args.host)
+        if problem is not None:
+            raise CLIError(f"--host {problem}")
     placed = asyncio.run(_enqueue(args, settings, run_ids))
     if args.json:
         print_json([p.__dict__ for p in placed])
@@ -164,6 +209,7 @@ async def _enqueue(
             rating += [*chosen.replicas, *chosen.rated]
             for line in chosen.left_out:
                 warn(line)
+        runs = unique_runs(runs)
         require_ended(runs)
         evaluators = evaluators_for(
             rating,
@@ -171,6 +217,7 @@ async def _enqueue(
             backend=args.backend,
             host=args.host,
             temperature=args.temperature,
+            seed=args.seed,
         )
         wanted = [Wanted(r.run_id, args.instrument, ev) for r in runs for ev in evaluators]
         rq_connection = redis.Redis.from_url(settings.resolved_rq_redis_url())
@@ -184,6 +231,7 @@ async def _enqueue(
                 force=args.force,
                 policy=JobPolicy(),
                 requested_by="cli",
+                follow_up=args.follow_up == "on",
             )
         finally:
             rq_connection.close()
@@ -203,6 +251,7 @@ async def _runs_and_records(
                 redis_, settings, args.experiment, forks=args.forks or "as-rows"
             )
             runs += chosen.rated
+        runs = unique_runs(runs)
         records = await read_assessments(redis_, settings.archive_dir, [r.run_id for r in runs])
         return runs, dict(records)
     finally:

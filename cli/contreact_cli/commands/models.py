@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from contreact_cli.args import add_command
+from contreact_cli.exceptions import CLIError
 from contreact_cli.output import out
 from contreact_cli.settings import CLISettings
+from contreact_events.config.hosts import host_problem
 
 
 def register(sub: Any) -> None:
@@ -29,6 +31,9 @@ def register(sub: Any) -> None:
 def cmd_models(args: argparse.Namespace, settings: CLISettings) -> int:
     from contreact_cli.stack import ollama_models as models
 
+    problem = host_problem(args.host) if args.host is not None else None
+    if problem is not None:  # (a password in it would be printed, and sent on)
+        raise CLIError(f"--host {problem}")
     needs = models.needed_models(Path(args.file), args.host)
     if not needs:
         out(f"{args.file}: no model to run on Ollama (its backend needs none)")

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.run import RunRequested
+from contreact_events.exceptions import ContReActEventError
 from contreact_events.wire.codec import event_from_json, event_to_json
 
 SUFFIX = ".events.jsonl"
@@ -50,3 +52,19 @@ def archived_run_ids(archive_dir: Path) -> list[str]:
     if not archive_dir.is_dir():
         return []
     return sorted(p.name[: -len(SUFFIX)] for p in archive_dir.glob(f"*{SUFFIX}"))
+
+
+def archived_experiment(archive_dir: Path, experiment: str) -> list[str]:
+    """The archived runs whose first event (``RunRequested``) names ``experiment``
+    (what an experiment's runs are once Redis no longer lists them)."""
+    found = []
+    for run_id in archived_run_ids(archive_dir):
+        with archive_path(archive_dir, run_id).open("rb") as lines:
+            first = lines.readline()
+        try:
+            event = event_from_json(first) if first.strip() else None
+        except ContReActEventError:
+            continue  # an unreadable archive is named when it is read, if it is asked for
+        if isinstance(event, RunRequested) and event.config.experiment == experiment:
+            found.append(run_id)
+    return found

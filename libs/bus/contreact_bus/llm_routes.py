@@ -21,6 +21,7 @@ from redis.asyncio.client import Pipeline
 
 from contreact_bus.replies import text_map
 from contreact_bus.task_stream import TaskStream
+from contreact_events.config.hosts import CREDENTIALS_FIX, has_credentials
 from contreact_events.names import (
     LLM_ROUTES,
     LLM_TASKS_STREAM,
@@ -87,10 +88,14 @@ class Route:
 def route_of(task: LLMTask) -> Route:
     """The task's line: a background one for calls no run's cycle waits on (assessment
     jobs' calls, and analyses of operator exchanges unless the memory policy makes the
-    run wait for them: ``holds_cycle``), so a run's next call goes first."""
+    run wait for them: ``holds_cycle``), so a run's next call goes first. A host with
+    credentials (``user:password@``) is refused: routes are stored and shown."""
     analysis = task.kind == "analysis" and not task.holds_cycle
     background = task.reply_to is not None or analysis
-    return Route(task.backend, task.model, task.hosts or (task.host,), background)
+    hosts = task.hosts or (task.host,)
+    if any(has_credentials(host) for host in hosts):  # a route is recorded, listed, logged
+        raise ValueError(f"task {task.task_id}: {CREDENTIALS_FIX}")
+    return Route(task.backend, task.model, hosts, background)
 
 
 class RouteStream(TaskStream):

@@ -3,10 +3,12 @@
 The worker is rq's ``SimpleWorker``: jobs run in this process, one at a time, with
 what the first job imported and built still warm (a forked work horse per job spent
 most of a short job's time touching the parent's memory again: 1.3 s against 0.1 s
-here). rq's started registry gives a job its timeout plus a minute; a worker killed
-mid-job leaves it there, and rq's maintenance (every worker runs it) finds it
-abandoned after that and retries it. A job past its timeout is stopped by rq (SIGALRM,
-in this process's main thread). Run several for ratings in parallel
+here). rq's started registry gives a job its timeout plus a minute, and a job that
+waits for its evaluator call keeps it alive with a heartbeat of its own
+(``jobs.BEAT_TTL_S``); a worker killed mid-job leaves it there, and rq's maintenance
+(every worker runs it) finds it abandoned once that lapses and retries it. A job past
+its timeout is stopped by rq (SIGALRM, in this process's main thread). Run several for
+ratings in parallel
 (`contreact up --assessors N`, `docker compose up --scale assessor=N`). rq's Redis is
 ``CONTREACT_RQ_REDIS_URL`` (default: the platform's ``REDIS_URL``); the heartbeat
 goes to the platform's, like every service's.
@@ -24,8 +26,8 @@ import redis
 from rq import SimpleWorker
 from rq.serializers import JSONSerializer
 
-from contreact_assessor.queueing import queue
 from contreact_assessor.settings import AssessorSettings
+from contreact_bus.assessments.queueing import queue
 from contreact_bus.connection import connect
 from contreact_bus.redact import redact_url
 from contreact_bus.service import heartbeat, setup_logging

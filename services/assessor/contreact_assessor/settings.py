@@ -33,8 +33,16 @@ class AssessorSettings(BaseSettings):
     )
     instance_name: str = Field(default_factory=instance_name)
     reply_timeout_s: float = Field(default=900.0, gt=0)
-    """Longest wait for the LLM worker's answer to one evaluator call (a model load
-    and a long answer included); past it the attempt fails and rq retries it."""
+    """Longest time one evaluator call may take once a worker has taken it (a model
+    load and a long answer included); past it the attempt fails and rq retries it."""
+    queue_wait_s: float = Field(default=3 * 3600.0, gt=0)
+    """Longest wait for a worker to take an evaluator call: calls wait in a background
+    line behind live runs, and waiting is not failing. The rating call and its
+    follow-up may each wait this long: with ``reply_timeout_s`` both fit in rq's job
+    timeout (``JobPolicy.job_timeout_s``, 8 h)."""
+    check_timeout_s: float = Field(default=60.0, gt=0)
+    """Longest wait for the evaluator model's check (checks are not queued behind runs:
+    no answer means no LLM worker, and the attempt fails at once)."""
     heartbeat_s: float = Field(default=2.0, gt=0)
 
     @property

@@ -61,6 +61,14 @@ class LLMTaskHandler:
             return await evaluator_calls.refusal(self.inbox.redis, task, raw)
         return await self._gate.refusal(task.run_id, task.task_id, task, task.deadline, raw=raw)
 
+    async def take(self, task: LLMTask) -> LLMTask:
+        """The worker starts ``task`` now. An assessment job's call: its job is told (the
+        gate's ``taken`` mark) and its deadline starts now (``call_timeout_s``), so the
+        time it waited behind live runs does not count against it."""
+        if task.reply_to is None:
+            return task
+        return await evaluator_calls.take(self.inbox.redis, task)
+
     def queue_answer(self, pipe: Pipeline, task: LLMTask, message: InboxMessage) -> None:
         """Add the answer's send to a caller's pipeline: to the run's inbox, or to the
         reply list of the assessment job that asked (``reply_to``)."""
@@ -74,7 +82,7 @@ class LLMTaskHandler:
         if refusal is not None:  # no call for nothing
             log.info("LLM task dropped: %s", refusal)
             return
-        message = await self.reply(task)
+        message = await self.reply(await self.take(task))
         async with self.inbox.redis.pipeline(transaction=False) as pipe:
             self.queue_answer(pipe, task, message)
             await pipe.execute()
@@ -111,7 +119,14 @@ class LLMTaskHandler:
         if backend_name == "auto":  # the check resolves it; the run records the choice
             error = "a chat task needs a resolved backend, not 'auto' (the model check resolves it)"
             return llm_failed(task, error, retryable=False, attempts=1)
-        answer = await self._backends[backend_name].chat(task)
+        backend = self._backends[backend_name]
+        if task.json_schema is not None and not backend.structured_output:
+            error = (
+                f"the {backend_name} backend has no structured output (a JSON schema for "
+                "the answer): this call needs it"
+            )
+            return llm_failed(task, error, retryable=False, attempts=1)
+        answer = await backend.chat(task)
         if isinstance(answer, ChatReply):
             answer = capped(answer, task.max_content_chars)
             return llm_responded(

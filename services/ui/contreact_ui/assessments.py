@@ -77,6 +77,12 @@ class AssessmentRow(_Model):
     raw_truncated: bool
     ts: datetime | None
     event_id: str
+    read_by: str | None = None
+    """Who read the rating: parser, follow_up (the evaluator's answer to the follow-up
+    question) or person; None for a failed rating."""
+    reader: str | None = None
+    """The person who read it, when ``read_by`` is person (untrusted text)."""
+    read_at: datetime | None = None
 
 
 class Table2Live(_Model):

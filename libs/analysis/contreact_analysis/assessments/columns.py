@@ -49,6 +49,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("reason", "string", None, "the evaluator's one-sentence reason (patterns)"),
     Column("raw", "string", "", "the evaluator's raw answer, or the error of a failed one"),
     Column("note", "string", "", "why the parser decided as it did"),
+    Column("read_by", "string", None, "who read the rating: parser, follow_up or person"),
+    Column("reader", "string", None, "the person who read it (read_by person)"),
+    Column("read_at", "datetime64[ns, UTC]", pd.NaT, "when the person read it"),
     Column("event_id", "string", "", "the assessment record's event id"),
     Column("ts", "datetime64[ns, UTC]", pd.NaT, "when it was recorded"),
 )

@@ -19,7 +19,8 @@ import pandas as pd
 
 from contreact_analysis.assessments.columns import RATED, ratings_from_rows
 from contreact_analysis.exceptions import AnalysisError
-from contreact_events.catalog.assessment import AssessmentEvent, AssessmentFailed
+from contreact_bus.assessments.readings import in_force
+from contreact_events.catalog.assessment import AssessmentEvent, AssessmentFailed, RunAssessed
 from contreact_events.config.run_places import RunPlace
 
 __all__ = ["RatedRun", "evaluator_labels", "rated_runs", "ratings_frame"]
@@ -58,14 +59,16 @@ def ratings_frame(
     *,
     labels: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
-    """One row per record (columns in ``columns.COLUMNS``). ``records``: the
-    ``RunAssessed`` and ``AssessmentFailed`` events of the rated runs (any order).
-    A record of a run not in ``runs`` is refused: its row and column are unknown.
+    """One row per rating in force (columns in ``columns.COLUMNS``). ``records``: the
+    assessment records of the rated runs, in the order recorded; a rating asked again
+    after a transient failure replaces it, and a person's latest reading of a rating
+    is its value (``contreact_bus.assessments.in_force``). A record of a run not in
+    ``runs`` is refused: its row and column are unknown.
     ``labels``: the evaluators' labels (default: ``evaluator_labels(runs)``)."""
     by_id = dict(runs) if isinstance(runs, Mapping) else {r.run_id: r for r in runs}
     labels = evaluator_labels(by_id.values()) if labels is None else labels
     rows = []
-    for record in records:
+    for record in in_force(records):
         run = by_id.get(record.run_id)
         if run is None:
             raise AnalysisError(
@@ -76,7 +79,9 @@ def ratings_frame(
     return ratings_from_rows(rows)
 
 
-def _row(record: AssessmentEvent, run: RatedRun, labels: Mapping[str, str]) -> dict[str, Any]:
+def _row(
+    record: RunAssessed | AssessmentFailed, run: RatedRun, labels: Mapping[str, str]
+) -> dict[str, Any]:
     evaluator = record.evaluator
     row: dict[str, Any] = {
         "run_id": run.run_id,
@@ -99,4 +104,7 @@ def _row(record: AssessmentEvent, run: RatedRun, labels: Mapping[str, str]) -> d
         "reason": record.reason,
         "raw": record.raw_answer,
         "note": record.parse_note,
+        "read_by": record.read_by,
+        "reader": record.reading.by if record.reading else None,
+        "read_at": record.reading.at if record.reading else None,
     }

@@ -164,6 +164,7 @@ def _pei(pei: PEIMatrix) -> list[str]:
         )
     misses = ", ".join(f"{k} {v}" for k, v in pei.unrated.items()) or "none"
     lines += ["", f"Rated answers: {pei.ratings}; not ratings (never averaged in): {misses}"]
+    lines.append(pei.reading_note)
     lines += ["", f"The paper's Table 2 ({pei.paper.citation}):"]
     paper_rows = [[h, *(_num(v) for v in values)] for h, values in pei.paper.histories.items()]
     paper_rows.append(

@@ -107,6 +107,8 @@ class Cell(_Model):
     self_rating: bool
     paper: float | None
     """The paper's Table 2 cell for the same labels, when the labels are the paper's."""
+    read_by: dict[str, int] = {}
+    """Rated answers by who read them: ``parser``, ``follow_up``, ``person``."""
 
 
 class EvaluatorSummary(_Model):
@@ -181,6 +183,25 @@ class PEIMatrix(_Model):
     resamples: int
     """Bootstrap resamples of Krippendorff's alpha's interval (the means' intervals
     are t intervals: no resampling)."""
+    read_by: dict[str, int] = {}
+    """Rated answers by who read them (the cells' counts summed)."""
+    follow_up_cells: int = 0
+    """Cells with at least one rating read by the follow-up (not the parser alone)."""
+    person_cells: int = 0
+    """Cells with at least one rating read by a person."""
+
+    @property
+    def reading_note(self) -> str:
+        """Who read the ratings, in one sentence (the CLI, the dashboard, the report)."""
+        parts = [f"{self.read_by.get('parser', 0)} by the parser"]
+        if self.read_by.get("follow_up"):
+            parts.append(
+                f"{self.read_by['follow_up']} by the follow-up question "
+                f"({self.follow_up_cells} of {len(self.cells)} cells rest on follow-ups)"
+            )
+        if self.read_by.get("person"):
+            parts.append(f"{self.read_by['person']} by a person ({self.person_cells} cells)")
+        return f"Ratings read {', '.join(parts)}."
 
     def cell(self, history: str, evaluator: str) -> Cell | None:
         return next(

@@ -13,28 +13,12 @@ import redis.asyncio as aioredis
 from contreact_analysis.exceptions import NoRuns, UnreadableRun
 from contreact_analysis.frames.run_rows import run_rows
 from contreact_analysis.frames.tables import RunFrames, frames_from_rows
-from contreact_bus.archive import archive_path, archived_run_ids
+from contreact_bus.archive import archived_experiment
 from contreact_bus.exceptions import RunNotFound
 from contreact_bus.runs import experiment_run_ids, load_events
 from contreact_events.catalog import Event
-from contreact_events.catalog.run import RunRequested
 from contreact_events.exceptions import ContReActEventError
-from contreact_events.wire.codec import bulk, event_from_json
-
-
-def archived_experiment(archive_dir: Path, experiment: str) -> list[str]:
-    """The archived runs whose first event (``RunRequested``) names ``experiment``."""
-    found = []
-    for run_id in archived_run_ids(archive_dir):
-        with archive_path(archive_dir, run_id).open("rb") as lines:
-            first = lines.readline()
-        try:
-            event = event_from_json(first) if first.strip() else None
-        except ContReActEventError:
-            continue  # an unreadable archive is named when it is read, if it is asked for
-        if isinstance(event, RunRequested) and event.config.experiment == experiment:
-            found.append(run_id)
-    return found
+from contreact_events.wire.codec import bulk
 
 
 async def experiment_runs(

@@ -238,6 +238,7 @@ def _table2(pei: PEIMatrix) -> dict[str, Any]:
         "summaries": [summaries.get(e) for e in pei.evaluators],
         "agreement": pei.agreement,
         "ratings": pei.ratings,
+        "reading_note": pei.reading_note,
     }
 
 

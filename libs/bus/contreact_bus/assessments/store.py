@@ -14,6 +14,12 @@ runs on one Cluster slot, as the run log's append does.
 - ``record``: one script: if the field already names an entry, that entry is the
   answer (a retried job, a worker killed after its write, records nothing twice);
   else XADD the record and point the field at it.
+- ``reclaim``: one script: a rating recorded as failed for a transient reason is
+  claimed again for a new job (the field goes from ``entry:ID`` back to ``job:ID``,
+  only if it still names that failure); its answer then replaces the failure
+  (``readings.in_force``).
+- A person's reading (``add_reading``) is appended to the stream with no index field:
+  it is no rating, and never changes one.
 - The archive ``DATA/runs/RUN.assessments.jsonl`` is append-only: each record is
   appended once (looked up by event id under an exclusive lock), flushed and fsynced.
   The Redis stream is not trimmed and does not expire; the archive is the copy that
@@ -25,15 +31,16 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 import redis.asyncio as aioredis
 
+from contreact_bus.assessments.readings import RatingKey
 from contreact_bus.replies import entries, text, text_map
-from contreact_events.catalog.assessment import AssessmentEvent
+from contreact_events.catalog.assessment import AssessmentEvent, AssessmentRead
 from contreact_events.exceptions import CorruptEvent
 from contreact_events.names import run_assessment_index_key, run_assessments_key
 from contreact_events.wire.codec import (
@@ -84,19 +91,6 @@ the index field, then the stream entry's fields. Returns {1, new entry id} or
 
 
 @dataclass(frozen=True)
-class RatingKey:
-    """What one rating of a run is: the instrument, the evaluator model, the repeat."""
-
-    instrument: str
-    evaluator: str
-    repeat: int
-
-    @property
-    def field(self) -> str:
-        return index_field(self.instrument, self.evaluator, self.repeat)
-
-
-@dataclass(frozen=True)
 class Claim:
     repeat: int
     job_id: str
@@ -111,10 +105,6 @@ class Recorded:
     entry_id: str
     new: bool
     """False: the rating was recorded before (this record was not written again)."""
-
-
-def index_field(instrument: str, evaluator: str, repeat: int) -> str:
-    return f"{instrument}\n{evaluator}\n{repeat}"
 
 
 def parse_index_field(field: str) -> RatingKey | None:
@@ -175,6 +165,8 @@ async def claim_many(
     for (run_id, instrument, evaluator, _repeat), reply in zip(asks, replies, strict=True):
         number, held, new = int(reply[0]), text(reply[1]), bool(int(reply[2]))
         job = job_prefix(run_id, instrument, evaluator) + str(number)
+        if held.startswith("job:"):  # (a rating asked again has a job id of its own)
+            job = held.removeprefix("job:")
         entry = held.removeprefix("entry:") if held.startswith("entry:") else None
         out.append(Claim(number, job, new, entry))
     return out
@@ -183,6 +175,8 @@ async def claim_many(
 async def record(redis: aioredis.Redis, event: AssessmentEvent, key: RatingKey) -> Recorded:
     """Write ``event`` to its run's assessment stream unless ``key`` is recorded already
     (then nothing is written and the earlier entry is returned)."""
+    if isinstance(event, AssessmentRead) or getattr(event, "reading", None) is not None:
+        raise ValueError("a person's reading is added with add_reading, never in a rating")
     fields: list[bytes | str] = []
     for name, value in assessment_to_fields(event).items():
         fields += [name, value]
@@ -195,6 +189,55 @@ async def record(redis: aioredis.Redis, event: AssessmentEvent, key: RatingKey) 
         *fields,
     )
     return Recorded(text(reply[1]), bool(int(reply[0])))
+
+
+RECLAIM_SCRIPT = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == 'entry:' .. ARGV[2] then
+  redis.call('HSET', KEYS[1], ARGV[1], 'job:' .. ARGV[3])
+  return 1
+end
+return 0
+"""
+"""Claim a recorded rating again (KEYS[1] the run's index; ARGV: the field, the entry
+it must still name, the new job id). Returns 1 when claimed now."""
+
+
+async def reclaim(
+    redis: aioredis.Redis, run_id: str, key: RatingKey, entry_id: str, job: str
+) -> bool:
+    """Claim the rating ``key``, recorded as ``entry_id`` (a transient failure), again
+    for ``job``; False when the field no longer names that entry (asked again already)."""
+    claimed = await redis.eval(
+        RECLAIM_SCRIPT, 1, run_assessment_index_key(run_id), key.field, entry_id, job
+    )
+    return bool(int(claimed))
+
+
+async def records_at(
+    redis: aioredis.Redis, where: Sequence[tuple[str, str]]
+) -> list[AssessmentEvent | None]:
+    """The record at each (run, stream entry id), None where there is none (one round
+    trip)."""
+    async with redis.pipeline(transaction=False) as pipe:
+        for run_id, entry_id in where:
+            pipe.xrange(run_assessments_key(run_id), min=entry_id, max=entry_id)
+        replies = await pipe.execute()
+    out: list[AssessmentEvent | None] = []
+    for (run_id, entry_id), reply in zip(where, replies, strict=True):
+        found = None
+        for _id, fields in entries(reply):
+            raw = fields.get(EVENT_FIELD.encode())
+            if raw is not None:
+                where_ = f"{run_assessments_key(run_id)} {entry_id}"
+                found = assessment_from_json(raw, where=where_)
+        out.append(found)
+    return out
+
+
+async def add_reading(redis: aioredis.Redis, reading: AssessmentRead) -> str:
+    """Append a person's reading to its run's assessment stream; its entry id."""
+    entry = await redis.xadd(run_assessments_key(reading.run_id), assessment_to_fields(reading))  # type: ignore[arg-type]
+    return text(entry)
 
 
 async def index(redis: aioredis.Redis, run_id: str) -> dict[RatingKey, str]:
@@ -320,12 +363,4 @@ async def read_assessments(
         seen = {event.event_id for event in records}
         records += [event for event in live if event.event_id not in seen]
         out[run_id] = records
-    return out
-
-
-def by_key(records: Iterable[AssessmentEvent]) -> Mapping[RatingKey, AssessmentEvent]:
-    """Records by what they rate (the first record of a key, should two exist)."""
-    out: dict[RatingKey, AssessmentEvent] = {}
-    for event in records:
-        out.setdefault(RatingKey(event.instrument, event.evaluator, event.repeat), event)
     return out

@@ -21,6 +21,7 @@ from contreact_events.catalog.assessment import AnswerStatus as AnswerStatus
 from contreact_events.catalog.assessment import AssessmentBase as AssessmentBase
 from contreact_events.catalog.assessment import AssessmentEvent as AssessmentEvent
 from contreact_events.catalog.assessment import AssessmentFailed as AssessmentFailed
+from contreact_events.catalog.assessment import AssessmentRead as AssessmentRead
 from contreact_events.catalog.assessment import RunAssessed as RunAssessed
 from contreact_events.catalog.cognition import (
     MemoriesRetrievalRequested,

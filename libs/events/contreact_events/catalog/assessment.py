@@ -8,20 +8,68 @@ what was rated (the run's digest and log position), with what (the instrument an
 text hash), by whom (the evaluator, its options, where it ran), and the hash of the
 exact evaluator input, so ``contreact assess verify`` can rebuild the input from the
 log and compare (``history/evaluation.py``).
+
+Who read a rating's level is part of the record (``read_by``): the parser, or, when
+the parser found no level (or several), the evaluator's own answer to a follow-up
+question asked in the same conversation with structured output (``FollowUp``), or a
+person. A person's reading is a record of its own (``AssessmentRead``), appended beside
+the rating it reads and never changing it; readers apply the latest one
+(``contreact_bus.assessments.readings``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Annotated, Any, Literal, TypeAlias, get_args
 
-from pydantic import Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from contreact_events.catalog.chat import LLMUsage
 from contreact_events.catalog.envelope import EventBase
 
 AnswerStatus = Literal["rated", "unparseable", "refused", "off_scale"]
 """What the parser made of an answer: a rating (a level, or a label), or why not."""
+ReadBy = Literal["parser", "follow_up", "person"]
+"""Who read the level (or label) in force: the parser, the evaluator's answer to the
+follow-up question, or a person (``AssessmentRead``)."""
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class FollowUp(_Part):
+    """The second reading of an answer the parser found no level in (or several): the
+    evaluator is asked once more, in the same conversation, to state only its level as
+    JSON, with the backend's structured output (Ollama's ``format``, OpenAI's
+    ``response_format``). Asked only then: a clear parse is never overridden."""
+
+    question: str
+    """The follow-up turn, as sent (after the evaluator's first answer)."""
+    raw_answer: str | None = None
+    """The evaluator's answer, untouched (the JSON text); None when none came."""
+    raw_thinking: str | None = None
+    status: AnswerStatus | None = None
+    """What the answer states: ``rated`` (a level or label), ``refused``, ``off_scale``
+    or ``unparseable`` (no level: JSON null, or not the asked shape); None: no answer."""
+    value: int | None = None
+    label: str | None = None
+    note: str = ""
+    """What was read, or why there is no answer (a backend without structured output,
+    a failed call): one line."""
+    usage: LLMUsage = LLMUsage()
+
+
+class PersonReading(_Part):
+    """The person's reading in force on a rating, as readers show it (the view of a
+    record with its latest ``AssessmentRead`` applied); never part of a stored record."""
+
+    by: str
+    at: datetime
+    note: str = ""
+    record_id: str
+    """The ``AssessmentRead`` record."""
 
 
 class AssessmentBase(EventBase):
@@ -78,8 +126,11 @@ class RunAssessed(AssessmentBase):
     raw_answer: str
     """The evaluator's answer, untouched (untrusted text: escape it when shown)."""
     raw_thinking: str | None = None
-    """The evaluator's reasoning, when the backend gives it apart from the answer."""
+    """The evaluator's reasoning, when the backend gives it apart from the answer
+    (Ollama's ``message.thinking``, an OpenAI-compatible ``reasoning``)."""
     status: AnswerStatus
+    """The reading in force (``read_by``): the parser's, or the follow-up's when the
+    parser found no level."""
     value: int | None = None
     """The level stated (scale instruments), when ``status`` is ``rated``."""
     label: str | None = None
@@ -92,6 +143,16 @@ class RunAssessed(AssessmentBase):
     """Tokens (prompt, completion) and durations (load, call, total, wall) of the call."""
     attempts: int = 1
     """Calls made for this answer, retries included."""
+    read_by: ReadBy = "parser"
+    """Who read ``status`` and ``value``/``label``: ``parser`` or ``follow_up`` as
+    recorded; ``person`` only in a view with a person's reading applied."""
+    follow_up: FollowUp | None = None
+    """The follow-up asked because the parser found no level (None: not asked)."""
+    reading: PersonReading | None = None
+    """In a view only: the person's reading applied (never stored)."""
+    retry_of: str | None = None
+    """The record of this rating that failed for a transient reason before (this one
+    replaces it under the same repeat)."""
 
 
 class AssessmentFailed(AssessmentBase):
@@ -106,16 +167,43 @@ class AssessmentFailed(AssessmentBase):
     attempts: int = 1
     backend: str = ""
     host: str | None = None
+    transient: bool = False
+    """It failed for a reason that may pass (no answer in time, a transient backend
+    error, a killed worker): the next ``contreact assess`` asks again, under the same
+    repeat, without ``--force``."""
+    retry_of: str | None = None
+
+
+class AssessmentRead(EventBase):
+    """A person's reading of a rating's answer (``contreact assess read``): the level
+    (or label) they read in it, who they are, why. Appended to the run's assessment
+    stream beside the rating it reads (``record_id``), which never changes; the latest
+    reading of a rating is the one in force."""
+
+    type: Literal["AssessmentRead"] = "AssessmentRead"
+    record_id: str
+    """The event id of the ``RunAssessed`` record read."""
+    instrument: str
+    evaluator: str
+    repeat: int = Field(ge=1)
+    """The rating read (as its record names it)."""
+    value: int | None = None
+    """The level read (scale instruments)."""
+    label: str | None = None
+    """The label read (label instruments)."""
+    by: str = Field(min_length=1, max_length=200)
+    """Who read it (as given: ``--by NAME``)."""
+    note: str = Field(default="", max_length=2000)
 
 
 AssessmentEvent: TypeAlias = Annotated[
-    RunAssessed | AssessmentFailed,
+    RunAssessed | AssessmentFailed | AssessmentRead,
     Field(discriminator="type"),
 ]
 
 ASSESSMENT_ADAPTER: TypeAdapter[AssessmentEvent] = TypeAdapter(AssessmentEvent)
 
-ASSESSMENT_EVENT_CLASSES: dict[str, type[AssessmentBase]] = {
+ASSESSMENT_EVENT_CLASSES: dict[str, type[EventBase]] = {
     cls.model_fields["type"].default: cls for cls in get_args(get_args(AssessmentEvent)[0])
 }
 """Every assessment event class by its ``type`` tag, derived from the union."""
@@ -124,7 +212,8 @@ ASSESSMENT_SCHEMA_VERSIONS: dict[str, int] = {
     name: int(cls.model_fields["schema_version"].default)
     for name, cls in ASSESSMENT_EVENT_CLASSES.items()
 }
-"""The current shape version of every assessment event type (all 1 so far)."""
+"""The current shape version of every assessment event type (all 1 so far: fields
+added since have defaults, which is how older records were made)."""
 
 ASSESSMENT_UPCASTERS: Mapping[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {}
 """(event type, stored version) -> function returning the data at version + 1, as for

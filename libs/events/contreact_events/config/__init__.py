@@ -60,6 +60,7 @@ from contreact_events.config.fields import (
     Strict,
     Text,
 )
+from contreact_events.config.hosts import CREDENTIALS_FIX, has_credentials
 from contreact_events.exceptions import ConfigError
 
 __all__ = [
@@ -300,12 +301,8 @@ class RunConfig(Strict):
     ) -> OllamaClientConfig | OpenAIClientConfig:
         urls = value.pool if isinstance(value, OllamaClientConfig) else (value.base_url,)
         for url in urls:
-            if re.match(r"^[a-z][a-z0-9+.-]*://[^/@]*@", url, re.IGNORECASE):
-                raise ValueError(
-                    "a host must not hold credentials (user:password@): the config is "
-                    "recorded in the run log and its exports; put a proxy in front (an "
-                    "OpenAI-compatible key goes in the environment, named by api_key_env)"
-                )
+            if has_credentials(url):
+                raise ValueError(CREDENTIALS_FIX)
         return value
 
     @field_validator("experiment")

@@ -66,6 +66,8 @@ class Instrument:
     """The scale's levels, lowest first (kind "scale")."""
     labels: tuple[Label, ...] = ()
     """The rubric's labels (kind "labels")."""
+    evaluator_temperature: float = 0.1
+    """The temperature an evaluator answers at (the paper's 0.1), unless told otherwise."""
 
     @property
     def scale_min(self) -> int:
@@ -136,6 +138,7 @@ def instrument_from_data(data: dict[str, Any], prompt: str) -> Instrument:
         answer_format=" ".join(str(data["answer_format"]).split()),
         levels=levels,
         labels=labels,
+        evaluator_temperature=float(data.get("evaluator_temperature", 0.1)),
     )
 
 

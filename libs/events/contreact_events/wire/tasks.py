@@ -74,6 +74,10 @@ class LLMTask(_Frozen):
     for the answer: it goes to that job's reply list (``names.assessment_reply_key``)
     and the task is checked against the job's gate record instead, so a run that has
     ended can be rated (its log asks for nothing any more)."""
+    call_timeout_s: float | None = None
+    """A call whose sender waits for it to start (an assessment job's): the worker that
+    takes it gives it ``deadline`` = then + this, so the time it waited in the queue
+    behind live runs does not count against it."""
 
 
 class MemoryTask(_Frozen):

@@ -47,6 +47,9 @@ ChatOutcome = ChatReply | ChatFailure
 
 class LLMBackend(Protocol):
     name: ResolvedBackend
+    structured_output: bool
+    """Whether a chat task's ``json_schema`` holds the answer to that schema (Ollama's
+    ``format``, OpenAI's ``response_format``, llama.cpp's grammar)."""
 
     async def check(self, task: LLMTask) -> CheckOutcome:
         """Can this backend answer chat tasks for ``task.model`` (at ``task.host``)?"""

@@ -81,6 +81,7 @@ def _sampling(options: dict[str, Any]) -> dict[str, Any]:
 
 class EmbeddedBackend:
     name: ResolvedBackend = "embedded"
+    structured_output = True
 
     def __init__(self, gguf_path: Path | None = None, *, default_n_ctx: int = 4096) -> None:
         self._override = gguf_path
@@ -203,7 +204,10 @@ def _generate(llama: Any, task: LLMTask, n_ctx: int, max_tokens: int) -> ChatRep
         # layout, whose text answers start with "message:": the answer is opened so.
         if chat_prompt.uses_call_layout(messages, tools):
             prompt = f"{prompt}{chat_prompt.MESSAGE_PREFIX}\n"
-        text, finish = complete(prompt, max_tokens, text_grammar)
+        grammar = text_grammar
+        if task.json_schema is not None:  # structured output: the schema's own grammar
+            grammar = LlamaGrammar.from_json_schema(json.dumps(task.json_schema), verbose=False)
+        text, finish = complete(prompt, max_tokens, grammar)
         message = AssistantMessage(content=text.removeprefix(chat_prompt.MESSAGE_PREFIX).strip())
     else:
         names = {t["function"]["name"]: t["function"].get("parameters", {}) for t in tools}

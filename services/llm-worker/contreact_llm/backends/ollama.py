@@ -76,6 +76,7 @@ in flight, and a call past a hundred waited for another to end."""
 
 class OllamaBackend:
     name: ResolvedBackend = "ollama"
+    structured_output = True
 
     def __init__(self, retry: RetryPolicy, checks: CheckSlots | None = None) -> None:
         self._retry = retry

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -149,6 +150,7 @@ def assistant_message(choice: Any) -> AssistantMessage:
 
 class OpenAIBackend:
     name: ResolvedBackend = "openai"
+    structured_output = True
 
     def __init__(
         self,
@@ -314,8 +316,13 @@ class OpenAIBackend:
 
 
 def _response_format(task: LLMTask) -> Any:
-    """An analysis: the answer's JSON schema (strict structured output); else none."""
+    """A task with the answer's JSON schema (an analysis, an evaluator's follow-up):
+    structured output, named after the schema's title; else none."""
     if task.json_schema is None:
         return openai.omit
-    schema = {"name": "operator_exchange_analysis", "schema": task.json_schema}
+    name = "operator_exchange_analysis" if task.kind == "analysis" else "answer"
+    title = task.json_schema.get("title")
+    if task.kind == "chat" and isinstance(title, str) and re.fullmatch(r"[\w-]{1,64}", title):
+        name = title
+    schema = {"name": name, "schema": task.json_schema}
     return {"type": "json_schema", "json_schema": schema}

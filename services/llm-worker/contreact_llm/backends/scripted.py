@@ -44,6 +44,7 @@ def _arguments(arguments: dict[str, Any], task: LLMTask) -> dict[str, Any]:
 
 class ScriptedBackend:
     name: ResolvedBackend = "scripted"
+    structured_output = False
 
     def __init__(self, retry: RetryPolicy) -> None:
         self._retry = retry

@@ -332,7 +332,8 @@ class ChatScheduler:
                 await line.consumer.ack(delivery.entry_id)
                 await self._release(lease)
                 return
-            message = await self._handler.reply(task.model_copy(update={"host": lease.host}))
+            started = await self._handler.take(task.model_copy(update={"host": lease.host}))
+            message = await self._handler.reply(started)
             async with self._redis.pipeline(transaction=False) as pipe:
                 self._handler.queue_answer(pipe, task, message)
                 pipe.xack(line.route.stream, LLM_GROUP, delivery.entry_id)

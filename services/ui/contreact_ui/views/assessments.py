@@ -189,6 +189,9 @@ def assessment_rows(
                 raw_truncated=len(raw) > RAW_LIMIT,
                 ts=None if row["ts"] is None else row["ts"].to_pydatetime(),
                 event_id=row["event_id"],
+                read_by=_text(row["read_by"]),
+                reader=_text(row["reader"]),
+                read_at=None if row["read_at"] is None else row["read_at"].to_pydatetime(),
             )
         )
     return out

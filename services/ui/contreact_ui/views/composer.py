@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from contreact_events.catalog.run import RunRequested
 from contreact_events.config import RunConfig
+from contreact_events.config.hosts import without_credentials
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.config_composer import COMPOSERS, compose
 from contreact_ui.exceptions import RunNotProjected
@@ -19,8 +20,9 @@ def compose_page(
     mode: str, values: Mapping[str, str], query: str, *, started_from: str | None = None
 ) -> ComposePage:
     """The page for ``values`` (the query without ``mode``); ``query`` is the request's
-    whole query, passed on to the download link; ``started_from`` the run whose config
-    the values are."""
+    whole query, passed on to the download link (given only for a valid config, which
+    holds no credentials); ``started_from`` the run whose config the values are. A host
+    with credentials is refused, and shown back without them."""
     sent = bool(values)
     composed = compose(mode, values)
     download = f"/compose.yaml?{query}" if composed.yaml and sent else None
@@ -28,7 +30,7 @@ def compose_page(
         mode=mode,
         modes=list(COMPOSERS),
         command=COMPOSERS[mode].command,
-        values=composed.values,
+        values={k: without_credentials(v) for k, v in composed.values.items()},
         yaml=composed.yaml if sent else None,
         error=composed.error if sent else None,
         download=download,

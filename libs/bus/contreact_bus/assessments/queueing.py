@@ -1,12 +1,18 @@
-"""Putting ratings on rq's queue, and saying where each one is.
+"""Putting ratings on rq's queue, and saying where each one is (the producer side of
+the assessor: the CLI enqueues through this module, and the assessor service runs the
+job it names, ``JOB_FUNCTION``, by name; rq is this package's ``rq`` extra).
 
-A rating is claimed in the platform's own record first (``assessments.claim``: one
-script on the run's slot) and only a rating claimed now is enqueued: a deterministic
-rq job id alone does not make enqueueing idempotent (rq/rq#1701: a second enqueue of
-the same id queues it twice). Enqueueing what is claimed or done adds nothing, unless
-forced: then each forced rating takes the next repeat number. A claim whose rq job is
-gone (rq's Redis lost it) or ended without a record (a job abandoned on its last
-attempt) is enqueued again under the same id, so enqueueing again heals it.
+A rating is claimed in the platform's own record first (``store.claim``: one script on
+the run's slot) and only a rating claimed now is enqueued: a deterministic rq job id
+alone does not make enqueueing idempotent (rq/rq#1701: a second enqueue of the same id
+queues it twice). Enqueueing what is claimed or done adds nothing, unless forced: then
+each forced rating takes the next repeat number. A claim whose rq job is gone (rq's
+Redis lost it) or ended without a record (a job abandoned on its last attempt) is
+enqueued again under the same id, so enqueueing again heals it. A rating recorded as
+failed for a transient reason (no answer in time, a transient backend error, a killed
+worker) is asked again under the same repeat (``store.reclaim``), by a job of its own
+id, so a wait is never a permanent failure and never counts as a repeat. The same
+rating asked twice in one call (a run named and also in ``--experiment``) is one.
 
 The queue is ordered by evaluator: every rating of one evaluator model, then the
 next's; or, for a host that holds K models at once, K evaluators' ratings at a time,
@@ -29,8 +35,10 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
-from contreact_assessor.evaluators import Evaluator, Rating
-from contreact_bus import assessments
+from contreact_bus.assessments import store
+from contreact_bus.assessments.evaluators import Evaluator, Rating
+from contreact_bus.assessments.readings import RatingKey
+from contreact_events.catalog.assessment import AssessmentFailed
 from contreact_events.names import ASSESS_QUEUE
 
 JOB_FUNCTION = "contreact_assessor.jobs.rate_job"
@@ -63,10 +71,12 @@ class JobPolicy:
 
     retries: int = 3
     intervals_s: tuple[int, ...] = (10, 30, 60)
-    job_timeout_s: int = 1200
+    job_timeout_s: int = 8 * 3600
+    """Longer than the assessor's wait for a worker to take the call (``queue_wait_s``)
+    plus the call itself (``reply_timeout_s``): a call may wait behind live runs."""
 
 
-Fate = Literal["enqueued", "requeued", "done", "pending"]
+Fate = Literal["enqueued", "requeued", "retried", "done", "pending"]
 
 
 @dataclass(frozen=True)
@@ -114,18 +124,21 @@ async def enqueue(
     policy: JobPolicy = JobPolicy(),
     requested_by: str = "cli",
     models_at_once: int = 1,
+    follow_up: bool = True,
 ) -> list[Placed]:
     """Claim and enqueue every wanted rating, repeats 1..``repeats`` (``force``:
-    ``repeats`` new repeats each), in evaluator order (``in_evaluator_order``).
-    Returns what became of each."""
+    ``repeats`` new repeats each), in evaluator order (``in_evaluator_order``), each
+    (run, instrument, evaluator) once however often it is asked. Returns what became
+    of each."""
     asks = [
         (want, None if force else n)
-        for want in in_evaluator_order(wanted, models_at_once)
+        for want in in_evaluator_order(unique(wanted), models_at_once)
         for n in range(1, repeats + 1)
     ]
-    claims = await assessments.claim_many(
+    claims = await store.claim_many(
         redis_, [(w.run_id, w.instrument, w.evaluator.model, n) for w, n in asks]
     )
+    transient = await _transient_failures(redis_, asks, claims) if not force else {}
     placed: list[Placed] = []
     fresh: list[Rating] = []
     for (want, _n), got in zip(asks, claims, strict=True):
@@ -137,11 +150,22 @@ async def enqueue(
             evaluator=want.evaluator,
             forced=force,
             requested_by=requested_by,
+            follow_up=follow_up,
         )
         fate: Fate
         if got.claimed:
             fresh.append(rating)
             fate = "enqueued"
+        elif got.entry_id is not None and got.entry_id in transient:
+            failed = transient[got.entry_id]
+            key = RatingKey(want.instrument, want.evaluator.model, got.repeat)
+            retry_id = f"{store.job_id(want.run_id, key)}-t{got.entry_id.replace('-', '_')}"
+            if not await store.reclaim(redis_, want.run_id, key, got.entry_id, retry_id):
+                fate = "pending"  # another `assess` asked it again just now
+            else:
+                rating = rating.model_copy(update={"job_id": retry_id, "retry_of": failed})
+                fresh.append(rating)
+                fate = "retried"
         elif got.entry_id is not None:
             fate = "done"
         elif _lost(rq_queue, got.job_id):
@@ -150,7 +174,9 @@ async def enqueue(
         else:
             fate = "pending"
         placed.append(
-            Placed(want.run_id, want.instrument, want.evaluator.model, got.repeat, got.job_id, fate)
+            Placed(
+                want.run_id, want.instrument, want.evaluator.model, got.repeat, rating.job_id, fate
+            )
         )
     try:
         with rq_queue.connection.pipeline() as pipe:
@@ -158,10 +184,34 @@ async def enqueue(
             pipe.execute()
     except Exception:  # no job will answer these claims: give them back
         for rating in fresh:
-            key = assessments.RatingKey(rating.instrument, rating.evaluator.model, rating.repeat)
-            await assessments.release_claim(redis_, rating.run_id, key)
+            key = RatingKey(rating.instrument, rating.evaluator.model, rating.repeat)
+            await store.release_claim(redis_, rating.run_id, key)
         raise
     return placed
+
+
+def unique(wanted: Iterable[Wanted]) -> list[Wanted]:
+    """Each (run, instrument, evaluator model) once, the first asked."""
+    seen: dict[tuple[str, str, str], Wanted] = {}
+    for want in wanted:
+        seen.setdefault((want.run_id, want.instrument, want.evaluator.model), want)
+    return list(seen.values())
+
+
+async def _transient_failures(
+    redis_: aioredis.Redis,
+    asks: Sequence[tuple[Wanted, int | None]],
+    claims: Sequence[store.Claim],
+) -> dict[str, str]:
+    """Entry id -> event id of each recorded rating asked for that failed for a
+    transient reason (one round trip)."""
+    done = [(w.run_id, c.entry_id) for (w, _n), c in zip(asks, claims, strict=True) if c.entry_id]
+    found = await store.records_at(redis_, done)
+    return {
+        entry_id: record.event_id
+        for (_run, entry_id), record in zip(done, found, strict=True)
+        if isinstance(record, AssessmentFailed) and record.transient
+    }
 
 
 def _job_data(rating: Rating, policy: JobPolicy) -> Any:
