@@ -13,7 +13,7 @@ private mutable ``Draft`` frozen once at the end. Pure: no I/O, no clock, no ran
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import FunctionType
 from typing import Any, NamedTuple, Protocol, TypeVar, cast
 
@@ -40,8 +40,19 @@ class Dispatch(Protocol):
     def dispatch(self, cls: Any) -> Callable[..., Any]: ...
 
 
+Watch = Callable[[AgentState, Event], None]
+"""Called with the state as it is just before each event is folded (``fold_all``'s
+``before``): it may read the state, never keep it (it is the draft, which changes)."""
+
+
 class FoldAll(Protocol):
-    def __call__(self, events: Iterable[Event], state: AgentState | None = None) -> AgentState:
+    def __call__(
+        self,
+        events: Iterable[Event],
+        state: AgentState | None = None,
+        *,
+        before: Watch | None = None,
+    ) -> AgentState:
         """Fold a whole log; with no state, from the first event's run."""
         ...
 
@@ -207,14 +218,18 @@ def projector(apply: Dispatch) -> Projector:
         bookkeeping(state, event, changes)
         return evolve(state, changes)
 
-    def fold_all(events: Iterable[Event], state: AgentState | None = None) -> AgentState:
+    def fold_all(
+        events: Iterable[Event], state: AgentState | None = None, *, before: Watch | None = None
+    ) -> AgentState:
         """Fold a whole log. With no state, start from the first event's run.
 
         The same as ``fold`` event after event, but into one private, mutable draft
         frozen once at the end (``Draft``): no new ``AgentState`` per event, and what a
         branch ``Appended`` to a growing tuple (the message history) is copied once, not
-        at every message. ``state`` itself is never changed."""
-        if isinstance(events, (list, tuple)) and len(events) <= _FEW:
+        at every message. ``state`` itself is never changed. ``before`` sees the state
+        just before each event (what a reader of the whole log needs of the states in
+        between, as ``memory_calls`` does), in the same pass."""
+        if before is None and isinstance(events, (list, tuple)) and len(events) <= _FEW:
             for event in events:  # a decision's few events: a draft would cost more
                 if state is None:
                     state = AgentState(run_id=event.run_id)
@@ -230,11 +245,26 @@ def projector(apply: Dispatch) -> Projector:
                     raise InvalidTransition("cannot rebuild a run from an empty log")
                 return state
             draft = Draft(state if state is not None else AgentState(run_id=first.run_id))
-            draft.fold_all((first,), branches)
+            if before is not None:
+                it = _watched(first, it, before, cast(AgentState, draft))
+            else:
+                draft.fold_all((first,), branches)
             draft.fold_all(it, branches)
             return draft.freeze()
 
     return Projector(fold, fold_all)
+
+
+def _watched(
+    first: Event, rest: Iterator[Event], before: Watch, draft: AgentState
+) -> Iterator[Event]:
+    """The events, each shown to ``before`` with the draft as it is just before it is
+    folded (the draft folds an event before it asks for the next)."""
+    before(draft, first)
+    yield first
+    for event in rest:
+        before(draft, event)
+        yield event
 
 
 class Draft:
