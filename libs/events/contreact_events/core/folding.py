@@ -152,32 +152,6 @@ class Appended:
         return f"Appended{self.items!r}"
 
 
-class Branches:
-    """The branch of each event class, from a plain dict: ``singledispatch``'s own call
-    (a weak-keyed cache lookup and a wrapper per event) was a tenth of the fold. The
-    dict is dropped whenever a branch is registered."""
-
-    def __init__(self, apply: Dispatch) -> None:
-        self._apply = apply
-        self._found: dict[type, Handler] = {}
-        self._registered = 0
-
-    def table(self) -> dict[type, Handler]:
-        """The dict of branches found so far, emptied if a branch was registered since."""
-        registered = len(self._apply.registry)
-        if registered != self._registered:
-            self._found.clear()
-            self._registered = registered
-        return self._found
-
-    def of(self, kind: type) -> Handler:
-        """The branch for an event class."""
-        found = self.table().get(kind)
-        if found is None:
-            found = self._found[kind] = self._apply.dispatch(kind)
-        return found
-
-
 def bookkeeping(state: AgentState, event: Event, changes: dict[str, Any]) -> None:
     """What every event changes besides its branch's changes (both mechanisms)."""
     before = state.pending_task_id
@@ -200,8 +174,26 @@ def projector(apply: Dispatch) -> Projector:
     """``fold`` and ``fold_all`` over the branches of ``apply``. Both check that an
     event is of the state's run (``WrongRun``); a branch raises ``InvalidTransition``
     for an event that does not fit the state."""
-    branches = Branches(apply)
-    branch = branches.of
+    found: dict[type, Handler] = {}
+    registered = 0
+
+    def table() -> dict[type, Handler]:
+        """The branches looked up so far, by event class, in a plain dict:
+        ``singledispatch``'s own call (a weak-keyed cache lookup and a wrapper per
+        event) was a tenth of the fold. Emptied whenever a branch is registered."""
+        nonlocal registered
+        if len(apply.registry) != registered:
+            found.clear()
+            registered = len(apply.registry)
+        return found
+
+    def branch(kind: type) -> Handler:
+        """The branch for an event class (closures, not methods: no bound method to
+        build on the per-event path of ``fold``)."""
+        handler = table().get(kind)
+        if handler is None:
+            handler = found[kind] = apply.dispatch(kind)
+        return handler
 
     def fold(state: AgentState, event: Event) -> AgentState:
         """Apply one event to the state and return the new state."""
@@ -248,8 +240,8 @@ def projector(apply: Dispatch) -> Projector:
             if before is not None:
                 it = _watched(first, it, before, cast(AgentState, draft))
             else:
-                draft.fold_all((first,), branches)
-            draft.fold_all(it, branches)
+                draft.fold_all((first,), table, branch)
+            draft.fold_all(it, table, branch)
             return draft.freeze()
 
     return Projector(fold, fold_all)
@@ -293,20 +285,25 @@ class Draft:
         value = self.__dict__[name] = (*base, *items)
         return value
 
-    def fold_all(self, events: Iterable[Event], branches: Branches) -> None:
+    def fold_all(
+        self,
+        events: Iterable[Event],
+        table: Callable[[], dict[type, Handler]],
+        branch: Callable[[type], Handler],
+    ) -> None:
         """``fold`` of each event, in place: ``fold``'s steps, written out in one loop
         (``tests/unit/test_fold_mechanism.py`` holds the two to the same states)."""
         fields = self.__dict__
         appended = self._appended
         changed = self._changed
-        handlers = branches.table()
+        handlers = table()
         run_id = fields["run_id"]
         state = cast(AgentState, self)  # what the branches read: the draft stands in
         changed.update(("seq", "last_event_id"))
         for event in events:
             if event.run_id != run_id:
                 raise WrongRun(f"event {event.event_id} of run {event.run_id} applied to {run_id}")
-            handler = handlers.get(type(event)) or branches.of(type(event))
+            handler = handlers.get(type(event)) or branch(type(event))
             changes = handler(event, state)
             before = fields["pending_task_id"]
             pending = changes.get("pending_task_id", before)
