@@ -5,10 +5,11 @@ the fork's log folds and replays; what cannot be honest is refused with one line
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from contreact_events.catalog import Event
+from contreact_events.catalog import EVENT_ADAPTER, Event
 from contreact_events.catalog.chat import AssistantMessage
 from contreact_events.catalog.cycle import CycleEnded, CycleStarted, LLMRequested
 from contreact_events.catalog.fork import MemorySeeded, RunForked
@@ -23,7 +24,12 @@ from contreact_events.history.export import export_records
 from contreact_events.history.fork import check_fork, cut_at_cycle, plan_fork, rekey, state_under
 from contreact_events.history.memory_calls import memory_calls
 from contreact_events.history.replay import replay_check
-from contreact_events.wire.codec import event_from_fields, event_from_json, event_to_fields
+from contreact_events.wire.codec import (
+    event_from_fields,
+    event_from_json,
+    event_to_fields,
+    event_to_json,
+)
 from contreact_events.wire.tasks import LLMTask
 from tests.support.fork_sim import ForkSim
 from tests.support.sim import T0, Sim, make_config, say
@@ -378,3 +384,46 @@ def test_the_parents_digest_comes_from_the_one_fold_of_the_copy(source: object) 
         assert state_under(theirs, parent, "child").digest() == mine.digest(), f"cycle {cycle}"
     if source == "analysed":
         assert any(fold_all(cut).open_tasks for _, cut in cuts)
+
+
+def reference_rekey(events: list[Event], parent: str, child: str, scope: str) -> list[Event]:
+    """``rekey`` the careful way: each event dumped, its ids edited, validated again."""
+    old, new = f"{parent}/", f"{child}/"
+
+    def edit(data: dict[str, Any]) -> None:
+        for name in ("task_id", "causation_id", "matched_id", "exchange_task_id"):
+            value = data.get(name)
+            if isinstance(value, str) and value.startswith(old):
+                data[name] = new + value[len(old) :]
+        for match in data.get("matches") or ():
+            edit(match)
+
+    out = []
+    for event in events:
+        data = event.model_dump()
+        data["run_id"] = data["correlation_id"] = child
+        edit(data)
+        if "scope" in data:
+            data["scope"] = scope
+        if isinstance(data.get("config"), dict):
+            data["config"]["run_id"] = child
+        out.append(EVENT_ADAPTER.validate_python(data))
+    return out
+
+
+@pytest.mark.parametrize("source", [*LOGS, "regenerate"], ids=lambda p: getattr(p, "name", p))
+def test_the_fast_rekey_makes_what_a_dump_and_validation_make(source: object) -> None:
+    if source == "regenerate":
+        guard = {"enabled": True, "embedding_model": "toy", "mode": "regenerate"}
+        events = parent_run(diversity={**guard, "paragraph_min_length": 10}).log
+        assert any(getattr(e, "matches", ()) for e in events)
+    else:
+        assert isinstance(source, Path)
+        events = load_log(source)
+    parent = events[0].run_id
+    before = [event_to_json(e) for e in events]
+    fast = rekey(events, parent, "child", scope="experiment:x")
+    careful = reference_rekey(events, parent, "child", "experiment:x")
+    assert fast == careful
+    assert [event_to_json(e) for e in fast] == [event_to_json(e) for e in careful]
+    assert [event_to_json(e) for e in events] == before  # the parent's are left alone

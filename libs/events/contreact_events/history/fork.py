@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from contreact_events.catalog import EVENT_ADAPTER, Event
+from contreact_events.catalog import Event
 from contreact_events.catalog.cycle import CycleEnded
 from contreact_events.catalog.fork import RunForked
 from contreact_events.catalog.run import RunRequested
@@ -45,9 +45,8 @@ from contreact_events.core.state import AgentState
 from contreact_events.diversity.corpus import run_scope, scope_for
 from contreact_events.exceptions import ContReActEventError, ForkRefused, InvalidTransition
 from contreact_events.history.memory_calls import folded_memory_calls
-from contreact_events.wire.codec import bulk
 
-_ID_FIELDS = ("task_id", "causation_id", "matched_id", "exchange_task_id")
+_ID_FIELDS = ("task_id", "causation_id", "exchange_task_id")
 """Fields whose value is an id under the run's own (``RUN/...``): re-keyed by prefix."""
 
 
@@ -259,31 +258,36 @@ def rekey(
     """``events`` of run ``parent_id`` as run ``child_id``'s (see the module text).
     Every corpus scope of the copies becomes ``scope``, the child's own (by default its
     run's): the copied paragraphs are in the child's corpus, and only there (never a
-    second time in an experiment corpus its parent's are in already)."""
-    ids = (f"{parent_id}/", f"{child_id}/")
+    second time in an experiment corpus its parent's are in already).
+
+    Each copy is the event with its ids changed (``evolve``: the values are the validated
+    event's and the checked child id; ``tests/unit/test_fork.py`` holds the copies to
+    those of a dump, edit and validation, byte for byte)."""
+    old, new = f"{parent_id}/", f"{child_id}/"
     renamed = scope or run_scope(child_id)
     out = []
-    with bulk():
-        for event in events:
-            data = event.model_dump()
-            data["run_id"] = data["correlation_id"] = child_id
-            _rekey_fields(data, ids, child_id)
-            if "scope" in data:  # ParagraphCheckRequested, ParagraphsAccepted
-                data["scope"] = renamed
-            out.append(EVENT_ADAPTER.validate_python(data))
+    for event in events:
+        fields = event.__dict__
+        changes: dict[str, Any] = {"run_id": child_id, "correlation_id": child_id}
+        for name in _ID_FIELDS:
+            value = fields.get(name)
+            if isinstance(value, str) and value.startswith(old):
+                changes[name] = new + value[len(old) :]
+        if "scope" in fields:  # ParagraphCheckRequested, ParagraphsAccepted
+            changes["scope"] = renamed
+        config = fields.get("config")
+        if config is not None:  # RunRequested, RunStarted, and a fork of a fork's RunForked
+            changes["config"] = evolve(config, {"run_id": child_id})
+        matches = fields.get("matches")
+        if matches:  # a paragraph check's matches of the run's own chunks
+            changes["matches"] = tuple(
+                evolve(m, {"matched_id": new + m.matched_id[len(old) :]})
+                if m.matched_id.startswith(old)
+                else m
+                for m in matches
+            )
+        out.append(evolve(event, changes))
     return out
-
-
-def _rekey_fields(data: dict[str, Any], ids: tuple[str, str], child_id: str) -> None:
-    for name in _ID_FIELDS:
-        value = data.get(name)
-        if isinstance(value, str) and value.startswith(ids[0]):
-            data[name] = ids[1] + value[len(ids[0]) :]
-    config = data.get("config")
-    if isinstance(config, dict):  # RunRequested, RunStarted, and a fork of a fork's RunForked
-        config["run_id"] = child_id
-    for match in data.get("matches") or ():
-        _rekey_fields(match, ids, child_id)
 
 
 def state_under(state: AgentState, run_id: str, other_id: str) -> AgentState:
