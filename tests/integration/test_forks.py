@@ -13,6 +13,7 @@ import redis.asyncio as aioredis
 
 from contreact_bus.archive import archive_path
 from contreact_bus.consumer import Consumer, ConsumerSettings
+from contreact_bus.forks import wait_for_fork
 from contreact_bus.run_log import RunLog
 from contreact_bus.serving import serve
 from contreact_cli.commands.forks import fork_run
@@ -335,3 +336,22 @@ async def test_the_cli_names_a_long_default_id_and_refuses_a_model_that_names_no
         with pytest.raises(ForkRefused, match=r"names no model|no control characters"):
             await fork_run(cli(bus), long_parent, 1, child_id="c", model=model, wait_s=1)
     assert await bus.redis.xlen(INBOX) == sent  # nothing was asked of the orchestrator
+
+
+async def test_the_wait_reads_the_answer_at_the_prefixs_end(bus: BusRun) -> None:
+    """``contreact_bus.forks.wait_for_fork``: the request's own ``RunForked`` at
+    ``prefix_len`` is "logged"; another request's (or one at another length) is "taken";
+    a refusal is "refused" with its line; nothing within the wait is "unanswered"."""
+    parent = await completed_parent(bus)
+    first = await bus.send(fork("child", "parent", 3))
+    await bus.settle()
+    three, two = len(cut_at_cycle(parent, 3)), len(cut_at_cycle(parent, 2))
+    assert (await wait_for_fork(bus.redis, "child", first.msg_id, three, 1)).outcome == "logged"
+    assert (await wait_for_fork(bus.redis, "child", "other", three, 1)).outcome == "taken"
+    assert (await wait_for_fork(bus.redis, "child", first.msg_id, two, 1)).outcome == "taken"
+    refused = await bus.send(fork("c2", "parent", 9))
+    await bus.decide_inbox()
+    answer = await wait_for_fork(bus.redis, "c2", refused.msg_id, three, 1)
+    assert answer.outcome == "refused" and "has not reached the end of cycle 9" in answer.reason
+    unanswered = await wait_for_fork(bus.redis, "nobody-yet", "m", three, 0.2, poll_s=0.05)
+    assert unanswered.outcome == "unanswered"

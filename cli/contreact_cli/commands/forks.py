@@ -18,9 +18,8 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from contreact_bus import forks
 from contreact_bus.experiments import existing_runs
-from contreact_bus.forks import send_fork
+from contreact_bus.forks import send_fork, wait_for_fork
 from contreact_bus.runs import load_events
 from contreact_cli.args import add_command, positive_seconds, run_id
 from contreact_cli.connection import redis_client
@@ -105,7 +104,7 @@ async def fork_run(
             parent_run_id=parent, at_cycle=at_cycle, model=model, settings=tuple(pairs)
         )
         message = await send_fork(redis, child, request)
-        await wait_for_fork(redis, child, message.msg_id, check.prefix_len, wait_s)
+        await _logged(redis, child, message.msg_id, check.prefix_len, wait_s)
         changed = ", ".join(check.changes) or "nothing but the run id"
         out(f"run {child} forked from {parent} at cycle {at_cycle} (changed: {changed})")
         if not follow:
@@ -114,13 +113,13 @@ async def fork_run(
         return await follow_run(redis, child, out, progress_every_s=settings.progress_every_s)
 
 
-async def wait_for_fork(
+async def _logged(
     redis: aioredis.Redis, child: str, msg_id: str, prefix_len: int, wait_s: float
 ) -> None:
     """Return once the orchestrator logged this request's ``RunForked``; raise with its
     refusal, when another request took the id, or when none answered in time."""
     wait_s = max(wait_s, 5.0)
-    answer = await forks.wait_for_fork(redis, child, msg_id, prefix_len, wait_s)
+    answer = await wait_for_fork(redis, child, msg_id, prefix_len, wait_s)
     match answer.outcome:
         case "logged":
             return

@@ -142,10 +142,11 @@ def plan_fork(
     prefix = tuple(rekey(check.cut, parent_id, child_run_id, scope=scope))
     try:
         state, calls = folded_memory_calls(prefix)
+        assert state is not None  # a cut holds a CycleEnded at least
+        parent_state = state_under(state, child_run_id, parent_id)
     except ContReActEventError as exc:
         reason = f"run {parent_id} cannot be forked: its log does not fold ({exc})"
         raise ForkRefused(reason) from None
-    assert state is not None  # a cut holds a CycleEnded at least
     forked = RunForked(
         event_id=event_id,
         run_id=child_run_id,
@@ -154,7 +155,7 @@ def plan_fork(
         parent_run_id=parent_id,
         at_cycle=at_cycle,
         prefix_len=len(prefix),
-        parent_digest=state_under(state, child_run_id, parent_id).digest(),
+        parent_digest=parent_state.digest(),
         config=check.config,
         changes=check.changes,
         memory_calls=len(calls),
