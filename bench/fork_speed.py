@@ -54,37 +54,15 @@ from contreact_events.core.fold import fold_all
 from contreact_events.history.fork import check_fork, plan_fork
 from contreact_events.history.memory_calls import memory_calls
 from contreact_events.names import run_meta_key
-from contreact_events.wire.tasks import MemoryTask
 from contreact_memory.store import MemoryStore
-from tests.support.sim import Sim, make_config, say
+from tests.support.sim import make_config, say
+from tests.support.store_sim import StoreSim
 
 TARGET_EVENTS = 3_000
 REPEATS = 5
 TARGET_PLAN_FOLDS = 3.0
 TARGET_CHECK_FOLDS = 0.5
 PARENT = "bench-fork-parent"
-
-
-class StoreSim(Sim):
-    """The pure driver with the memory service's own store answering the memory calls
-    (so the fork's seed, which replays them into a real store, finds the same answers)."""
-
-    def __init__(self, config: Any, store: MemoryStore) -> None:
-        super().__init__(config)
-        self.store = store
-
-    def answer_memory(self) -> Any:
-        task = self.task()
-        assert isinstance(task, MemoryTask), task
-        outcome = self.store.apply(task)
-        return self.send(
-            "ToolCallCompleted",
-            task.task_id,
-            task_id=task.task_id,
-            tool_name=task.tool,
-            output=outcome.output,
-            ok=outcome.ok,
-        )
 
 
 def parent_log(target_events: int) -> list[Event]:
