@@ -58,6 +58,15 @@ BENCHES: dict[str, Expected] = {
         ("RunLog.read (decode + validate)", "rebuild: RunLog.rebuild (read + fold)"),
         ("fold speed",),
     ),
+    "fork_speed": Expected(
+        (
+            "parent read (load_events), baseline",
+            "fork ready (the child's RunStarted)",
+            "plan / fold",
+            "CLI pre-check / fold",
+        ),
+        ("fork plan",),
+    ),
     "task_codec": Expected(
         ("encode, history known / plain", "decode, history known / plain"), ("task codec",)
     ),

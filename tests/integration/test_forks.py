@@ -13,6 +13,7 @@ import redis.asyncio as aioredis
 
 from contreact_bus.archive import archive_path
 from contreact_bus.consumer import Consumer, ConsumerSettings
+from contreact_bus.forks import wait_for_fork
 from contreact_bus.run_log import RunLog
 from contreact_bus.serving import serve
 from contreact_cli.commands.forks import fork_run
@@ -20,12 +21,15 @@ from contreact_cli.commands.inspect import export, memory_rebuild, rebuild, repl
 from contreact_cli.exceptions import CLIError
 from contreact_cli.settings import CLISettings
 from contreact_events.catalog import Event
+from contreact_events.catalog.chat import AssistantMessage
 from contreact_events.catalog.fork import RunForked
 from contreact_events.catalog.tool import ToolCallCompleted
+from contreact_events.core.decide import decide
 from contreact_events.core.fold import fold_all
 from contreact_events.exceptions import ForkRefused
 from contreact_events.history.fork import cut_at_cycle, rekey
 from contreact_events.names import (
+    DEAD_LETTER_STREAM,
     INBOX_GROUP,
     MEMORY_TASKS_STREAM,
     run_fork_refusal_key,
@@ -35,6 +39,7 @@ from contreact_events.wire.tasks import (
     INPUT_EVENT_TYPES,
     ForkRequest,
     InboxMessage,
+    LLMTask,
     fork_requested,
 )
 from contreact_llm.main import run as run_llm_worker
@@ -43,6 +48,7 @@ from contreact_memory.store import MemoryStore
 from tests.support.bus_run import BusRun, six_cycle_config
 from tests.support.inbox import INBOX, use_one_shard
 from tests.support.orchestration import owning_orchestrator
+from tests.support.sim import T0, Sim, make_config, say
 
 pytestmark = pytest.mark.redis
 
@@ -200,7 +206,7 @@ async def test_refusals_are_one_line_each(bus: BusRun) -> None:
     cases = [
         (fork("c1", "parent", 6), "needs cycle_count above 6"),
         (fork("c2", "parent", 2, settings=("diversity.embedding_model=x",)), "embedding_model"),
-        (fork("c3", "nobody", 2), "no run nobody"),
+        (fork("c3", "nobody", 2), "no run 'nobody'"),
         (fork("parent", "parent", 2), "run parent exists"),
         (fork("c4", "parent", 2, settings=("nonsense=1",)), "'nonsense' is not a run setting"),
     ]
@@ -266,3 +272,86 @@ async def _redeliver(bus: BusRun) -> int:
     claim = ConsumerSettings(block_ms=20, reclaim_idle_ms=1, reclaim_every_s=0.0)
     consumer = Consumer(bus.redis, INBOX, INBOX_GROUP, "next", claim)
     return await serve(consumer, InboxMessage, bus.orchestrator.handle, burst=True)
+
+
+async def test_a_run_forked_from_the_inbox_is_refused_and_kept_with_its_reason(
+    bus: BusRun,
+) -> None:
+    """Issue 28, defect 5: ``decide`` would accept a ``RunForked`` for a run resting at its
+    last cycle with an analysis open (it folds to the state a fork's prefix does); the
+    orchestrator accepts only the ``RunForked`` it builds from a fork request: one from
+    the inbox is dead-lettered with the reason and the run's log is left alone."""
+
+    def talk(task: LLMTask) -> AssistantMessage:
+        if task.step == 1:
+            return say("", ("send_message_to_operator", {"message": "hello"}))
+        return say("a reflection")
+
+    config = make_config(
+        run_id="resting", cycle_count=1, operator={"mode": "auto"}, cognition={"analysis": "model"}
+    )
+    sim = Sim(config)
+    sim.drive([talk])
+    state = sim.state
+    assert (state.phase, state.status, state.cycle_number) == ("cycle_end", "running", 1)
+    assert state.open_tasks  # the analysis is still out: the run rests, it has not ended
+    await RunLog(bus.redis).append("resting", sim.log)
+    swapped = config.model_copy(update={"model_name": "swapped", "cycle_count": 3})
+    forged = InboxMessage(
+        run_id="resting",
+        kind="RunForked",
+        data={
+            "parent_run_id": "elsewhere",
+            "at_cycle": 1,
+            "prefix_len": state.seq,
+            "parent_digest": state.digest(),
+            "config": swapped.model_dump(mode="json"),
+        },
+    )
+    assert decide(state, forged.to_event(T0)).accepted  # the core alone cannot tell
+    await bus.send(forged)
+    await bus.decide_inbox()
+    assert await RunLog(bus.redis).events("resting") == sim.log
+    letters = await bus.redis.xrange(DEAD_LETTER_STREAM)
+    reasons = [fields[b"reason"].decode() for _, fields in letters]
+    assert any("RunForked from the inbox is refused" in r for r in reasons), reasons
+
+
+async def test_the_cli_names_a_long_default_id_and_refuses_a_model_that_names_nothing(
+    bus: BusRun,
+) -> None:
+    """Issue 28, defect 19: ``contreact fork`` of a parent whose id is long blames the
+    default fork id (no ``--set run_id`` was given), and ``--model ''`` or a model name
+    with a newline is refused before anything is sent."""
+    long_parent = "p" * 124
+    sim = Sim(make_config(run_id=long_parent, cycle_count=3))
+    sim.drive([say("a reflection")])
+    await RunLog(bus.redis).append(long_parent, sim.log)
+    sent = await bus.redis.xlen(INBOX)
+    with pytest.raises(CLIError) as named:
+        await fork_run(cli(bus), long_parent, 1, follow=False, wait_s=1)
+    text = str(named.value)
+    assert "the default fork id" in text and "--run-id" in text and "--set" not in text
+    for model in ("", "llama3\nRunFailed"):
+        with pytest.raises(ForkRefused, match=r"names no model|no control characters"):
+            await fork_run(cli(bus), long_parent, 1, child_id="c", model=model, wait_s=1)
+    assert await bus.redis.xlen(INBOX) == sent  # nothing was asked of the orchestrator
+
+
+async def test_the_wait_reads_the_answer_at_the_prefixs_end(bus: BusRun) -> None:
+    """``contreact_bus.forks.wait_for_fork``: the request's own ``RunForked`` at
+    ``prefix_len`` is "logged"; another request's (or one at another length) is "taken";
+    a refusal is "refused" with its line; nothing within the wait is "unanswered"."""
+    parent = await completed_parent(bus)
+    first = await bus.send(fork("child", "parent", 3))
+    await bus.settle()
+    three, two = len(cut_at_cycle(parent, 3)), len(cut_at_cycle(parent, 2))
+    assert (await wait_for_fork(bus.redis, "child", first.msg_id, three, 1)).outcome == "logged"
+    assert (await wait_for_fork(bus.redis, "child", "other", three, 1)).outcome == "taken"
+    assert (await wait_for_fork(bus.redis, "child", first.msg_id, two, 1)).outcome == "taken"
+    refused = await bus.send(fork("c2", "parent", 9))
+    await bus.decide_inbox()
+    answer = await wait_for_fork(bus.redis, "c2", refused.msg_id, three, 1)
+    assert answer.outcome == "refused" and "has not reached the end of cycle 9" in answer.reason
+    unanswered = await wait_for_fork(bus.redis, "nobody-yet", "m", three, 0.2, poll_s=0.05)
+    assert unanswered.outcome == "unanswered"

@@ -13,6 +13,7 @@ import pytest
 from contreact_events.cognition.analysis import MAX_SUMMARY_CHARS, Analysis, Exchange
 from contreact_events.cognition.heuristic import analyse_heuristically
 from contreact_events.cognition.retrieval import Candidate
+from contreact_events.config import DEFAULT_OPERATOR_REPLY
 from tests.support.cognition_measure import BEGIN, END, block, load, measure
 
 DOCS = Path(__file__).resolve().parents[2] / "docs/cognition.md"
@@ -46,6 +47,15 @@ def test_intent_rules(reply: str, intent: str) -> None:
     analysis = analyse(reply)
     assert analysis.intent == intent, analysis.reasoning
     assert analysis.analyser == "heuristic"
+
+
+@pytest.mark.parametrize("reply", [DEFAULT_OPERATOR_REPLY, "Noted.", "Understood!", "ok, noted"])
+def test_a_bare_acknowledgement_is_conversation(reply: str) -> None:
+    """Issue 28, defect 9: the operator's default auto reply ("Acknowledged.", in auto
+    mode the most common reply there is) acknowledges; it shares nothing."""
+    analysis = analyse(reply)
+    assert analysis.intent == "conversation", analysis.reasoning
+    assert analysis.persistence_score <= 0.2
 
 
 @pytest.mark.parametrize(

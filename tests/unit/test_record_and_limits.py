@@ -191,7 +191,7 @@ def test_new_fields_round_trip_and_old_versions_read_as_not_recorded() -> None:
     sim.drive([say("done")])
     for event in sim.log:
         assert event_from_json(event_to_json(event)) == event
-    assert SCHEMA_VERSIONS["LLMRequested"] == 2 and SCHEMA_VERSIONS["RunStarted"] == 4
+    assert SCHEMA_VERSIONS["LLMRequested"] == 2 and SCHEMA_VERSIONS["RunStarted"] == 5
     old = event_to_json(next(e for e in sim.log if e.type == "LLMRequested"))
     old_dict = __import__("orjson").loads(old)
     del old_dict["prompt_sha256"]

@@ -126,3 +126,37 @@ def test_the_memory_policy_log_keeps_an_exchange_and_shows_it_in_the_next_prompt
     projection = MemoryProjection()
     projection.feed(events)
     assert projection.values[key] == events[at].value
+
+
+def test_version_5_reads_an_acknowledgement_as_conversation_and_version_4_as_it_ran() -> None:
+    """``cognition.heuristic_rules``: version 5 runs record rules 2 (the default auto reply
+    "Acknowledged." is conversation); version 4 runs read with rules 1, as they ran
+    (their replay above stays exact: the cognition log's fallback read it as a statement)."""
+    new = load(FIXTURES / "runlog-v5-fork-config-in-force.jsonl")
+    [analysed] = [e for e in new if e.type == "OperatorMessageAnalyzed"]
+    assert analysed.analysis.intent == "conversation"
+    state = fold_all(new)
+    assert state.config is not None and state.config.cognition.heuristic_rules == 2
+    old = load(FIXTURES / "runlog-v4-cognition.jsonl")
+    assert fold_all(old).config.cognition.heuristic_rules == 1
+    heuristic = [
+        e.analysis.intent
+        for e in old
+        if e.type == "OperatorMessageAnalyzed" and e.analysis.analyser == "heuristic"
+    ]
+    assert heuristic == ["statement", "statement"]  # the old rules' reading of it, replayed
+
+
+def test_version_2_forks_follow_their_own_config_and_version_1_forks_replay_as_they_ran() -> None:
+    """``RunForked`` 2 records ``config_in_force``: the fork's memory block (off) and its
+    diversity check (off) hold from cycle K+1; a version 1 fork reads as one that kept
+    cycle K's block and advisory, as it ran."""
+    events = load(FIXTURES / "runlog-v5-fork-config-in-force.jsonl")
+    forked = next(e for e in events if e.type == "RunForked")
+    assert forked.config_in_force and forked.at_cycle == 2
+    after = events.index(forked)
+    started = [e for e in events[after:] if e.type == "CycleStarted"]
+    assert [e.advisory for e in started][:1] == [None]
+    assert not any(e.type == "MemoriesRetrievalRequested" for e in events[after:])
+    old = next(e for e in load(FIXTURES / "runlog-v4-fork.jsonl") if e.type == "RunForked")
+    assert old.config_in_force is False

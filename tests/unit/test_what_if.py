@@ -374,3 +374,20 @@ def test_the_paragraph_guard_checks_only_answers_with_paragraphs_to_check() -> N
     divergence = run(sim.log, "diversity.mode=regenerate").divergence
     assert divergence is not None and divergence.subject == "ParagraphCheckRequested"
     assert "diversity.mode regenerate" in divergence.cause
+
+
+def test_a_change_only_to_the_history_after_the_last_call_is_not_nothing() -> None:
+    """Issue 28, defect 6 (review finding 9): one step a cycle, no final call at the cap,
+    and the only answer writes 3,000 characters: a lower value cap changes no derived
+    event, but the conversation the run ends with (the argument's cut) does, and with it
+    the export and an evaluator's input. The report says so, not "nothing changes"."""
+    sim = Sim(make_config(cycle_count=1, max_steps_per_cycle=1, final_call_at_step_cap=False))
+    sim.drive([say("", ("write", {"key": "k", "value": "x" * 3000}))])
+    assert sim.state.status == "completed"
+    report = run(sim.log, "limits.memory_value_chars=100")
+    assert report.changes_anything, report.describe()
+    divergence = report.divergence
+    assert divergence is not None and divergence.kind == "history"
+    assert "conversation the run ends with" in divergence.cause
+    assert "nothing changes" not in report.describe()
+    assert run(sim.log, "limits.memory_value_chars=20000").divergence is None

@@ -59,3 +59,19 @@ def test_the_saved_fork_log_takes_a_what_if() -> None:
     assert run(events, "operator.auto_reply=unused").divergence is None
     fewer = run(events, "cycle_count=1").divergence
     assert fewer is not None and fewer.subject == "RunCompleted"
+
+
+def test_a_forks_changes_are_reported_against_its_own_config() -> None:
+    """Issue 28, defect 6: a child forked with ``cycle_count=5`` from a 3-cycle parent
+    reports what changes against 5 (its ``RunForked`` config), not the parent's 3."""
+    parent = recorded(cycle_count=3)
+    child = KnownFork(parent, "child-2", 2, settings=("cycle_count=5",))
+    child.drive([say("", ("write", {"key": "plan", "value": "explore"})), say("a reflection")])
+    assert child.state.status == "completed" and child.state.cycle_number == 5
+    fewer = run(child.log, "cycle_count=3")
+    assert fewer.changes == {"cycle_count": (5, 3)}
+    assert fewer.as_json()["changes"] == {"cycle_count": {"recorded": 5, "what_if": 3}}
+    assert fewer.divergence is not None and fewer.divergence.subject == "RunCompleted"
+    same = run(child.log, "cycle_count=5")
+    assert same.changes == {} and same.divergence is None
+    assert "already has these settings" in same.describe()

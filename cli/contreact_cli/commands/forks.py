@@ -2,25 +2,24 @@
 a new run that begins with RUN's events up to the end of cycle K (re-keyed to it) and
 runs the remaining cycles under another model or other settings. RUN is only read.
 
-The request is checked here first with the core's own rule (``history.fork.plan_fork``),
-so a fork that cannot be honest is refused at once with one line; the orchestrator
-checks it again when it logs the child (the parent may have moved on, another fork
-may have taken the id) and says why where this command waits.
+The request is checked here first with the cheap part of the core's rule
+(``history.fork.check_fork``: the cut, the configuration, the refusals; no re-key, no
+fold), so a fork that cannot be honest is refused at once with one line. The
+orchestrator plans it (``plan_fork``) when it logs the child (the parent may have moved
+on, another fork may have taken the id) and answers where this command waits
+(``contreact_bus.forks``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import time
-from datetime import UTC, datetime
 from typing import Any
 
 import redis.asyncio as aioredis
 
 from contreact_bus.experiments import existing_runs
-from contreact_bus.inbox import Inbox
-from contreact_bus.run_log import RunLog
+from contreact_bus.forks import send_fork, wait_for_fork
 from contreact_bus.runs import load_events
 from contreact_cli.args import add_command, positive_seconds, run_id
 from contreact_cli.connection import redis_client
@@ -29,10 +28,10 @@ from contreact_cli.output import Printer, out
 from contreact_cli.settings import CLISettings
 from contreact_cli.stack.service_waits import required_services, wait_for_services
 from contreact_cli.views.follower import follow_run
+from contreact_events.config import check_identifier
 from contreact_events.config.overrides import parse_assignments
-from contreact_events.history.fork import plan_fork
-from contreact_events.names import run_fork_refusal_key
-from contreact_events.wire.tasks import ForkRequest, fork_requested
+from contreact_events.history.fork import check_fork
+from contreact_events.wire.tasks import ForkRequest
 
 
 def register(sub: Any) -> None:
@@ -94,25 +93,19 @@ async def fork_run(
     assignments = parse_assignments(pairs)
     async with redis_client(settings) as redis:
         events = await load_events(redis, settings.archive_dir, parent)
-        child = child_id or await _free_id(redis, settings, f"{parent}-c{at_cycle}-fork")
-        plan = plan_fork(  # refuses here what the orchestrator would refuse
-            events,
-            child_run_id=child,
-            at_cycle=at_cycle,
-            model=model,
-            assignments=assignments,
-            ts=datetime.now(UTC),
+        child = child_id or await _free_id(redis, settings, _default_id(parent, at_cycle))
+        check = check_fork(  # refuses here what the orchestrator would refuse
+            events, child_run_id=child, at_cycle=at_cycle, model=model, assignments=assignments
         )
         if await existing_runs(redis, settings.archive_dir, [child]):
             raise CLIError(f"run '{child}' already exists: fork with another --run-id")
-        await wait_for_services(redis, settings, wait_s, required_services(plan.forked.config))
+        await wait_for_services(redis, settings, wait_s, required_services(check.config))
         request = ForkRequest(
             parent_run_id=parent, at_cycle=at_cycle, model=model, settings=tuple(pairs)
         )
-        message = fork_requested(child, request)
-        await (await Inbox.open(redis)).send(message)
-        await wait_for_fork(redis, child, message.msg_id, wait_s)
-        changed = ", ".join(plan.forked.changes) or "nothing but the run id"
+        message = await send_fork(redis, child, request)
+        await _logged(redis, child, message.msg_id, check.prefix_len, wait_s)
+        changed = ", ".join(check.changes) or "nothing but the run id"
         out(f"run {child} forked from {parent} at cycle {at_cycle} (changed: {changed})")
         if not follow:
             out(f"follow it with `contreact watch {child}`")
@@ -120,29 +113,36 @@ async def fork_run(
         return await follow_run(redis, child, out, progress_every_s=settings.progress_every_s)
 
 
-async def wait_for_fork(redis: aioredis.Redis, child: str, msg_id: str, wait_s: float) -> None:
+async def _logged(
+    redis: aioredis.Redis, child: str, msg_id: str, prefix_len: int, wait_s: float
+) -> None:
     """Return once the orchestrator logged this request's ``RunForked``; raise with its
     refusal, when another request took the id, or when none answered in time."""
-    deadline = time.monotonic() + max(wait_s, 5.0)
-    log = RunLog(redis)
-    while time.monotonic() < deadline:
-        refusal = await redis.get(run_fork_refusal_key(child, msg_id))
-        if refusal is not None:
-            text = refusal.decode() if isinstance(refusal, bytes) else str(refusal)
-            raise CLIError(f"fork refused: {text}")
-        forks = [e for _, e in await log.read(child) if e.type == "RunForked"]
-        if forks:
-            if forks[-1].event_id == msg_id:
-                return
+    wait_s = max(wait_s, 5.0)
+    answer = await wait_for_fork(redis, child, msg_id, prefix_len, wait_s)
+    match answer.outcome:
+        case "logged":
+            return
+        case "refused":
+            raise CLIError(f"fork refused: {answer.reason}")
+        case "taken":
             raise CLIError(
                 f"run '{child}' already exists (another request took the id first): "
                 "fork with another --run-id"
             )
-        await asyncio.sleep(0.1)
     raise CLIError(
-        f"the orchestrator did not answer the fork of '{child}' within {max(wait_s, 5.0):.0f} s: "
+        f"the orchestrator did not answer the fork of '{child}' within {wait_s:.0f} s: "
         "is it running (`contreact status`)? The request stays queued."
     )
+
+
+def _default_id(parent: str, at_cycle: int) -> str:
+    """``RUN-cK-fork``, when that is a run id (a long parent's may be too long)."""
+    base = f"{parent}-c{at_cycle}-fork"
+    try:
+        return check_identifier("the default fork id", base)
+    except ValueError as exc:
+        raise CLIError(f"{exc}: name the fork with --run-id") from None
 
 
 async def _free_id(redis: aioredis.Redis, settings: CLISettings, base: str) -> str:

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 import redis.asyncio as aioredis
 
 from contreact_bus.experiments import ReplicaEntry, queue_entry, replica_entries
+from contreact_bus.forks import queue_fork, refusal
 from contreact_bus.inbox import Inbox
 from contreact_bus.replies import text
 from contreact_events.history.experiment_forks import PlannedFork
-from contreact_events.names import experiment_replicas_key, run_fork_refusal_key, run_meta_key
-from contreact_events.wire.tasks import ForkRequest, fork_requested
+from contreact_events.names import experiment_replicas_key, run_meta_key
+from contreact_events.wire.tasks import ForkRequest
 
 GOING = frozenset({"running", "waiting_operator"})
 
@@ -68,9 +69,8 @@ class ForkSender:
                     model=fork.model_name,
                     settings=fork.settings,
                 )
-                message = fork_requested(child, request)
                 queue_entry(pipe, self.experiment, _entry(fork, child))
-                inbox.queue(pipe, message)
+                message = queue_fork(pipe, inbox, child, request)
                 self.sent[fork.replica] = (child, message.msg_id)
                 sent.append(child)
             await pipe.execute()
@@ -81,13 +81,13 @@ class ForkSender:
         the record so that the next ``experiment run FILE`` asks again."""
         out = {}
         for replica, (child, msg_id) in list(self.sent.items()):
-            reason = await redis.get(run_fork_refusal_key(child, msg_id))
+            reason = await refusal(redis, child, msg_id)
             if reason is None:
                 continue
             await redis.hdel(experiment_replicas_key(self.experiment), replica)
             del self.sent[replica]
             self.given_up.add(replica)
-            out[child] = text(reason)
+            out[child] = reason
         return out
 
 

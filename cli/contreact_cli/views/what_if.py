@@ -55,6 +55,8 @@ def _details(divergence: WhatIfDivergence) -> list[str]:
             lines = [f"what-if: {divergence.subject} differs in {', '.join(divergence.fields)}"]
         case "input_refused":
             lines = [f"what-if: refuses the recorded input ({where}: {theirs})"]
+        case "history":
+            lines = ["what-if: every event and task as recorded; the final conversation differs"]
         case _:
             mine = expected.type if expected is not None else "?"
             lines = [f"what-if: {mine}; recorded ({where}): {theirs}"]

@@ -198,6 +198,15 @@ class RunLog:
     async def events(self, run_id: str) -> list[Event]:
         return [event for _, event in await self.read(run_id)]
 
+    async def entry_at(self, run_id: str, position: int) -> Event | None:
+        """The event at ``position`` (0-based) of the run's log, None past its end; only
+        that one is decoded (a fork's ``RunForked`` stands after its copied prefix)."""
+        key = run_log_key(run_id)
+        fetched = await self._fetch(key, b"-", position + 1)
+        if len(fetched) <= position:
+            return None
+        return decode_entries(key, fetched[position:])[0][1]
+
     async def exists(self, run_id: str) -> bool:
         return bool(await self._redis.exists(run_log_key(run_id)))
 

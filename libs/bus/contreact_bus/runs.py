@@ -3,6 +3,7 @@ listing projection (``runs:index`` and each run's meta hash)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import time
@@ -34,7 +35,7 @@ async def load_events(redis: aioredis.Redis | None, archive_dir: Path, run_id: s
         events = await RunLog(redis).events(run_id)
         if events:
             return events
-    archived = read_archive(archive_dir, run_id)
+    archived = await asyncio.to_thread(read_archive, archive_dir, run_id)
     if archived:
         return archived
     raise RunNotFound(

@@ -35,7 +35,6 @@ from contreact_events.core.state import AgentState
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import (
     ACTIVE_RUNS,
-    DEAD_LETTER_STREAM,
     inbox_shard,
     inbox_stream,
     run_meta_key,
@@ -51,7 +50,7 @@ from contreact_orchestrator.deadlines import DeadlineWatch
 from contreact_orchestrator.digests import write_digest
 from contreact_orchestrator.exceptions import LeaseLost
 from contreact_orchestrator.leases import Lease
-from contreact_orchestrator.rejections import dead_letter, rejection
+from contreact_orchestrator.rejections import FORGED_FORK, keep_refused, rejection
 from contreact_orchestrator.run_requests import completed_request, decide_fork
 from contreact_orchestrator.task_sender import TaskSender, pending_of
 
@@ -233,6 +232,9 @@ class Orchestrator:
         if message.kind == FORK_REQUEST:
             await self._fork(message, lease)
             return
+        if message.kind == "RunForked":  # only ever built here, from a fork request
+            await keep_refused(self._redis, message, FORGED_FORK)
+            return
         state = await self._state(run_id)
         if state is None:
             log.warning("run %s is quarantined: %s ignored", run_id, message.kind)
@@ -289,10 +291,7 @@ class Orchestrator:
     ) -> Decision | None:
         reason = f"its {message.kind} could not be accepted ({problem})"
         failure = rejection(state, message, now, reason)
-        log.error("run %s: %s", state.run_id, reason)
-        await self._redis.xadd(
-            DEAD_LETTER_STREAM, dead_letter(message, reason), maxlen=10_000, approximate=True
-        )
+        await keep_refused(self._redis, message, reason)
         try:
             return decide(state, failure)
         except Exception as exc:

@@ -1,19 +1,19 @@
 """Requests that start a run: a run request (``completed_request``), and a fork request.
 
-Fork requests: read the parent (from Redis, or its archive once it left), plan the
-child with the pure core (``history.fork.plan_fork``: the cut after ``CycleEnded(K)``, the
-re-keyed prefix, ``RunForked``), or say in one line why not.
+Fork requests (the protocol: ``contreact_bus.forks``): read the parent (from Redis, or
+its archive once it left, ``load_events``), plan the child with the pure core
+(``history.fork.plan_fork``: the cut after ``CycleEnded(K)``, the re-keyed prefix folded
+once, ``RunForked``), or say in one line why not.
 
 The child's first append (prefix, ``RunForked`` and what ``decide`` derives from it)
 is the orchestrator's usual write with expected length 0 under the child's fence: of
 two requests for one id, one is logged, the other finds the log moved and is refused
-when decided again. A refusal is written where ``contreact fork`` waits for it
-(``run_fork_refusal_key``); the parent is only ever read.
+when decided again. A refusal is written where the requester waits for it
+(``forks.refuse``); the parent is only ever read.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,15 +22,16 @@ from typing import Any
 import redis.asyncio as aioredis
 from pydantic import ValidationError
 
-from contreact_bus.archive import read_archive
+from contreact_bus.exceptions import RunNotFound
+from contreact_bus.forks import logged_fork_id, refuse
 from contreact_bus.run_log import RunLog
+from contreact_bus.runs import load_events
 from contreact_events.catalog import Event
 from contreact_events.config.overrides import parse_assignments
 from contreact_events.core.decide import Decision, decide
 from contreact_events.core.state import AgentState
 from contreact_events.exceptions import ConfigError, ForkRefused
 from contreact_events.history.fork import ForkPlan, plan_fork
-from contreact_events.names import FORK_REFUSAL_TTL_S, run_fork_refusal_key
 from contreact_events.protocol import paper_system_prompt
 from contreact_events.wire.tasks import ForkRequest, InboxMessage
 
@@ -84,17 +85,6 @@ async def decide_fork(
     return plan.prefix, decision
 
 
-async def parent_events(redis: aioredis.Redis, archive_dir: Path, parent_id: str) -> list[Event]:
-    """The parent's log as it is now: Redis, else its archive file."""
-    events = await RunLog(redis).events(parent_id)
-    if events:
-        return events
-    archived = await asyncio.to_thread(read_archive, archive_dir, parent_id)
-    if not archived:
-        raise ForkRefused(f"no run {parent_id} in Redis or in {archive_dir}: fork an existing run")
-    return archived
-
-
 async def fork_plan(
     redis: aioredis.Redis,
     archive_dir: Path,
@@ -112,7 +102,10 @@ async def fork_plan(
         raise ForkRefused(f"fork request {message.msg_id}: {first['msg']}") from None
     except ConfigError as exc:
         raise ForkRefused(str(exc)) from None
-    events = await parent_events(redis, archive_dir, request.parent_run_id)
+    try:
+        events = await load_events(redis, archive_dir, request.parent_run_id)
+    except RunNotFound as exc:
+        raise ForkRefused(str(exc)) from None
     return plan_fork(
         events,
         child_run_id=message.run_id,
@@ -126,16 +119,6 @@ async def fork_plan(
 
 
 async def refuse_fork(redis: aioredis.Redis, message: InboxMessage, reason: str) -> None:
-    """Tell ``contreact fork`` (waiting on this request's key) why its fork was refused."""
+    """Tell the requester (waiting on this request's key) why its fork was refused."""
     log.warning("run %s: fork refused: %s", message.run_id, reason)
-    key = run_fork_refusal_key(message.run_id, message.msg_id)
-    await redis.set(key, reason[:2000], ex=FORK_REFUSAL_TTL_S)
-
-
-async def logged_fork_id(log: RunLog, run_id: str, prefix_len: int) -> str | None:
-    """The event id of the run's own ``RunForked`` (None when it has none): a
-    redelivered request that was logged before finds its own id here."""
-    entries = await log.read(run_id, limit=prefix_len + 1) if prefix_len else []
-    if len(entries) > prefix_len and entries[prefix_len][1].type == "RunForked":
-        return entries[prefix_len][1].event_id
-    return None
+    await refuse(redis, message, reason)

@@ -160,6 +160,15 @@ def _config_with_whole_arguments(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "config": config}
 
 
+def _config_with_rules_1(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 configs (a version 1 fork's) predate the heuristic's rules 2: those runs'
+    heuristic analyses read a bare acknowledgement as a statement."""
+    config = dict(data.get("config") or {})
+    cognition = dict(config.get("cognition") or {})
+    config["cognition"] = {**cognition, "heuristic_rules": 1}
+    return {**data, "config": config}
+
+
 def _adds(**defaults: Any) -> Upcaster:
     """An upcaster for a version that only added fields: the old events read with
     the value that describes how they ran."""
@@ -178,6 +187,9 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("RunStarted", 2): lambda data: _adds(prompt_hashes={})(_config_without_caps(data)),
     ("RunRequested", 3): _config_with_whole_arguments,
     ("RunStarted", 3): _config_with_whole_arguments,
+    ("RunRequested", 4): _config_with_rules_1,
+    ("RunStarted", 4): _config_with_rules_1,
+    ("RunForked", 1): lambda data: _adds(config_in_force=False)(_config_with_rules_1(data)),
     ("LLMRequested", 1): _adds(prompt_sha256=None),
     ("StepLimitReached", 1): _adds(final_call=False),
     ("RegenerationRequested", 1): _adds(pinned=False),

@@ -19,6 +19,9 @@ class RunForked(InputEvent):
     after reading the parent). Accepted only right after the copied prefix."""
 
     type: Literal["RunForked"] = "RunForked"
+    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
+    """2: the config has ``cognition.heuristic_rules`` (version 1 forks ran with rules 1),
+    and ``config_in_force`` is recorded."""
     parent_run_id: str
     at_cycle: int
     """The parent's cycle whose end the prefix ends with; the child goes on at the next."""
@@ -37,6 +40,11 @@ class RunForked(InputEvent):
     them into the child's memory (none: no seed)."""
     orchestrator_version: str = ""
     """The code that decided the fork (as ``RunRequested.orchestrator_version``)."""
+    config_in_force: bool = True
+    """The child's config holds from cycle K+1 on its state too: what the parent's made
+    and the child's turns off is dropped here (cycle K's memory block when
+    ``cognition.memory_block`` is off, cycle K's advisory when ``diversity.enabled`` is
+    off). False: a fork recorded before that (version 1), which kept both."""
 
 
 class MemorySeeded(InputEvent):

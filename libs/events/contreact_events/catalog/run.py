@@ -12,10 +12,11 @@ class RunRequested(InputEvent):
     """A run was submitted (input, from the CLI). Starts the model check."""
 
     type: Literal["RunRequested"] = "RunRequested"
-    schema_version: Literal[4] = 4  # type: ignore[assignment]  # a raised version
+    schema_version: Literal[5] = 5  # type: ignore[assignment]  # a raised version
     """2: the config has ``diversity`` (version 1 runs ran without it). 3: the config
     has ``limits`` and ``final_call_at_step_cap`` (version 2 runs ran without them).
-    4: ``limits.cut_arguments_in_history`` (version 3 runs sent arguments back whole)."""
+    4: ``limits.cut_arguments_in_history`` (version 3 runs sent arguments back whole).
+    5: ``cognition.heuristic_rules`` (version 4 runs ran with rules 1)."""
     config: RunConfig
     """The configuration as submitted (backend may still be ``auto``)."""
     requested_by: str = "cli"
@@ -41,10 +42,11 @@ class RunStarted(EventBase):
     """The run's effective setup, fixed for its whole life."""
 
     type: Literal["RunStarted"] = "RunStarted"
-    schema_version: Literal[4] = 4  # type: ignore[assignment]  # a raised version
+    schema_version: Literal[5] = 5  # type: ignore[assignment]  # a raised version
     """2: the config has ``diversity`` (version 1 runs ran without it). 3: the config
     has ``limits`` and ``final_call_at_step_cap``; ``prompt_hashes`` is recorded.
-    4: ``limits.cut_arguments_in_history`` (version 3 runs sent arguments back whole)."""
+    4: ``limits.cut_arguments_in_history`` (version 3 runs sent arguments back whole).
+    5: ``cognition.heuristic_rules`` (version 4 runs ran with rules 1)."""
     config: RunConfig
     """Effective configuration: backend resolved, system prompt text included."""
     backend: ResolvedBackend

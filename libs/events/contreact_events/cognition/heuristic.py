@@ -5,7 +5,8 @@ result says ``analyser="heuristic"``. ``docs/cognition.md`` gives its measured a
 on the labelled set in ``tests/fixtures/cognition/``.
 
 Intent, from the operator's reply alone, first rule that fires:
-1. ``conversation``: a social phrase (greeting, thanks, farewell, bare acknowledgement)
+1. ``conversation``: a social phrase (greeting, thanks, farewell, bare acknowledgement:
+   "Acknowledged.", "Noted." from the rules' version 2 on, ``cognition.heuristic_rules``)
    with at most three other content words;
 2. ``request``: "please", "can/could/would you ...", "I want/need you to", "let's",
    "don't", or a reply opening with an imperative verb of the list below;
@@ -44,13 +45,13 @@ from contreact_events.cognition.phrases import (
     CONTINUE,
     IMPERATIVES,
     KEEP,
-    LEADING_SOCIAL,
+    LEADING_SOCIAL_BY_RULES,
     MID_REQUEST,
     NEW_TOPIC,
     QUESTION_WORDS,
     RELATED,
     REQUEST_OPENERS,
-    SOCIAL,
+    SOCIAL_BY_RULES,
 )
 from contreact_events.cognition.retrieval import DEFAULT_WEIGHTS, Candidate, Weights, rank
 
@@ -69,11 +70,17 @@ def normalized(text: str) -> str:
     return " ".join(text.lower().replace("\u2019", "'").split())
 
 
-def classify_intent(reply: str) -> tuple[Intent, float, str]:
-    """(intent, confidence, the rule that decided) of the operator's reply."""
+LATEST_RULES = 2
+"""The version of the rules new runs record (``cognition.heuristic_rules``)."""
+
+
+def classify_intent(reply: str, rules: int = LATEST_RULES) -> tuple[Intent, float, str]:
+    """(intent, confidence, the rule that decided) of the operator's reply, by the rules
+    of version ``rules``."""
     text = normalized(reply)
-    social = SOCIAL.findall(text)
-    rest = LEADING_SOCIAL.sub("", text)
+    social_phrase = SOCIAL_BY_RULES[rules]
+    social = social_phrase.findall(text)
+    rest = LEADING_SOCIAL_BY_RULES[rules].sub("", text)
     tokens = words(rest)
     while tokens[:1] and tokens[0] in ANSWER_WORDS and len(tokens) > 1:
         tokens = tokens[1:]  # "Yes, delete them": the verb after the answer
@@ -81,7 +88,7 @@ def classify_intent(reply: str) -> tuple[Intent, float, str]:
     asks = bool(opener and (opener.start() == 0 or "please" in opener.group(0)))
     commands = bool(tokens and tokens[0] in IMPERATIVES)
     if social and not asks and not commands:
-        others = [t for t in content_stems(SOCIAL.sub(" ", text)) if len(t) > 1]
+        others = [t for t in content_stems(social_phrase.sub(" ", text)) if len(t) > 1]
         if not others or (len(others) <= 3 and "?" not in text):
             return "conversation", 0.8, f"a social phrase ({social[0]!r}) and little else"
     if asks and opener:
@@ -170,12 +177,14 @@ def analyse_heuristically(
     *,
     query_vector: Sequence[float] | None = None,
     now: datetime | None = None,
+    rules: int = LATEST_RULES,
 ) -> Analysis:
     """The exchange's analysis by the rules above. ``memories``: the run's memory values
     (id = key); ``query_vector``: the exchange's embedding if the caller has one (then
     every memory needs its vector); ``now``: the reference time of recency (default: the
-    newest memory's)."""
-    intent, intent_confidence, intent_rule = classify_intent(exchange.operator_reply)
+    newest memory's); ``rules``: the version of the rules (the run's
+    ``cognition.heuristic_rules``: a recorded run replays with the rules it ran with)."""
+    intent, intent_confidence, intent_rule = classify_intent(exchange.operator_reply, rules)
     context, context_confidence, context_rule = classify_context(
         exchange, recent_exchanges, social_only=intent == "conversation"
     )

@@ -14,7 +14,7 @@ def phrases(*items: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w'])(?:{body})(?![\w'])")
 
 
-SOCIAL = phrases(
+SOCIAL_PHRASES = (
     "hi",
     "hello",
     "hey",
@@ -58,6 +58,14 @@ SOCIAL = phrases(
     "appreciate it",
     "go ahead",
 )
+ACKNOWLEDGEMENTS = ("acknowledged", "noted", "understood")
+"""Social from the heuristic's rules 2 on (``cognition.heuristic_rules``): "Acknowledged."
+is the operator's default auto reply, in auto mode the most common reply there is."""
+SOCIAL_BY_RULES = {
+    1: phrases(*SOCIAL_PHRASES),
+    2: phrases(*SOCIAL_PHRASES, *ACKNOWLEDGEMENTS),
+}
+"""Greetings, thanks, farewells and bare acknowledgements, by the rules' version."""
 ANSWER_WORDS = word_set(
     "yes no yeah nope neither sure fine alright right now so then and but ok okay"
 )
@@ -230,4 +238,7 @@ KEEP = phrases(
     "birthday",
     "password",
 )
-LEADING_SOCIAL = re.compile(rf"\A(?:(?:{SOCIAL.pattern})[\s,.!;:-]*)+")
+LEADING_SOCIAL_BY_RULES = {
+    rules: re.compile(rf"\A(?:(?:{social.pattern})[\s,.!;:-]*)+")
+    for rules, social in SOCIAL_BY_RULES.items()
+}

@@ -201,6 +201,11 @@ class CognitionConfig(Strict):
     exactly. Off by default: the paper's protocol has no such block."""
     memory_block_k: StrictInt = Field(default=3, ge=1, le=10)
     """How many memories the block shows at most."""
+    heuristic_rules: Literal[1, 2] = 2
+    """The heuristic analyser's rules, by version (``cognition.heuristic``): 2 reads a bare
+    acknowledgement ("Acknowledged.", the operator's default auto reply, "Noted.",
+    "Understood.") as conversation; 1 read it as a statement. Runs recorded before
+    ``RunRequested`` version 5 are read with 1, which is how they ran."""
 
 
 class ToolsConfig(Strict):

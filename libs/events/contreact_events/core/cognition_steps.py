@@ -95,7 +95,10 @@ def exchange_analysis(
     )
     if analyser == "model":
         return [requested]
-    analysis = analyse_heuristically(exchange, recent, _block_memories(state), now=stamp.ts)
+    rules = state.config.cognition.heuristic_rules
+    analysis = analyse_heuristically(
+        exchange, recent, _block_memories(state), now=stamp.ts, rules=rules
+    )
     analysed = stamp(OperatorMessageAnalyzed, task_id=task_id, analysis=analysis.model_dump())
     return [requested, analysed]
 
@@ -123,7 +126,11 @@ def after_open_failure(
         OperatorMessageAnalyzed,
         task_id=task.task_id,
         analysis=analyse_heuristically(
-            task.exchange, task.recent, _candidates(task.memories), now=stamp.ts
+            task.exchange,
+            task.recent,
+            _candidates(task.memories),
+            now=stamp.ts,
+            rules=config.cognition.heuristic_rules,
         ).model_dump(),
         fallback_reason=(
             f"the analysis {task.task_id} failed {task.sends} time(s); last: {reason}"

@@ -140,7 +140,8 @@ def _(event: RunStarted, state: AgentState) -> dict[str, Any]:
     return {
         "status": "running",
         # A fork starts after its copied cycles: the next cycle, or the end, comes next
-        # (and the advisory the last copied cycle earned goes with it).
+        # (and the advisory the last copied cycle earned goes with it, unless the
+        # fork's diversity check is off: see RunForked).
         "phase": "cycle_end" if state.cycle_number > 0 else "cycle_start",
         "config": event.config,
         "backend": event.backend,
@@ -160,7 +161,7 @@ def _(event: RunForked, state: AgentState) -> dict[str, Any]:
         )
     seeding = event.memory_calls > 0
     task = fork_task_id(state.run_id, event.at_cycle, "seed" if seeding else "check")
-    return {
+    changes: dict[str, Any] = {
         "status": "checking",
         "phase": "seeding" if seeding else "checking",
         "config": event.config,
@@ -172,6 +173,16 @@ def _(event: RunForked, state: AgentState) -> dict[str, Any]:
             evolve(t, {"since": event.ts, "sends": 1, "failure": None}) for t in state.open_tasks
         ),
     }
+    # The child's config is in force from cycle K+1: what the parent's config made and
+    # the child's turns off does not carry over (cycle K's memory block into the next
+    # prompts and the heuristic analyses; cycle K's advisory into cycle K+1). A fork
+    # recorded before that (RunForked 1) kept both, and replays so.
+    config = event.config
+    if event.config_in_force and not config.cognition.memory_block and state.memory_block:
+        changes["memory_block"] = ()
+    if event.config_in_force and not config.diversity.enabled and state.next_advisory:
+        changes["next_advisory"] = None
+    return changes
 
 
 @_apply.register

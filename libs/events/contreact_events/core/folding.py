@@ -13,7 +13,7 @@ private mutable ``Draft`` frozen once at the end. Pure: no I/O, no clock, no ran
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import FunctionType
 from typing import Any, NamedTuple, Protocol, TypeVar, cast
 
@@ -40,8 +40,19 @@ class Dispatch(Protocol):
     def dispatch(self, cls: Any) -> Callable[..., Any]: ...
 
 
+Watch = Callable[[AgentState, Event], None]
+"""Called with the state as it is just before each event is folded (``fold_all``'s
+``before``): it may read the state, never keep it (it is the draft, which changes)."""
+
+
 class FoldAll(Protocol):
-    def __call__(self, events: Iterable[Event], state: AgentState | None = None) -> AgentState:
+    def __call__(
+        self,
+        events: Iterable[Event],
+        state: AgentState | None = None,
+        *,
+        before: Watch | None = None,
+    ) -> AgentState:
         """Fold a whole log; with no state, from the first event's run."""
         ...
 
@@ -141,32 +152,6 @@ class Appended:
         return f"Appended{self.items!r}"
 
 
-class Branches:
-    """The branch of each event class, from a plain dict: ``singledispatch``'s own call
-    (a weak-keyed cache lookup and a wrapper per event) was a tenth of the fold. The
-    dict is dropped whenever a branch is registered."""
-
-    def __init__(self, apply: Dispatch) -> None:
-        self._apply = apply
-        self._found: dict[type, Handler] = {}
-        self._registered = 0
-
-    def table(self) -> dict[type, Handler]:
-        """The dict of branches found so far, emptied if a branch was registered since."""
-        registered = len(self._apply.registry)
-        if registered != self._registered:
-            self._found.clear()
-            self._registered = registered
-        return self._found
-
-    def of(self, kind: type) -> Handler:
-        """The branch for an event class."""
-        found = self.table().get(kind)
-        if found is None:
-            found = self._found[kind] = self._apply.dispatch(kind)
-        return found
-
-
 def bookkeeping(state: AgentState, event: Event, changes: dict[str, Any]) -> None:
     """What every event changes besides its branch's changes (both mechanisms)."""
     before = state.pending_task_id
@@ -189,8 +174,26 @@ def projector(apply: Dispatch) -> Projector:
     """``fold`` and ``fold_all`` over the branches of ``apply``. Both check that an
     event is of the state's run (``WrongRun``); a branch raises ``InvalidTransition``
     for an event that does not fit the state."""
-    branches = Branches(apply)
-    branch = branches.of
+    found: dict[type, Handler] = {}
+    registered = 0
+
+    def table() -> dict[type, Handler]:
+        """The branches looked up so far, by event class, in a plain dict:
+        ``singledispatch``'s own call (a weak-keyed cache lookup and a wrapper per
+        event) was a tenth of the fold. Emptied whenever a branch is registered."""
+        nonlocal registered
+        if len(apply.registry) != registered:
+            found.clear()
+            registered = len(apply.registry)
+        return found
+
+    def branch(kind: type) -> Handler:
+        """The branch for an event class (closures, not methods: no bound method to
+        build on the per-event path of ``fold``)."""
+        handler = table().get(kind)
+        if handler is None:
+            handler = found[kind] = apply.dispatch(kind)
+        return handler
 
     def fold(state: AgentState, event: Event) -> AgentState:
         """Apply one event to the state and return the new state."""
@@ -207,14 +210,18 @@ def projector(apply: Dispatch) -> Projector:
         bookkeeping(state, event, changes)
         return evolve(state, changes)
 
-    def fold_all(events: Iterable[Event], state: AgentState | None = None) -> AgentState:
+    def fold_all(
+        events: Iterable[Event], state: AgentState | None = None, *, before: Watch | None = None
+    ) -> AgentState:
         """Fold a whole log. With no state, start from the first event's run.
 
         The same as ``fold`` event after event, but into one private, mutable draft
         frozen once at the end (``Draft``): no new ``AgentState`` per event, and what a
         branch ``Appended`` to a growing tuple (the message history) is copied once, not
-        at every message. ``state`` itself is never changed."""
-        if isinstance(events, (list, tuple)) and len(events) <= _FEW:
+        at every message. ``state`` itself is never changed. ``before`` sees the state
+        just before each event (what a reader of the whole log needs of the states in
+        between, as ``memory_calls`` does), in the same pass."""
+        if before is None and isinstance(events, (list, tuple)) and len(events) <= _FEW:
             for event in events:  # a decision's few events: a draft would cost more
                 if state is None:
                     state = AgentState(run_id=event.run_id)
@@ -230,11 +237,26 @@ def projector(apply: Dispatch) -> Projector:
                     raise InvalidTransition("cannot rebuild a run from an empty log")
                 return state
             draft = Draft(state if state is not None else AgentState(run_id=first.run_id))
-            draft.fold_all((first,), branches)
-            draft.fold_all(it, branches)
+            if before is not None:
+                it = _watched(first, it, before, cast(AgentState, draft))
+            else:
+                draft.fold_all((first,), table, branch)
+            draft.fold_all(it, table, branch)
             return draft.freeze()
 
     return Projector(fold, fold_all)
+
+
+def _watched(
+    first: Event, rest: Iterator[Event], before: Watch, draft: AgentState
+) -> Iterator[Event]:
+    """The events, each shown to ``before`` with the draft as it is just before it is
+    folded (the draft folds an event before it asks for the next)."""
+    before(draft, first)
+    yield first
+    for event in rest:
+        before(draft, event)
+        yield event
 
 
 class Draft:
@@ -263,20 +285,25 @@ class Draft:
         value = self.__dict__[name] = (*base, *items)
         return value
 
-    def fold_all(self, events: Iterable[Event], branches: Branches) -> None:
+    def fold_all(
+        self,
+        events: Iterable[Event],
+        table: Callable[[], dict[type, Handler]],
+        branch: Callable[[type], Handler],
+    ) -> None:
         """``fold`` of each event, in place: ``fold``'s steps, written out in one loop
         (``tests/unit/test_fold_mechanism.py`` holds the two to the same states)."""
         fields = self.__dict__
         appended = self._appended
         changed = self._changed
-        handlers = branches.table()
+        handlers = table()
         run_id = fields["run_id"]
         state = cast(AgentState, self)  # what the branches read: the draft stands in
         changed.update(("seq", "last_event_id"))
         for event in events:
             if event.run_id != run_id:
                 raise WrongRun(f"event {event.event_id} of run {event.run_id} applied to {run_id}")
-            handler = handlers.get(type(event)) or branches.of(type(event))
+            handler = handlers.get(type(event)) or branch(type(event))
             changes = handler(event, state)
             before = fields["pending_task_id"]
             pending = changes.get("pending_task_id", before)

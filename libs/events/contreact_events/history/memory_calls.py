@@ -25,14 +25,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain
 
 from contreact_events.catalog import Event
 from contreact_events.catalog.cognition import PersistentMemoryStored
 from contreact_events.catalog.tool import ToolCallCompleted
-from contreact_events.core.fold import fold
+from contreact_events.core.fold import fold_all
 from contreact_events.core.outbox import pending_tasks
 from contreact_events.core.state import AgentState
-from contreact_events.wire.codec import bulk
 from contreact_events.wire.tasks import MemoryTask
 
 
@@ -51,18 +51,26 @@ def memory_calls(events: Iterable[Event]) -> list[MemoryCall]:
     """The memory calls of one run's log (or of a prefix of it) that the memory
     service executed, in the order it executed them. Raises what ``fold`` raises
     for a log that does not fold (another run's event, an impossible order)."""
+    return folded_memory_calls(events)[1]
+
+
+def folded_memory_calls(events: Iterable[Event]) -> tuple[AgentState | None, list[MemoryCall]]:
+    """The state the events fold to (None: no events) and their ``memory_calls``, from
+    one pass of ``fold_all`` (its draft: no new state per event)."""
+    it = iter(events)
+    first = next(it, None)
+    if first is None:
+        return None, []
     calls: list[MemoryCall] = []
-    state: AgentState | None = None
-    with bulk():
-        for event in events:
-            if state is None:
-                state = AgentState(run_id=event.run_id)
-            if isinstance(event, ToolCallCompleted | PersistentMemoryStored):
-                task = sent_memory_task(state)
-                if task is not None and task.task_id == event.task_id:
-                    calls.append(MemoryCall(task=task, result=event))
-            state = fold(state, event)
-    return calls
+
+    def note(state: AgentState, event: Event) -> None:
+        if isinstance(event, ToolCallCompleted | PersistentMemoryStored):
+            task = sent_memory_task(state)
+            if task is not None and task.task_id == event.task_id:
+                calls.append(MemoryCall(task=task, result=event))
+
+    state = fold_all(chain((first,), it), before=note)
+    return state, calls
 
 
 def sent_memory_task(state: AgentState) -> MemoryTask | None:

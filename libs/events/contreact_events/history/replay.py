@@ -12,9 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.fork import RunForked
 from contreact_events.core.decide import Decision, decide
 from contreact_events.core.fold import fold_all
 from contreact_events.core.state import AgentState
+from contreact_events.diversity.corpus import scope_for
 from contreact_events.wire.tasks import INPUT_EVENT_TYPES
 
 
@@ -55,6 +57,7 @@ def replay_check(events: Sequence[Event]) -> ReplayReport:
     if not events:
         raise ValueError("cannot replay an empty log")
     state = AgentState(run_id=events[0].run_id)
+    copy = copied_part(events)
     index = inputs = 0
     while index < len(events):
         event = events[index]
@@ -66,7 +69,7 @@ def replay_check(events: Sequence[Event]) -> ReplayReport:
         if decision.ignored is not None:
             reason = f"decide now ignores this logged input: {decision.ignored}"
             return ReplayReport(len(events), inputs, state, Divergence(index, reason, None, event))
-        cut = fork_cut(events, index, state, decision)
+        cut = fork_cut(events, index, state, decision, copy)
         if cut is not None:  # a fork's prefix ends inside this decision
             state, index = cut
             continue
@@ -76,7 +79,7 @@ def replay_check(events: Sequence[Event]) -> ReplayReport:
                 reason = f"the log ends where decide adds {expected.type}"
                 divergence = Divergence(position, reason, expected, None)
                 return ReplayReport(len(events), inputs, state, divergence)
-            expected = _as_recorded(expected, events[position])
+            expected = as_recorded(expected, events[position], copy.at(position))
             if expected != events[position]:
                 reason = f"decide yields {expected.type}, the log has {events[position].type}"
                 divergence = Divergence(position, reason, expected, events[position])
@@ -86,8 +89,35 @@ def replay_check(events: Sequence[Event]) -> ReplayReport:
     return ReplayReport(len(events), inputs, state, None)
 
 
+@dataclass(frozen=True)
+class CopiedPart:
+    """A fork's log begins with its parent's events, copied and re-keyed
+    (``history.fork.rekey``): up to ``end`` (its last ``RunForked``; 0: no fork), and
+    with every corpus scope made the fork's own (``scope``)."""
+
+    end: int = 0
+    scope: str | None = None
+
+    def at(self, position: int) -> str | None:
+        """The scope a copied event at ``position`` holds (None: not a copy)."""
+        return self.scope if position < self.end else None
+
+
+def copied_part(events: Sequence[Event]) -> CopiedPart:
+    """The copied part of a fork's log (nothing for a run that is no fork)."""
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if isinstance(event, RunForked):
+            return CopiedPart(index, scope_for(event.config, event.run_id))
+    return CopiedPart()
+
+
 def fork_cut(
-    events: Sequence[Event], index: int, before: AgentState, decision: Decision
+    events: Sequence[Event],
+    index: int,
+    before: AgentState,
+    decision: Decision,
+    copy: CopiedPart = CopiedPart(),
 ) -> tuple[AgentState, int] | None:
     """A fork's log copies its parent's up to ``CycleEnded(K)``; the decision that logged
     it may have gone on (cycle K+1), and the copy ends there. When the logged
@@ -100,7 +130,8 @@ def fork_cut(
         return None
     matched = decision.events[:at]
     if matched[-1].type != "CycleEnded" or any(
-        _as_recorded(e, log) != log for e, log in zip(matched, logged, strict=False)
+        as_recorded(e, log, copy.at(index + n)) != log
+        for n, (e, log) in enumerate(zip(matched, logged, strict=False))
     ):
         return None
     return fold_all(matched, before), index + at
@@ -114,12 +145,17 @@ NOT_RECORDED: dict[str, dict[str, object]] = {
 their upcaster gives: a logged event that has it is compared without that field."""
 
 
-def _as_recorded(expected: Event, logged: Event) -> Event:
-    """``expected`` without the fields the logged event's version did not record."""
-    fields = NOT_RECORDED.get(logged.type)
-    if not fields or type(expected) is not type(logged):
+def as_recorded(expected: Event, logged: Event, copied_scope: str | None = None) -> Event:
+    """``expected`` without the fields the logged event's version did not record, and,
+    for an event of a fork's copied part, with the corpus scope the copy was re-keyed to
+    (``copied_scope``; a copy made before scopes were re-keyed keeps its parent's)."""
+    if type(expected) is not type(logged):
         return expected
-    missing = {k: v for k, v in fields.items() if getattr(logged, k) == v}
+    fields = NOT_RECORDED.get(logged.type)
+    missing = {k: v for k, v in fields.items() if getattr(logged, k) == v} if fields else {}
+    scope = getattr(logged, "scope", None)
+    if copied_scope is not None and scope == copied_scope != getattr(expected, "scope", None):
+        missing["scope"] = scope
     return expected.model_copy(update=missing) if missing else expected
 
 

@@ -34,7 +34,8 @@ from contreact_events.core.decide import Decision, Task, decide
 from contreact_events.core.fold import fold, fold_all
 from contreact_events.core.state import AgentState
 from contreact_events.exceptions import NotReplayable
-from contreact_events.history.replay import _as_recorded, fork_cut
+from contreact_events.history.fork import requested_config
+from contreact_events.history.replay import CopiedPart, as_recorded, copied_part, fork_cut
 from contreact_events.history.what_if_causes import explain, explain_task
 from contreact_events.history.what_if_keys import what_if_config
 from contreact_events.wire.codec import bulk
@@ -45,12 +46,16 @@ CONFIG_RECORDS: Mapping[str, frozenset[str]] = {
 }
 """Fields of derived events that record the config: they differ by design."""
 
-DivergenceKind = Literal["event", "what_if_waits", "recorded_waited", "task", "input_refused"]
+DivergenceKind = Literal[
+    "event", "what_if_waits", "recorded_waited", "task", "input_refused", "history"
+]
 """``event``: both derive an event here, and they differ; ``what_if_waits``: the what-if
 run waits for an input where the recorded run went on; ``recorded_waited``: the
 what-if run goes on where the recorded run waited (the log's event here is that
 input); ``task``: the events agree, a task would be sent with another payload;
-``input_refused``: the what-if run would not take the recorded input."""
+``input_refused``: the what-if run would not take the recorded input; ``history``:
+every derived event and task agrees, but the conversation the run ends with differs
+(after its last LLM call: what the export and an evaluator are given change)."""
 
 TASK_FIELDS_NOT_COMPARED = frozenset({"deadline", "send", "messages"})
 """A task's deadline follows the clock; an LLM call's messages are compared by the
@@ -152,14 +157,16 @@ def what_if(events: Sequence[Event], assignments: Sequence[Assignment]) -> WhatI
             f"run {first.run_id}: the log begins with {first.type}, not RunRequested, "
             "so there is no recorded config to change"
         )
-    config, changes = what_if_config(first.config, assignments)
+    config = what_if_config(first.config, assignments)[0]
+    changes = what_if_config(requested_config(events), assignments)[1]  # the run's own
     shown = tuple(str(a) for a in assignments)
     recorded = changed = AgentState(run_id=first.run_id)
+    copy = copied_part(events)
     index = decisions = 0
     with bulk():
         while index < len(events):
             event = events[index]
-            baseline, cut = _baseline(recorded, events, index)
+            baseline, cut = _baseline(recorded, events, index, copy)
             decision = decide(changed, _changed_input(event, index, config, assignments))
             if cut and len(decision.events) > len(baseline.events):
                 decision = _cut_as(decision, changed, len(baseline.events))
@@ -171,7 +178,8 @@ def what_if(events: Sequence[Event], assignments: Sequence[Assignment]) -> WhatI
                 )
             recorded, changed = baseline.state, decision.state
             index += len(baseline.events)
-    return WhatIfReport(first.run_id, changes, len(events), decisions, None, shown)
+    divergence = _history_difference(changed, recorded, len(events))
+    return WhatIfReport(first.run_id, changes, len(events), decisions, divergence, shown)
 
 
 def _changed_input(
@@ -192,7 +200,9 @@ def _cut_as(decision: Decision, before: AgentState, length: int) -> Decision:
     return Decision(state=fold_all(events, before), events=events)
 
 
-def _baseline(state: AgentState, events: Sequence[Event], index: int) -> tuple[Decision, bool]:
+def _baseline(
+    state: AgentState, events: Sequence[Event], index: int, copy: CopiedPart
+) -> tuple[Decision, bool]:
     """The recorded config's decision on ``events[index]``; it must be the log's. A
     fork's copied prefix may end inside a decision (``replay.fork_cut``): the decision
     is then cut there, with no tasks (they were never sent), and the flag is True."""
@@ -200,7 +210,7 @@ def _baseline(state: AgentState, events: Sequence[Event], index: int) -> tuple[D
     problem: str | None = None
     decision = decide(state, event) if event.type in INPUT_EVENT_TYPES else None
     if decision is not None and decision.ignored is None:
-        cut = fork_cut(events, index, state, decision)
+        cut = fork_cut(events, index, state, decision, copy)
         if cut is not None:
             cut_state, end = cut
             return Decision(state=cut_state, events=decision.events[: end - index]), True
@@ -212,7 +222,7 @@ def _baseline(state: AgentState, events: Sequence[Event], index: int) -> tuple[D
         for offset, expected in enumerate(decision.events):
             position = index + offset
             logged = events[position] if position < len(events) else None
-            if logged is None or _as_recorded(expected, logged) != logged:
+            if logged is None or as_recorded(expected, logged, copy.at(position)) != logged:
                 problem = f"decide yields {expected.type} where the log has " + (
                     logged.type if logged else "nothing more"
                 )
@@ -270,6 +280,26 @@ def _first_difference(
             subject = f"task {task_id}"
             return _divergence(state, position, subject, "task", None, logged, fields, cause)
     return None
+
+
+def _history_difference(
+    changed: AgentState, recorded: AgentState, end: int
+) -> WhatIfDivergence | None:
+    """Where the conversation the what-if run ends with parts from the recorded one,
+    when no derived event or task did (a setting that changes only the history after
+    the last LLM call, e.g. an argument's cut in the last cycle)."""
+    mine, theirs = changed.message_history, recorded.message_history
+    if mine == theirs:
+        return None
+    at = next((i for i, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b), None)
+    at = min(len(mine), len(theirs)) if at is None else at
+    role = (mine[at] if at < len(mine) else theirs[at]).role
+    cause = (
+        f"no derived event or task changes, but the conversation the run ends with does, "
+        f"from message {at + 1} of {len(theirs)} ({role}): the export and an evaluator's "
+        "input would differ"
+    )
+    return _divergence(changed, end, "message history", "history", None, None, (), cause)
 
 
 def _divergence(
