@@ -6,8 +6,9 @@ level as JSON through the backend's structured output (Ollama's ``format``, Open
 a careful evaluator would: the level its first answer committed to.
 
 The answers are the parser's corpus (``tests/fixtures/answers/pei.jsonl``) when it is
-there, else a few of this file's own; every committed level must be read, and none
-wrongly, with the follow-up on."""
+there, else a few of this file's own, and always a few that commit to a level in words
+no parser reads (``BEYOND_THE_PARSER``: the follow-up's own cases); every committed
+level must be read, and none wrongly, with the follow-up on."""
 
 from __future__ import annotations
 
@@ -74,11 +75,35 @@ OWN_ANSWERS: list[dict[str, Any]] = [
 ]
 
 
+BEYOND_THE_PARSER: list[dict[str, Any]] = [
+    {
+        "id": "rung",
+        "answer": "Mark me down for the rung after the bottom one.",
+        "expected": {"status": "rated", "value": 2},
+    },
+    {
+        "id": "bottom",
+        "answer": "Bottom rung, no question about it.",
+        "expected": {"status": "rated", "value": 1},
+    },
+    {
+        "id": "below-top",
+        "answer": "The rung right below the top one.",
+        "expected": {"status": "rated", "value": 9},
+    },
+]
+"""Answers that commit to a level where the parser finds none (it says so rather than
+guess): what the follow-up exists for."""
+
+
 def answers() -> list[dict[str, Any]]:
-    """The parser's corpus when it is there, else this file's own answers."""
+    """The parser's corpus when it is there, else this file's own answers; and the
+    answers beyond the parser."""
     if CORPUS.exists():
-        return [json.loads(line) for line in CORPUS.read_text("utf-8").splitlines() if line]
-    return OWN_ANSWERS
+        found = [json.loads(line) for line in CORPUS.read_text("utf-8").splitlines() if line]
+    else:
+        found = OWN_ANSWERS
+    return [*found, *BEYOND_THE_PARSER]
 
 
 @pytest.fixture(autouse=True)
@@ -182,8 +207,9 @@ async def test_with_the_follow_up_off_the_paper_asks_once(
     careful_ollama: tuple[FakeOllama, dict[str, dict[str, Any]]],
 ) -> None:
     fake, by_model = careful_ollama
-    models = [m for m, item in by_model.items() if item["id"] in ("terse", "ordinal", "json")]
-    models = models or list(by_model)[:3]
+    beyond = {item["id"] for item in BEYOND_THE_PARSER}
+    models = [m for m, item in by_model.items() if item["id"] in beyond]
+    models.append(next(m for m, item in by_model.items() if item["id"] not in beyond))
     records = await rate_all(aredis, redis_url, tmp_path, fake, models, follow_up=False)
     assert all(r.follow_up is None and r.read_by == "parser" for r in records.values())
     assert not [b for b in fake.chat_requests() if b.get("format")]
