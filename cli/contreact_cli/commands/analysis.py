@@ -13,8 +13,17 @@ from typing import Any
 from contreact_cli.args import add_command, experiment, run_id
 from contreact_cli.connection import optional_redis
 from contreact_cli.exceptions import CLIError
+from contreact_cli.export_file import (
+    check_out_file,
+    check_out_folder,
+    out_errors,
+    write_out_file,
+)
 from contreact_cli.output import out, print_json
 from contreact_cli.settings import CLISettings
+
+REPORT_MARK = '<meta name="generator" content="contreact report">'
+"""In the head of every report (its template): a file with it may be written over."""
 
 
 def register(sub: Any) -> None:
@@ -40,6 +49,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("experiment", type=experiment)
     p.add_argument("--out", type=Path, required=True, help="the HTML file to write")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite an existing file that is not a report (never the platform's own)",
+    )
 
 
 async def _frames(settings: CLISettings, runs: list[str], name: str | None) -> tuple[Any, Any]:
@@ -81,18 +95,23 @@ def cmd_analyze(args: argparse.Namespace, settings: CLISettings) -> int:
     """Fold each run's log (Redis, or its archive) into the tables and write them."""
     from contreact_analysis.frames import write_frames
 
-    if bool(args.runs) == bool(args.experiment):
+    if args.runs and args.experiment:
         raise CLIError("name runs (contreact analyze RUN ...) or --experiment NAME, not both")
+    if not args.runs and not args.experiment:
+        raise CLIError("say what to analyse: runs (contreact analyze RUN ...) or --experiment NAME")
+    check_out_folder(args.out, settings.data_dir)
     frames, _matrix = asyncio.run(_frames(settings, args.runs, args.experiment))
-    written = write_frames(frames, args.out, args.format)
+    with out_errors(args.out, "the tables"):
+        written = write_frames(frames, args.out, args.format)
     sizes = {path.stem: len(frames.tables()[path.stem]) for path in written}
     ratings = asyncio.run(_ratings(settings, args.experiment)) if args.experiment else None
     if ratings is not None:  # once the experiment's runs were assessed
         path = args.out / f"assessments.{args.format}"
-        if args.format == "parquet":
-            ratings.to_parquet(path, index=False)
-        else:
-            ratings.to_csv(path, index=False, na_rep="\\N")
+        with out_errors(args.out, "the tables"):
+            if args.format == "parquet":
+                ratings.to_parquet(path, index=False)
+            else:
+                ratings.to_csv(path, index=False, na_rep="\\N")
         written.append(path)
         sizes[path.stem] = len(ratings)
     if args.json:
@@ -104,16 +123,20 @@ def cmd_analyze(args: argparse.Namespace, settings: CLISettings) -> int:
 
 
 def cmd_report(args: argparse.Namespace, settings: CLISettings) -> int:
-    """Write the experiment's report: one HTML file that needs no server and no network."""
+    """Write the experiment's report: one HTML file that needs no server and no network.
+    An existing file is written over only when it is a report (or with ``--force``),
+    the platform's own files never."""
     from contreact_analysis.report import build_report, render_report
 
+    check_out_file(
+        args.out, settings.data_dir, mark=REPORT_MARK, command="report", force=args.force
+    )
     frames, matrix = asyncio.run(_frames(settings, [], args.experiment))
     command = shlex.join(["contreact", "report", args.experiment, "--out", str(args.out)])
     pei = matrix.pei if matrix is not None and matrix.pei and matrix.pei.ratings else None
     report = build_report(
         frames, title=f"Experiment {args.experiment}", command=command, table2=pei
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render_report(report), encoding="utf-8")
+    write_out_file(args.out, render_report(report), "the report")
     out(f"{args.out}  ({len(frames.runs)} runs)")
     return 0
