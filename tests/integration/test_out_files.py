@@ -130,3 +130,22 @@ def test_analyze_without_runs_says_what_to_name(data: Path, redis_url: str) -> N
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "not both" not in proc.stderr
     assert "--experiment NAME" in proc.stderr and "contreact analyze RUN" in proc.stderr
+
+
+def test_an_unreadable_replica_is_left_out_and_named(data: Path, redis_url: str) -> None:
+    """Issue 29.10's rule for analyze and report: go on with the readable replicas, name
+    the one left out (stderr), exit 3 (as `memory-rebuild` over every run)."""
+    broken = sorted((data / "runs").glob("*.events.jsonl"))[0]
+    with broken.open("ab") as handle:
+        handle.write(b"{not an event\n")
+    run = broken.name.removesuffix(".events.jsonl")
+    tables = data.parent / "tables"
+    proc = contreact(data, redis_url, "analyze", "--experiment", EXPERIMENT, "--out", str(tables))
+    assert proc.returncode == 3, proc.stderr
+    assert f"skipped run {run}: its log cannot be read" in proc.stderr
+    assert "runs.parquet  5 rows" in proc.stdout
+    target = data.parent / "report.html"
+    proc = contreact(data, redis_url, "report", EXPERIMENT, "--out", str(target))
+    assert proc.returncode == 3, proc.stderr
+    assert f"skipped run {run}: its log cannot be read" in proc.stderr
+    assert "(5 runs; 1 left out, unreadable)" in proc.stdout and target.is_file()

@@ -19,7 +19,8 @@ from contreact_cli.export_file import (
     out_errors,
     write_out_file,
 )
-from contreact_cli.output import out, print_json
+from contreact_cli.output import out, print_json, warn
+from contreact_cli.run_records import SKIPPED_EXIT, skipped_line
 from contreact_cli.settings import CLISettings
 
 REPORT_MARK = '<meta name="generator" content="contreact report">'
@@ -56,15 +57,20 @@ def register(sub: Any) -> None:
     )
 
 
-async def _frames(settings: CLISettings, runs: list[str], name: str | None) -> tuple[Any, Any]:
+async def _frames(
+    settings: CLISettings, runs: list[str], name: str | None, skipped: dict[str, str]
+) -> tuple[Any, Any]:
     """The runs' tables, and the experiment's assessment matrix when Redis holds the
-    experiment's record and its runs were assessed (else None)."""
+    experiment's record and its runs were assessed (else None). A replica of the
+    experiment whose log cannot be read is left out, named in ``skipped``."""
     from contreact_analysis.exceptions import AnalysisError
     from contreact_analysis.frames import collect_frames
 
     redis = await optional_redis(settings)
     try:
-        frames = await collect_frames(redis, settings.archive_dir, run_ids=runs, experiment=name)
+        frames = await collect_frames(
+            redis, settings.archive_dir, run_ids=runs, experiment=name, skipped=skipped
+        )
         matrix = None
         if redis is not None and name:
             from contreact_analysis.assessments.experiment import experiment_matrix
@@ -100,7 +106,10 @@ def cmd_analyze(args: argparse.Namespace, settings: CLISettings) -> int:
     if not args.runs and not args.experiment:
         raise CLIError("say what to analyse: runs (contreact analyze RUN ...) or --experiment NAME")
     check_out_folder(args.out, settings.data_dir)
-    frames, _matrix = asyncio.run(_frames(settings, args.runs, args.experiment))
+    skipped: dict[str, str] = {}
+    frames, _matrix = asyncio.run(_frames(settings, args.runs, args.experiment, skipped))
+    for run, reason in sorted(skipped.items()):
+        warn(skipped_line(run, reason))
     with out_errors(args.out, "the tables"):
         written = write_frames(frames, args.out, args.format)
     sizes = {path.stem: len(frames.tables()[path.stem]) for path in written}
@@ -115,11 +124,11 @@ def cmd_analyze(args: argparse.Namespace, settings: CLISettings) -> int:
         written.append(path)
         sizes[path.stem] = len(ratings)
     if args.json:
-        print_json({"files": [str(p) for p in written], "rows": sizes})
-        return 0
+        print_json({"files": [str(p) for p in written], "rows": sizes, "skipped": skipped})
+        return SKIPPED_EXIT if skipped else 0
     for path in written:
         out(f"{path}  {sizes[path.stem]} rows")
-    return 0
+    return SKIPPED_EXIT if skipped else 0
 
 
 def cmd_report(args: argparse.Namespace, settings: CLISettings) -> int:
@@ -131,12 +140,16 @@ def cmd_report(args: argparse.Namespace, settings: CLISettings) -> int:
     check_out_file(
         args.out, settings.data_dir, mark=REPORT_MARK, command="report", force=args.force
     )
-    frames, matrix = asyncio.run(_frames(settings, [], args.experiment))
+    skipped: dict[str, str] = {}
+    frames, matrix = asyncio.run(_frames(settings, [], args.experiment, skipped))
+    for run, reason in sorted(skipped.items()):
+        warn(skipped_line(run, reason))
     command = shlex.join(["contreact", "report", args.experiment, "--out", str(args.out)])
     pei = matrix.pei if matrix is not None and matrix.pei and matrix.pei.ratings else None
     report = build_report(
         frames, title=f"Experiment {args.experiment}", command=command, table2=pei
     )
     write_out_file(args.out, render_report(report), "the report")
-    out(f"{args.out}  ({len(frames.runs)} runs)")
-    return 0
+    left_out = f"; {len(skipped)} left out, unreadable" if skipped else ""
+    out(f"{args.out}  ({len(frames.runs)} runs{left_out})")
+    return SKIPPED_EXIT if skipped else 0
