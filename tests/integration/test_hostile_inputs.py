@@ -7,9 +7,7 @@ left out and named, never a traceback or an HTTP 500."""
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +24,7 @@ from contreact_events.config import RunConfig
 from contreact_ui.app import create_app
 from contreact_ui.rebuild import rebuild
 from contreact_ui.settings import UISettings
+from tests.support import cli_process
 from tests.support.sim import Sim, make_config, say
 from tests.support.stack import own_database
 
@@ -35,27 +34,10 @@ TS = datetime(2026, 11, 25, 8, 0, tzinfo=UTC)
 
 
 def contreact(tmp_path: Path, redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("CONTREACT_")},
-        "REDIS_URL": redis_url,
-        "CONTREACT_DATA_DIR": str(tmp_path / "data"),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "contreact_cli", *args],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,  # guards a hang only
-    )
+    return cli_process.contreact(tmp_path / "data", redis_url, *args)
 
 
-def one_line(proc: subprocess.CompletedProcess[str], *parts: str) -> None:
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stderr.startswith("contreact: error: ") and proc.stderr.count("\n") == 1
-    assert "Traceback" not in proc.stderr
-    for part in parts:
-        assert part in proc.stderr, proc.stderr
+one_line = cli_process.one_line_error
 
 
 @pytest.mark.parametrize(
@@ -95,6 +77,8 @@ def test_an_empty_search_is_refused(tmp_path: Path, redis_url: str, query: str) 
 # --- the dashboard ------------------------------------------------------------------------
 
 RUNS = ("bad-exp-A-A", "bad-exp-A-B")
+BROKEN = "bad-exp-A-C"
+"""A replica whose archived log breaks after its first events."""
 
 
 def _rated(run_id: str, value: int) -> RunAssessed:
@@ -143,8 +127,14 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory, redis_server: str) -> It
         append_archive(archive, run_id, [_rated(run_id, 4 if run_id.endswith("A") else 6)])
     with (archive / f"{RUNS[0]}.assessments.jsonl").open("ab") as handle:
         handle.write(b'{"truncated": \n{"type": "RunAssessed", "run_id": 7}\n')
+    sim = Sim(make_config(run_id=BROKEN, model_name="m/a", experiment="bad-exp", cycle_count=2))
+    sim.drive([say("Cycle one."), say("Cycle two.")])
+    write_archive(archive, BROKEN, sim.log)
+    with (archive / f"{BROKEN}.events.jsonl").open("ab") as handle:
+        handle.write(b"{not an event\n")  # its log cannot be read past here
     asyncio.run(index())
-    assert not asyncio.run(rebuild(data / "ui.db", None, archive)).problems
+    problems = asyncio.run(rebuild(data / "ui.db", None, archive)).problems
+    assert [p for p in problems if BROKEN not in str(p)] == [] and problems
     app = create_app(UISettings(data_dir=data, redis_url=url, project=False))
     with TestClient(app) as client:
         yield client
@@ -180,3 +170,13 @@ def test_a_nul_in_a_keyword_search_is_one_line(dashboard: TestClient) -> None:
             assert "NUL" in answer.text
     fine = dashboard.get("/search.json", params={"q": "tides", "mode": "keyword"}).json()
     assert fine["total"] == 2
+
+
+def test_an_unreadable_run_is_named_not_downloaded_empty(dashboard: TestClient) -> None:
+    """Issue 29.10: a run's export.jsonl answered 200 with an empty body; now the run
+    is named with why, and the others download as before."""
+    for download in ("export.jsonl", "events.jsonl"):
+        answer = dashboard.get(f"/runs/{BROKEN}/{download}")
+        assert answer.status_code == 400 and "its log cannot be read" in answer.text
+    good = dashboard.get(f"/runs/{RUNS[0]}/export.jsonl")
+    assert good.status_code == 200 and good.content

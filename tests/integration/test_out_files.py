@@ -7,14 +7,13 @@ analyse says what to name."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from contreact_bus.archive import write_archive
+from tests.support import cli_process
 from tests.support.analysis_runs import EXPERIMENT, experiment_logs
 
 pytestmark = [pytest.mark.redis]
@@ -44,28 +43,12 @@ def data(redis_url: str, tmp_path: Path) -> Path:
     return folder
 
 
-def contreact(data: Path, redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("CONTREACT_")},
-        "REDIS_URL": redis_url,
-        "CONTREACT_DATA_DIR": str(data),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "contreact_cli", *args],
-        env=env,
-        cwd=data.parent,
-        capture_output=True,
-        text=True,
-        timeout=300,  # guards a hang only
-    )
-
-
 def one_line_error(proc: subprocess.CompletedProcess[str], *parts: str) -> None:
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stderr.startswith("contreact: error: --out ") and proc.stderr.count("\n") == 1
-    assert "Traceback" not in proc.stderr
-    for part in parts:
-        assert part in proc.stderr, proc.stderr
+    cli_process.one_line_error(proc, *parts, start="--out ")
+
+
+def contreact(data: Path, redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return cli_process.contreact(data, redis_url, *args)
 
 
 def test_report_never_writes_over_a_runs_archive(data: Path, redis_url: str) -> None:
