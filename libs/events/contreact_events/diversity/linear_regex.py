@@ -73,10 +73,10 @@ class _Refused(Exception):
 
 
 @functools.lru_cache(maxsize=512)
-def compile_linear(pattern: str) -> Any:
-    """``pattern`` (Python syntax, matched case-insensitively from a text's start) as
-    a compiled RE2 regexp; ``ConfigError`` naming the pattern and the fix when it is
-    not a valid Python pattern or cannot be matched in linear time."""
+def translate(pattern: str) -> str:
+    """``pattern`` (Python syntax, matched case-insensitively) in RE2's syntax with the
+    same meaning; ``ConfigError`` naming the pattern and the fix when it is not a valid
+    Python pattern or cannot be matched in linear time."""
     try:
         parsed = _parser.parse(pattern, re.IGNORECASE)
     except re.error as exc:
@@ -89,17 +89,26 @@ def compile_linear(pattern: str) -> Any:
                 "[A-Za-z0-9_]"
             )
         translated = _sequence(parsed, flags)
-        if flags & re.IGNORECASE:
-            translated = f"(?i){translated}"
     except _Refused as exc:
         raise ConfigError(f"{pattern!r} uses {exc}") from None
+    return f"(?i){translated}" if flags & re.IGNORECASE else translated
+
+
+@functools.lru_cache(maxsize=512)
+def compile_linear(pattern: str) -> Any:
+    """``translate(pattern)`` compiled by RE2 (``ConfigError`` as ``translate``, or when
+    it is too large for RE2's memory budget)."""
+    return _compile(translate(pattern), pattern)
+
+
+def _compile(translated: str, shown: str) -> Any:
     options = re2.Options()
     options.never_capture = True
     try:
         return re2.compile(translated, options)
     except re2.error as exc:
         raise ConfigError(
-            f"{pattern!r} is too large for the linear-time matcher ({exc}): make it shorter "
+            f"{shown!r} is too large for the linear-time matcher ({exc}): make it shorter "
             f"or use smaller counts (at most {MAX_REPEAT})"
         ) from None
 
@@ -107,7 +116,45 @@ def compile_linear(pattern: str) -> Any:
 def linear_match(pattern: str, text: str) -> bool:
     """Whether ``pattern`` matches at the start of ``text`` (``re.match`` with
     ``re.IGNORECASE``), in time linear in ``text``."""
-    return compile_linear(pattern).match(text) is not None
+    return pattern_set((pattern,)).match(text)
+
+
+class PatternSet:
+    """Several patterns as one RE2 automaton: whether any matches at a text's start, in
+    one pass over the text (as fast as Python's ``re`` on seed 001's patterns, where one
+    call per pattern through the wrapper's ``match`` was ten times slower)."""
+
+    def __init__(self, patterns: tuple[str, ...]) -> None:
+        translated = [translate(p) for p in patterns]
+        self._each: list[Any] = []
+        self._whole: Any = None
+        if len(translated) == 1:
+            self._whole = compile_linear(patterns[0])
+        elif translated:
+            try:
+                self._whole = _compile("|".join(f"(?:{t})" for t in translated), "the set")
+            except ConfigError:  # each fits RE2's budget, all at once do not
+                self._each = [compile_linear(p) for p in patterns]
+        # The compiled RE2 object under the wrapper: its Match on bytes skips the
+        # wrapper's per-call bookkeeping of str offsets (the pinned google-re2 has it).
+        self._raw = getattr(self._whole, "_regexp", None)
+
+    def match(self, text: str) -> bool:
+        data = text.encode("utf-8", "surrogatepass")
+        if self._raw is not None:
+            return bool(self._raw.Match(_START, data, 0, len(data))[0][0] != -1)
+        if self._whole is not None:
+            return self._whole.match(data) is not None
+        return any(regexp.match(data) is not None for regexp in self._each)
+
+
+_START = re2._Anchor.ANCHOR_START
+
+
+@functools.lru_cache(maxsize=256)
+def pattern_set(patterns: tuple[str, ...]) -> PatternSet:
+    """The ``PatternSet`` of these patterns, compiled once."""
+    return PatternSet(patterns)
 
 
 def _sequence(items: Any, flags: int, last: bool = True) -> str:

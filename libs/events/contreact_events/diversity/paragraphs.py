@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from contreact_events.diversity.linear_regex import compile_linear
+from contreact_events.diversity.linear_regex import compile_linear, pattern_set
 from contreact_events.diversity.vector_index import VectorIndex
 from contreact_events.exceptions import ConfigError
 
@@ -138,17 +138,15 @@ def compile_patterns(patterns: Iterable[str]) -> tuple[Any, ...]:
     return tuple(_compile(p) for p in patterns)
 
 
-_SEED_PATTERNS = compile_patterns(IGNORE_PATTERNS)
-
-
 def is_naturally_repetitive(paragraph: str, extra_patterns: Iterable[str] = ()) -> bool:
     """Whether the paragraph starts like a deliberate callback ("As discussed
     earlier", "In summary", ...): the seed's patterns plus ``extra_patterns``, as
     ``re.match`` with ``re.IGNORECASE`` would say, in time linear in the paragraph
     whatever the pattern (``linear_regex``: a config's pattern is untrusted). Only the
     patterns are compiled; the paragraph (agent text) is only ever the string matched."""
-    patterns = (*_SEED_PATTERNS, *compile_patterns(extra_patterns))
-    return any(p.match(paragraph) is not None for p in patterns)
+    extra = tuple(extra_patterns)
+    compile_patterns(extra)  # each named, should one not do
+    return pattern_set((*IGNORE_PATTERNS, *extra)).match(paragraph)
 
 
 def filter_natural_repetitions(
