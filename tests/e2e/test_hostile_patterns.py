@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ import yaml
 
 from contreact_events.names import run_log_key
 from contreact_events.wire.codec import event_from_fields
-from tests.support.stack import Stack
+from tests.support.stack import Stack, own_database, running_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.slow]
 
@@ -32,8 +33,14 @@ HANG_GUARD_S = 300
 
 
 @pytest.fixture(scope="module")
-def stack_env() -> dict[str, str]:
-    return {"CONTREACT_SERVICE_STALL_S": str(STALL_S)}
+def stack(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """The module's `contreact up`, with the supervisor's silence limit at ``STALL_S``;
+    `up` may wait up to 10 minutes for every service (a guard on a loaded machine)."""
+    workdir = tmp_path_factory.mktemp("stack")
+    env = {"CONTREACT_SERVICE_STALL_S": str(STALL_S)}
+    database = own_database(redis_server)
+    with running_stack(workdir, database, "--wait", "600", env=env) as running:
+        yield running
 
 
 def _config(tmp_path: Path, run_id: str, replies: list[str], **diversity: Any) -> Path:
