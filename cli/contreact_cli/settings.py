@@ -26,6 +26,9 @@ class CLISettings(BaseSettings):
     """Port of the Redis that `contreact up` starts (not 6379: a system Redis may be there)."""
     heartbeat_fresh_s: float = 6.0
     """A service whose last heartbeat is older is taken as gone (services beat every 2 s)."""
+    service_stall_s: float = Field(default=60.0, gt=0)
+    """`contreact up`'s supervisor stops and restarts a service whose own heartbeat has
+    been silent this long (its loop is stuck: it runs but serves nobody)."""
     progress_every_s: float = Field(default=10.0, gt=0)
     """While a followed run waits on its model without news, a line this often."""
     memory_db_path: Path | None = None

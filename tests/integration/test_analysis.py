@@ -193,7 +193,7 @@ def test_analyze_and_report_errors_are_one_line(
     cli_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert cli("analyze", "--out", str(tmp_path)) == 2
-    assert "name runs" in capsys.readouterr().err
+    assert "contreact analyze RUN" in capsys.readouterr().err
     assert cli("analyze", "--experiment", "nope", "--out", str(tmp_path)) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no run of experiment 'nope'" in err

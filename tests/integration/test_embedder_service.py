@@ -286,8 +286,11 @@ async def test_a_task_with_a_bad_setting_or_corpus_fails_alone(
         task("r1", "run-fine", "I mapped the tides."),
         check("p2", "run-corrupt"),
         check("p3", "run-fine2"),
+        # A recorded config is not re-judged when read: a pattern no linear-time engine
+        # can match (a backreference) reaches the embedder, and fails its check alone.
+        check("p4", "run-backref", extra_patterns=("(a)\\1",)),
     )
-    assert await drain(aredis, service) == 4
+    assert await drain(aredis, service) == 5
     answers = {m.causation_id: m for m in await inbox(aredis)}
     assert answers["r1"].kind == "ReflectionEmbedded"
     assert answers["p3"].kind == "ParagraphsChecked"
@@ -296,4 +299,5 @@ async def test_a_task_with_a_bad_setting_or_corpus_fails_alone(
     assert checked.runtime == service.runtime == "onnx"
     assert "the paragraph check failed" in failed(answers["p1"]).error
     assert "the paragraph check failed" in failed(answers["p2"]).error
+    assert "uses a backreference" in failed(answers["p4"]).error
     assert await pending(aredis) == 0

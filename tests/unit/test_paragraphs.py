@@ -4,11 +4,11 @@ sliding windows, the exact thresholds, the feedback and the augmented prompt."""
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest
 
+from contreact_events.diversity import linear_regex
 from contreact_events.diversity import paragraphs as par
 from contreact_events.diversity.paragraphs import (
     IGNORE_PATTERNS,
@@ -135,7 +135,7 @@ def test_extra_patterns_are_matched_case_insensitively() -> None:
 
 
 def test_invalid_extra_pattern_raises_a_clear_config_error() -> None:
-    with pytest.raises(ConfigError, match=r"invalid ignore pattern '\(unclosed'"):
+    with pytest.raises(ConfigError, match=r"invalid ignore pattern: '\(unclosed'"):
         is_naturally_repetitive(LONG, extra_patterns=["(unclosed"])
     with pytest.raises(ConfigError, match="invalid ignore pattern"):
         compile_patterns(["ok", "[z-a]"])
@@ -147,14 +147,14 @@ def test_agent_text_with_regex_metacharacters_is_never_compiled(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     compiled: list[str] = []
-    real_compile = re.compile
+    real_parse = linear_regex._parser.parse
 
-    def spy(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    def spy(pattern: str, flags: int = 0) -> object:
         compiled.append(pattern)
-        return real_compile(pattern, flags)
+        return real_parse(pattern, flags)
 
-    monkeypatch.setattr(re, "compile", spy)
-    par._compile.cache_clear()
+    monkeypatch.setattr(linear_regex._parser, "parse", spy)
+    linear_regex.compile_linear.cache_clear()
     nasty = "In summary (((a+)+)+ [unclosed * ? \\ $^ |" + "a" * 40
     assert is_naturally_repetitive(nasty, extra_patterns=[r"^zzz"])
     assert not is_naturally_repetitive("[unclosed (" + "a" * 60, extra_patterns=[r"^zzz"])

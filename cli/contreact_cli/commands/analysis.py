@@ -13,9 +13,19 @@ from typing import Any
 from contreact_cli.args import add_command, experiment, run_id
 from contreact_cli.connection import optional_redis
 from contreact_cli.exceptions import CLIError
-from contreact_cli.output import out, print_json
+from contreact_cli.output import out, print_json, warn
+from contreact_cli.runs.export_file import (
+    check_out_file,
+    check_out_folder,
+    out_errors,
+    write_out_file,
+)
+from contreact_cli.runs.records import SKIPPED_EXIT, skipped_line
 from contreact_cli.settings import CLISettings
 from contreact_events.config.run_places import FORK_VIEWS, ForkView
+
+REPORT_MARK = '<meta name="generator" content="contreact report">'
+"""In the head of every report (its template): a file with it may be written over."""
 
 
 def register(sub: Any) -> None:
@@ -54,25 +64,37 @@ def register(sub: Any) -> None:
         help="the experiment's forks in Table 1 and 2: none (the default), as-rows (each "
         "a group 'A -> B at K' of its own cycles), only",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite an existing file that is not a report (never the platform's own)",
+    )
 
 
 async def _frames(
     settings: CLISettings,
     runs: list[str],
     name: str | None,
+    skipped: dict[str, str],
     *,
     forks: ForkView = "none",
     inherited: bool = False,
 ) -> tuple[Any, Any]:
     """The runs' tables, and the experiment's assessment matrix when Redis holds the
-    experiment's record and its runs were assessed (else None)."""
+    experiment's record and its runs were assessed (else None). A replica of the
+    experiment whose log cannot be read is left out, named in ``skipped``."""
     from contreact_analysis.exceptions import AnalysisError
     from contreact_analysis.frames import collect_frames
 
     redis = await optional_redis(settings)
     try:
         frames = await collect_frames(
-            redis, settings.archive_dir, run_ids=runs, experiment=name, inherited=inherited
+            redis,
+            settings.archive_dir,
+            run_ids=runs,
+            experiment=name,
+            inherited=inherited,
+            skipped=skipped,
         )
         matrix = None
         if redis is not None and name:
@@ -104,35 +126,51 @@ def cmd_analyze(args: argparse.Namespace, settings: CLISettings) -> int:
     """Fold each run's log (Redis, or its archive) into the tables and write them."""
     from contreact_analysis.frames import write_frames
 
-    if bool(args.runs) == bool(args.experiment):
+    if args.runs and args.experiment:
         raise CLIError("name runs (contreact analyze RUN ...) or --experiment NAME, not both")
+    if not args.runs and not args.experiment:
+        raise CLIError("say what to analyse: runs (contreact analyze RUN ...) or --experiment NAME")
+    check_out_folder(args.out, settings.data_dir)
+    skipped: dict[str, str] = {}
     frames, _matrix = asyncio.run(
-        _frames(settings, args.runs, args.experiment, inherited=args.inherited)
+        _frames(settings, args.runs, args.experiment, skipped, inherited=args.inherited)
     )
-    written = write_frames(frames, args.out, args.format)
+    for run, reason in sorted(skipped.items()):
+        warn(skipped_line(run, reason))
+    with out_errors(args.out, "the tables"):
+        written = write_frames(frames, args.out, args.format)
     sizes = {path.stem: len(frames.tables()[path.stem]) for path in written}
     ratings = asyncio.run(_ratings(settings, args.experiment)) if args.experiment else None
     if ratings is not None:  # once the experiment's runs were assessed
         path = args.out / f"assessments.{args.format}"
-        if args.format == "parquet":
-            ratings.to_parquet(path, index=False)
-        else:
-            ratings.to_csv(path, index=False, na_rep="\\N")
+        with out_errors(args.out, "the tables"):
+            if args.format == "parquet":
+                ratings.to_parquet(path, index=False)
+            else:
+                ratings.to_csv(path, index=False, na_rep="\\N")
         written.append(path)
         sizes[path.stem] = len(ratings)
     if args.json:
-        print_json({"files": [str(p) for p in written], "rows": sizes})
-        return 0
+        print_json({"files": [str(p) for p in written], "rows": sizes, "skipped": skipped})
+        return SKIPPED_EXIT if skipped else 0
     for path in written:
         out(f"{path}  {sizes[path.stem]} rows")
-    return 0
+    return SKIPPED_EXIT if skipped else 0
 
 
 def cmd_report(args: argparse.Namespace, settings: CLISettings) -> int:
-    """Write the experiment's report: one HTML file that needs no server and no network."""
+    """Write the experiment's report: one HTML file that needs no server and no network.
+    An existing file is written over only when it is a report (or with ``--force``),
+    the platform's own files never."""
     from contreact_analysis.report import build_report, render_report
 
-    frames, matrix = asyncio.run(_frames(settings, [], args.experiment, forks=args.forks))
+    check_out_file(
+        args.out, settings.data_dir, mark=REPORT_MARK, command="report", force=args.force
+    )
+    skipped: dict[str, str] = {}
+    frames, matrix = asyncio.run(_frames(settings, [], args.experiment, skipped, forks=args.forks))
+    for run, reason in sorted(skipped.items()):
+        warn(skipped_line(run, reason))
     words = ["contreact", "report", args.experiment, "--out", str(args.out)]
     command = shlex.join([*words, *(["--forks", args.forks] if args.forks != "none" else [])])
     pei = matrix.pei if matrix is not None and matrix.pei and matrix.pei.ratings else None
@@ -143,7 +181,7 @@ def cmd_report(args: argparse.Namespace, settings: CLISettings) -> int:
         table2=pei,
         forks=args.forks,
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render_report(report), encoding="utf-8")
-    out(f"{args.out}  ({len(frames.runs)} runs)")
-    return 0
+    write_out_file(args.out, render_report(report), "the report")
+    left_out = f"; {len(skipped)} left out, unreadable" if skipped else ""
+    out(f"{args.out}  ({len(frames.runs)} runs{left_out})")
+    return SKIPPED_EXIT if skipped else 0

@@ -50,6 +50,7 @@ from contreact_cli.commands import assess_matrix, assess_read
 from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
 from contreact_cli.output import out, print_json, warn
+from contreact_cli.runs.export_file import check_out_folder, out_errors
 from contreact_cli.settings import CLISettings
 from contreact_events.config.hosts import host_problem
 from contreact_events.config.run_places import FORK_VIEWS
@@ -270,9 +271,11 @@ def _status(args: argparse.Namespace, settings: CLISettings) -> int:
 
 
 def _export(args: argparse.Namespace, settings: CLISettings) -> int:
-    runs, records = asyncio.run(_runs_and_records(args, settings))
     folder = Path(args.out)
-    written = assess_reports.export(runs, records, folder)
+    check_out_folder(folder, settings.data_dir)  # (its files are named as the archives)
+    runs, records = asyncio.run(_runs_and_records(args, settings))
+    with out_errors(folder, "the assessment records"):
+        written = assess_reports.export(runs, records, folder)
     out(f"wrote {written} record(s) of {len(runs)} run(s) and pei_results.jsonl to {folder}")
     return 0
 

@@ -9,6 +9,7 @@ import asyncio
 from typing import Any
 
 from contreact_cli.args import add_command, bounded_int, experiment, run_id, text
+from contreact_cli.exceptions import CLIError
 from contreact_cli.output import out, print_json, warn
 from contreact_cli.runs.records import load_state, skipped_line
 from contreact_cli.settings import CLISettings
@@ -108,6 +109,8 @@ def cmd_corpus(args: argparse.Namespace, settings: CLISettings) -> int:
 def cmd_search(args: argparse.Namespace, settings: CLISettings) -> int:
     from contreact_cli import corpus_queries
 
+    if not args.text.strip():  # (every text would rank, against nothing)
+        raise CLIError("search: say what to look for: contreact search 'WORDS' [--keyword]")
     hits, skipped = asyncio.run(
         corpus_queries.search(
             settings, args.text, args.k, args.run, keyword=args.keyword, kinds=args.kind or ()

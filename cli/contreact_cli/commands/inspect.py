@@ -276,6 +276,7 @@ async def memory_rebuild(
     """Rebuild the memory store of these runs (every run when none is named, leaving
     out, in ``skipped`` with the reason, each one whose log cannot be read) from their
     logs and compare it with the live store."""
+    from contreact_memory.exceptions import StoreUnavailable
     from contreact_memory.rebuild import rebuild_runs
 
     redis = await optional_redis(settings)
@@ -287,9 +288,16 @@ async def memory_rebuild(
                 for row in await runs(settings)
                 if await events_or_skip(redis, settings, row.run_id, skipped) is not None
             ]
-        report = await rebuild_runs(
-            redis, settings.archive_dir, run_ids, settings.memory_db, target
-        )
+        try:
+            report = await rebuild_runs(
+                redis, settings.archive_dir, run_ids, settings.memory_db, target
+            )
+        except StoreUnavailable as exc:
+            raise CLIError(
+                f"{exc}: there is no live store to compare with (the memory service makes "
+                "it in its data folder: set CONTREACT_DATA_DIR, or CONTREACT_MEMORY_DB_PATH, "
+                "to the service's)"
+            ) from None
     finally:
         if redis is not None:
             await redis.aclose()

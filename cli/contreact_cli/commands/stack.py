@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import socket
 import time
 from typing import Any
 
 from contreact_bus.exceptions import BusError
 from contreact_bus.redact import redact_url
-from contreact_bus.runs import heartbeats
+from contreact_bus.runs import Heartbeat, beat_of_process, service_heartbeats
 from contreact_cli.args import add_command, bounded_int, positive_seconds
 from contreact_cli.connection import redis_client
 from contreact_cli.output import out, print_json
@@ -78,31 +79,40 @@ def cmd_down(args: argparse.Namespace, settings: CLISettings) -> int:
 
 
 def cmd_status(args: argparse.Namespace, settings: CLISettings) -> int:
+    """The supervised processes and the heartbeats. A process that runs but whose own
+    heartbeat went silent serves nobody (a loop stuck in one call): it is shown as
+    NOT responding, as the supervisor treats it (it restarts it after its ``stall_s``)."""
     infos = processes.processes(settings)
     try:
         beats = asyncio.run(_beats(settings))
     except (BusError, OSError):
-        beats = {}
+        beats = []
     now = time.time()
-    rows = [
-        {
-            "process": i.name,
-            "pid": i.pid,
-            "alive": i.alive,
-            "restarts": i.restarts,
-            "last_exit": i.last_exit,
-            "last_error": i.last_error,
-            "log": str(i.log),
-        }
-        for i in infos
-    ]
+    host = socket.gethostname()
+    rows = []
+    for i in infos:
+        beat = beat_of_process(beats, i.pid, host, i.started_at) if i.alive and i.pid else None
+        age = None if beat is None else round(now - beat.ts, 1)
+        rows.append(
+            {
+                "process": i.name,
+                "pid": i.pid,
+                "alive": i.alive,
+                "responding": None if age is None else age < settings.heartbeat_fresh_s,
+                "heartbeat_s_ago": age,
+                "restarts": i.restarts,
+                "last_exit": i.last_exit,
+                "last_error": i.last_error,
+                "log": str(i.log),
+            }
+        )
     services = [
         {
-            "service": name,
-            "last_heartbeat_s_ago": round(now - ts, 1),
-            "fresh": now - ts < settings.heartbeat_fresh_s,
+            "service": hb.name,
+            "last_heartbeat_s_ago": round(now - hb.ts, 1),
+            "fresh": now - hb.ts < settings.heartbeat_fresh_s,
         }
-        for name, ts in beats.items()
+        for hb in beats
     ]
     if args.json:
         redis_url = redact_url(settings.resolved_redis_url())
@@ -111,10 +121,18 @@ def cmd_status(args: argparse.Namespace, settings: CLISettings) -> int:
     out(f"redis: {redact_url(settings.resolved_redis_url())}")
     for row in rows:
         restarts = f"{row['restarts']} restart(s)" if row["restarts"] else ""
+        state = "running" if row["alive"] else "NOT running"
+        if row["responding"] is False:
+            state = "NOT responding"
         out(
             f"  {row['process']:<14} pid {row['pid']!s:<8} "
-            f"{'running' if row['alive'] else 'NOT running':<12} {restarts:<14} log {row['log']}"
+            f"{state:<14} {restarts:<14} log {row['log']}"
         )
+        if row["responding"] is False:
+            out(
+                f"  {'':<14} no heartbeat for {row['heartbeat_s_ago']} s: stuck; the "
+                "supervisor stops and restarts it once the silence passes its limit"
+            )
         if row["restarts"] and row["last_error"]:
             last = safe(str(row["last_error"]), 160, one_line=True)
             out(f"  {'':<14} last death: {row['last_exit']}: {last}")
@@ -127,6 +145,6 @@ def cmd_status(args: argparse.Namespace, settings: CLISettings) -> int:
     return 0
 
 
-async def _beats(settings: CLISettings) -> dict[str, float]:
+async def _beats(settings: CLISettings) -> list[Heartbeat]:
     async with redis_client(settings) as redis:
-        return await heartbeats(redis)
+        return await service_heartbeats(redis)

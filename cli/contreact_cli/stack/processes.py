@@ -117,6 +117,7 @@ def up(
         log_dir=str(log_dir(settings).resolve()),
         redis_url=url,
         children=children,
+        stall_s=settings.service_stall_s,
     )
     plan.save(plan_file(settings))
     status_file(settings).unlink(missing_ok=True)

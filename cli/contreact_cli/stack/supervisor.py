@@ -6,6 +6,10 @@ check. When an orchestrator child dies, its shard leases are released at once, s
 its successor takes its shards without waiting for them to lapse. SIGTERM stops the
 services, then Redis, then itself.
 
+A service whose heartbeat stops (a loop stuck in one call: its process runs but serves
+nobody) is treated as dead: after the plan's ``stall_s`` without a beat it is stopped
+(SIGTERM, then SIGKILL: a loop stuck in C code runs no signal handler) and restarted.
+
 Run as ``python -m contreact_cli.stack.supervisor PLAN`` (the plan is written by `up`).
 """
 
@@ -17,6 +21,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -33,6 +38,10 @@ MAX_BACKOFF_S = 30.0
 STABLE_AFTER_S = 60.0
 """A child that ran this long before dying starts again after the first backoff."""
 STOP_TIMEOUT_S = 10.0
+DEFAULT_STALL_S = 60.0
+"""A service silent this long is stopped and restarted (services beat every 2 s)."""
+BEATS_EVERY_S = 1.0
+"""How often the supervisor reads the heartbeats."""
 
 
 @dataclass
@@ -52,6 +61,8 @@ class Plan:
     log_dir: str
     redis_url: str
     children: list[ChildPlan]
+    stall_s: float = DEFAULT_STALL_S
+    """A child that beat and then stayed silent this long is stopped and restarted."""
 
     @classmethod
     def load(cls, path: Path) -> Plan:
@@ -85,6 +96,8 @@ class Child:
         self.proc: subprocess.Popen[bytes] | None = None
         self._backoff = FIRST_BACKOFF_S
         self._next_start = 0.0
+        self._stalled: str | None = None
+        self._kill_at: float | None = None
 
     def start(self) -> None:
         env = {**os.environ, **self.plan.env}
@@ -108,7 +121,8 @@ class Child:
         code = self.proc.returncode
         ran = time.time() - (self.status.started_at or time.time())
         self.status.last_exit = f"signal {-code}" if code < 0 else f"exit {code}"
-        self.status.last_error = last_line(self.log_path)
+        self.status.last_error = self._stalled or last_line(self.log_path)
+        self._stalled = self._kill_at = None
         self.status.state = "waiting"
         self.status.restarts += 1
         self._backoff = FIRST_BACKOFF_S if ran >= STABLE_AFTER_S else self._backoff
@@ -125,6 +139,20 @@ class Child:
         self._backoff = min(self._backoff * 2, MAX_BACKOFF_S)
         self.proc = None
         return True
+
+    def stop_stalled(self, silent_s: float) -> None:
+        """Its heartbeat stopped ``silent_s`` ago: SIGTERM now, SIGKILL once
+        ``STOP_TIMEOUT_S`` later it is still there. ``poll`` then restarts it."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        if self._kill_at is None:
+            self._stalled = f"stalled: no heartbeat for {silent_s:.0f} s, stopped to restart"
+            self._kill_at = time.monotonic() + STOP_TIMEOUT_S
+            log.warning("%s (pid %d): %s", self.plan.name, self.proc.pid, self._stalled)
+            self.proc.terminate()
+        elif time.monotonic() >= self._kill_at:
+            log.warning("%s (pid %d): still there, killed", self.plan.name, self.proc.pid)
+            self.proc.kill()
 
     def due(self) -> bool:
         return self.proc is None and time.monotonic() >= self._next_start
@@ -170,6 +198,7 @@ class Supervisor:
         self.children = [Child(child, log_dir) for child in plan.children]
         self.started = time.time()
         self._stop = asyncio.Event()
+        self._redis: Any = None
 
     def write_status(self, state: str = "running") -> None:
         write_json(
@@ -192,9 +221,12 @@ class Supervisor:
             child.start()
             await self._wait_for_redis()
         self.write_status()
-        last_write = 0.0
+        last_write = last_beats = 0.0
         while not self._stop.is_set():
             changed = False
+            if time.monotonic() - last_beats >= BEATS_EVERY_S:
+                last_beats = time.monotonic()
+                await self._stop_silent()
             for child in self.children:
                 if child.poll():
                     changed = True
@@ -211,6 +243,33 @@ class Supervisor:
                 await asyncio.wait_for(self._stop.wait(), timeout=0.2)
         self.stop_all()
         self.write_status("stopped")
+        if self._redis is not None:
+            with contextlib.suppress(Exception):
+                await self._redis.aclose()
+
+    async def _stop_silent(self) -> None:
+        """Stop each child whose own heartbeat (its pid's, on this host, beaten since it
+        started) is older than the plan's ``stall_s``. A child that has not beaten yet
+        (loading its model) or beats nothing (the dashboard) is not judged."""
+        from contreact_bus.connection import connect
+        from contreact_bus.runs import beat_of_process, service_heartbeats
+
+        running = [c for c in self.children if c.proc is not None and c.plan.kind != "redis"]
+        if not running:
+            return
+        try:
+            if self._redis is None:
+                self._redis = await connect(self.plan.redis_url)
+            beats = await service_heartbeats(self._redis)
+        except Exception as exc:  # Redis away: its children are not to blame
+            log.debug("heartbeats unread: %s", exc)
+            return
+        host, now = socket.gethostname(), time.time()
+        for child in running:
+            assert child.proc is not None
+            beat = beat_of_process(beats, child.proc.pid, host, child.status.started_at)
+            if beat is not None and now - beat.ts > self.plan.stall_s:
+                child.stop_stalled(now - beat.ts)
 
     async def _redis_missing(self, child: Child, local_redis: bool) -> bool:
         if child.plan.kind == "redis" or not local_redis:

@@ -7,6 +7,7 @@ import asyncio
 import os
 import socket
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +85,8 @@ STARTED_AT = time.time()
 """When this process started (a heartbeat says it, so a beat from before a restart is
 told apart from one of the process running now)."""
 
+START_SLACK_S = 5.0
+"""A process notes its start a little after the supervisor started it."""
 FORGET_HEARTBEAT_S = 600.0
 """A heartbeat this old belongs to a process that is gone: it is removed."""
 
@@ -101,6 +104,19 @@ class Heartbeat:
     @property
     def service(self) -> str:
         return self.name.split(":", 1)[0]
+
+
+def beat_of_process(
+    beats: Iterable[Heartbeat], pid: int, host: str, started_at: float | None
+) -> Heartbeat | None:
+    """The newest heartbeat process ``pid`` of ``host`` beat since it started at
+    ``started_at`` (unix seconds; a beat of an earlier process with the same pid is
+    not its), or None when it has not beaten (yet, or ever: the dashboard)."""
+    since = (started_at or 0.0) - START_SLACK_S
+    own = [
+        hb for hb in beats if hb.pid == pid and hb.host == host and (hb.started or hb.ts) >= since
+    ]
+    return max(own, key=lambda hb: hb.ts, default=None)
 
 
 async def beat(redis: aioredis.Redis, service: str) -> None:

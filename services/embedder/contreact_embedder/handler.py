@@ -46,15 +46,29 @@ class EmbedHandler:
     """The ``serve_batches`` handler of the embedder."""
 
     def __init__(
-        self, service: EmbeddingService, redis: aioredis.Redis, inbox: Inbox, archive_dir: Path
+        self,
+        service: EmbeddingService,
+        redis: aioredis.Redis,
+        inbox: Inbox,
+        archive_dir: Path,
+        *,
+        search_cache_runs: int = 64,
+        search_cache_vectors: int = 20_000,
     ) -> None:
         """``archive_dir``: the orchestrator's archive of ended runs, read for a run
-        whose log has left Redis."""
+        whose log has left Redis. ``search_cache_*``: what the memory search keeps
+        between searches (``EmbedderSettings``)."""
         self._service = service
         self._redis = redis
         self._inbox = inbox
         self._corpus = CorpusIndex(redis, archive_dir)
-        self._search = MemorySearch(redis, archive_dir, service)
+        self.search = MemorySearch(
+            redis,
+            archive_dir,
+            service,
+            cache_runs=search_cache_runs,
+            cache_vectors=search_cache_vectors,
+        )
 
     async def __call__(self, tasks: Sequence[EmbedTask]) -> None:
         answers = await self.answers(tasks)
@@ -160,7 +174,7 @@ class EmbedHandler:
         if not isinstance(query, Embedding):
             output = f"Error: the query could not be embedded ({query}). Try other words."
             return tool_result(task.run_id, task.task_id, SEARCH_TOOL, output, ok=False)
-        output = await self._search.search(
+        output = await self.search.search(
             task.run_id, query.as_floats(), task.text, task.k, task.task_id
         )
         return tool_result(task.run_id, task.task_id, SEARCH_TOOL, output, ok=True)
@@ -170,7 +184,7 @@ class EmbedHandler:
     ) -> InboxMessage:
         if not isinstance(query, Embedding):
             return memories_retrieved(task, (), error=f"the query could not be embedded: {query}")
-        found = await self._search.retrieve(
+        found = await self.search.retrieve(
             task.run_id, query.as_floats(), task.text, task.k, task.task_id
         )
         return memories_retrieved(task, found)

@@ -33,7 +33,14 @@ async def run(settings: EmbedderSettings, service: EmbeddingService, *, burst: b
         settings.consumer_settings(),
         on_dead_letter=tell_run_of_dead_letter(inbox),
     )
-    handler = EmbedHandler(service, redis, inbox, settings.archive_dir)
+    handler = EmbedHandler(
+        service,
+        redis,
+        inbox,
+        settings.archive_dir,
+        search_cache_runs=settings.search_cache_runs,
+        search_cache_vectors=settings.search_cache_vectors,
+    )
     try:
         return await run_batch_consumer(
             redis,

@@ -18,14 +18,22 @@ starts when it ends). It is read as the paragraph corpora are
 (``contreact_bus.scope_logs``), so a run whose log has left Redis is answered from
 its archive, as ``contreact search --run`` answers it.
 
+What it keeps between searches is bounded, so a long-lived embedder does not grow with
+the campaign: the projections of the ``cache_runs`` runs searched last and the vectors of
+the ``cache_vectors`` memory values used last (least recently used go first; the
+embedder's settings size both). A run or a value evicted is read or embedded again
+when next asked for: the answer is the same, only slower.
+
 The same ranking, over memory values only, answers a cycle's memory retrieval for the
 "relevant memories" prompt block (``cognition.memory_block``): every key, value and score
 goes back in ``MemoriesRetrieved``, so the prompt is built from the log alone."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import redis.asyncio as aioredis
 
@@ -41,6 +49,35 @@ METHOD = "hybrid"
 """Named in the output's first line (the ranking was the cosine alone before 0.2.0)."""
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class LeastRecentlyUsed(Generic[K, V]):
+    """A map that holds at most ``size`` entries, dropping the one used longest ago."""
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"a cache holds at least one entry, not {size}")
+        self.size = size
+        self._entries: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+        return found
+
+    def put(self, key: K, value: V) -> None:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 @dataclass
 class _Run:
     cursor: RunCursor
@@ -48,18 +85,35 @@ class _Run:
 
 
 class MemorySearch:
-    def __init__(self, redis: aioredis.Redis, archive_dir: Path, service: EmbeddingService) -> None:
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        archive_dir: Path,
+        service: EmbeddingService,
+        *,
+        cache_runs: int = 64,
+        cache_vectors: int = 20_000,
+    ) -> None:
         self._redis = redis
         self._archive_dir = archive_dir
         self._service = service
-        self._runs: dict[str, _Run] = {}
-        self._value_vectors: dict[tuple[str, str], list[float]] = {}
+        self.runs: LeastRecentlyUsed[str, _Run] = LeastRecentlyUsed(cache_runs)
+        self.value_vectors: LeastRecentlyUsed[tuple[str, str], list[float]] = LeastRecentlyUsed(
+            cache_vectors
+        )
+
+    def _run(self, run_id: str) -> _Run:
+        run = self.runs.get(run_id)
+        if run is None:
+            run = _Run(RunCursor(run_id))
+            self.runs.put(run_id, run)
+        return run
 
     async def search(
         self, run_id: str, query_vector: list[float], query: str, k: int, task_id: str = ""
     ) -> str:
         """The tool's output: numbered results, best first, each with its scores."""
-        run = self._runs.setdefault(run_id, _Run(RunCursor(run_id)))
+        run = self._run(run_id)
         (events,) = await read_since(self._redis, self._archive_dir, [run.cursor])
         projection = run.projection
         projection.feed(events)
@@ -79,7 +133,7 @@ class MemorySearch:
     ) -> tuple[RetrievedMemory, ...]:
         """``cognition.memory_block``: the run's memory values (not its reflections)
         ranked by the same hybrid retrieval, recency taken at the retrieval's request."""
-        run = self._runs.setdefault(run_id, _Run(RunCursor(run_id)))
+        run = self._run(run_id)
         (events,) = await read_since(self._redis, self._archive_dir, [run.cursor])
         projection = run.projection
         projection.feed(events)
@@ -103,20 +157,21 @@ class MemorySearch:
 
     async def _memory_candidates(self, projection: MemoryProjection) -> list[Candidate]:
         values = projection.values
-        missing = [
-            (key, value) for key, value in values.items() if (key, value) not in self._value_vectors
-        ]
+        vectors: dict[tuple[str, str], list[float]] = {}
+        missing = []
+        for pair in values.items():
+            vector = self.value_vectors.get(pair)
+            if vector is None:
+                missing.append(pair)
+            else:
+                vectors[pair] = vector
         if missing:
             embedded = await self._service.aembed_batch([value for _, value in missing])
             for pair, embedding in zip(missing, embedded, strict=True):
-                self._value_vectors[pair] = embedding.as_floats()
+                vectors[pair] = embedding.as_floats()
+                self.value_vectors.put(pair, vectors[pair])
         return [
-            Candidate(
-                f"memory:{key}",
-                value,
-                projection.written_at[key],
-                self._value_vectors[(key, value)],
-            )
+            Candidate(f"memory:{key}", value, projection.written_at[key], vectors[(key, value)])
             for key, value in values.items()
         ]
 

@@ -50,6 +50,12 @@ class EmbedderSettings(BaseSettings):
     block_ms: int = Field(default=1000, gt=0)
     reclaim_idle_ms: int = Field(default=10_000, gt=0)
     heartbeat_s: float = Field(default=2.0, gt=0)
+    search_cache_runs: int = Field(default=64, gt=0)
+    """Runs whose memory projection ``search_memory`` and the memory block keep between
+    searches (the ones searched last); another run's is read again from its log."""
+    search_cache_vectors: int = Field(default=20_000, gt=0)
+    """Memory values whose vectors are kept between searches (the ones used last, 1.5 KB
+    each); another is embedded again when next needed."""
 
     @property
     def archive_dir(self) -> Path:

@@ -144,11 +144,21 @@ class AssessmentReader:
                 socket_connect_timeout=REDIS_TIMEOUT_S,
                 socket_timeout=REDIS_TIMEOUT_S,
             )
+        skipped: dict[str, str] = {}
         try:
-            return await read_assessments(self._redis, self.archive_dir, run_ids), None
+            records = await read_assessments(self._redis, self.archive_dir, run_ids, skipped)
+            note = None
         except (OSError, aioredis.RedisError):
-            records = await read_assessments(None, self.archive_dir, run_ids)
-            return records, "Redis does not answer: these are the archived records alone"
+            skipped.clear()
+            records = await read_assessments(None, self.archive_dir, run_ids, skipped)
+            note = "Redis does not answer: these are the archived records alone"
+        if skipped:  # one bad line leaves out that line, named, never the page
+            shown = sorted(skipped.items())[:5]
+            lines = "; ".join(f"{where} ({why[:200]})" for where, why in shown)
+            more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+            left_out = f"{len(skipped)} unreadable archive line(s) left out: {lines}{more}"
+            note = f"{note}. {left_out}" if note else left_out
+        return records, note
 
     def matrix(self, key: tuple[Any, ...], build: Any) -> AssessmentMatrix:
         """The matrix of ``key`` (what it was computed from), computed by ``build()``

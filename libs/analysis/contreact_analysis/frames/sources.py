@@ -64,18 +64,28 @@ async def collect_frames(
     run_ids: Sequence[str] = (),
     experiment: str | None = None,
     inherited: bool = False,
+    skipped: dict[str, str] | None = None,
 ) -> RunFrames:
     """The tables of the runs named, or of every run of ``experiment`` (a fork's own
     cycles, or with ``inherited`` those it copied too). Each run is read and folded
     into its rows before the next is read, so only one log is held at a time; the
     cyclic garbage collector pauses while rows are made (``bulk``: events, states and
-    rows hold no reference cycles)."""
+    rows hold no reference cycles). With ``skipped``, a run of the experiment whose log
+    cannot be read is left out and named there (run id -> why); a run named, or any run
+    without ``skipped``, raises ``UnreadableRun``."""
     if bool(run_ids) == bool(experiment):
         raise NoRuns("name runs or one experiment (not both, not neither)")
     ids = list(run_ids) if run_ids else await experiment_runs(redis, archive_dir, str(experiment))
     rows = []
     for run_id in dict.fromkeys(ids):
-        events = await load_log(redis, archive_dir, run_id)
+        try:
+            events = await load_log(redis, archive_dir, run_id)
+        except UnreadableRun as exc:
+            if skipped is None or run_ids:
+                raise
+            reason, said = str(exc), f"run {run_id}: its log cannot be read ("
+            skipped[run_id] = reason[len(said) : -1] if reason.startswith(said) else reason
+            continue
         with bulk():
             rows.append(run_rows(run_id, events, inherited=inherited))
     with bulk():

@@ -290,18 +290,29 @@ def archive_path(archive_dir: Path, run_id: str) -> Path:
     return archive_dir / f"{run_id}{ARCHIVE_SUFFIX}"
 
 
-def read_archive(archive_dir: Path, run_id: str) -> list[AssessmentEvent]:
-    """The run's archived records in the order they were appended (none: empty)."""
+def read_archive(
+    archive_dir: Path, run_id: str, skipped: dict[str, str] | None = None
+) -> list[AssessmentEvent]:
+    """The run's archived records in the order they were appended (none: empty). A
+    line that is not a record raises ``CorruptEvent``; with ``skipped``, it is left out
+    and named there instead (``RUN.assessments.jsonl:LINE`` -> why)."""
     path = archive_path(archive_dir, run_id)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return []
-    return [
-        assessment_from_json(line, where=f"{path}:{number}")
-        for number, line in enumerate(raw.splitlines(), start=1)
-        if line.strip()
-    ]
+    records = []
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            records.append(assessment_from_json(line, where=where))
+        except CorruptEvent as exc:
+            if skipped is None:
+                raise
+            skipped[f"{path.name}:{number}"] = str(exc).removeprefix(f"{where}: ")
+    return records
 
 
 def append_archive(archive_dir: Path, run_id: str, events: Iterable[AssessmentEvent]) -> int:
@@ -351,15 +362,20 @@ def _fsync_dir(directory: Path) -> None:
 
 
 async def read_assessments(
-    redis: aioredis.Redis | None, archive_dir: Path, run_ids: Sequence[str]
+    redis: aioredis.Redis | None,
+    archive_dir: Path,
+    run_ids: Sequence[str],
+    skipped: dict[str, str] | None = None,
 ) -> dict[str, list[AssessmentEvent]]:
     """Every assessment record of each run: the archive's, then those only Redis holds
     yet (a record is in both once archived; each appears once, by event id). ``redis``
-    None: the archive alone. What the CLI, the dashboard and the analysis read."""
+    None: the archive alone. What the CLI, the dashboard and the analysis read.
+    ``skipped``: an archive's unreadable lines are left out and named there (the
+    dashboard's way) instead of raising ``CorruptEvent``."""
     in_redis = await redis_records(redis, run_ids) if redis is not None else [[] for _ in run_ids]
     out: dict[str, list[AssessmentEvent]] = {}
     for run_id, live in zip(run_ids, in_redis, strict=True):
-        records = read_archive(archive_dir, run_id)
+        records = read_archive(archive_dir, run_id, skipped)
         seen = {event.event_id for event in records}
         records += [event for event in live if event.event_id not in seen]
         out[run_id] = records

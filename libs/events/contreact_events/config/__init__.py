@@ -61,6 +61,7 @@ from contreact_events.config.fields import (
     Text,
 )
 from contreact_events.config.hosts import CREDENTIALS_FIX, has_credentials
+from contreact_events.diversity.linear_regex import compile_linear
 from contreact_events.exceptions import ConfigError
 
 __all__ = [
@@ -363,10 +364,21 @@ def inconsistency(config: RunConfig) -> str | None:
 
 
 def parse_run_config(data: Any, *, source: str = "config") -> RunConfig:
-    """Validate raw config data, turning pydantic's report into one readable line."""
+    """Validate raw config data, turning pydantic's report into one readable line.
+
+    A new config's natural-repetition patterns must also be matchable in linear time
+    (``diversity.linear_regex``): the embedder that checks them serves every run. A
+    recorded config is not held to that (its log must keep folding); the embedder
+    refuses such a pattern when it checks, failing that run's check alone."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of settings, got {type(data).__name__}")
     try:
-        return RunConfig.model_validate(data)
+        config = RunConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: {describe_validation_error(exc, RunConfig)}") from None
+    for pattern in config.diversity.natural_repetition_patterns:
+        try:
+            compile_linear(pattern)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: diversity.natural_repetition_patterns: {exc}") from None
+    return config

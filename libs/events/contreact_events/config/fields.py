@@ -43,6 +43,8 @@ ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
 class Strict(BaseModel):
-    """Frozen, and refuses unknown keys by name."""
+    """Frozen, refuses unknown keys by name, and every number is finite: ``.inf`` or
+    ``.nan`` (YAML) would pass a ``gt=0`` bound, then be sent as JSON ``null`` and
+    dead-lettered by the orchestrator, so the config is refused where it is read."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)

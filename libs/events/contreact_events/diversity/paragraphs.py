@@ -24,15 +24,16 @@ whose default distance was not cosine).
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
+from contreact_events.diversity.linear_regex import compile_linear, pattern_set
 from contreact_events.diversity.vector_index import VectorIndex
 from contreact_events.exceptions import ConfigError
 
@@ -119,34 +120,33 @@ def split_paragraphs(text: str, min_length: int = PARAGRAPH_MIN_LENGTH) -> list[
     return [part for part in stripped if len(part) >= min_length]
 
 
-@functools.lru_cache(maxsize=256)
-def _compile(pattern: str) -> re.Pattern[str]:
+def _compile(pattern: str) -> Any:
     try:
-        return re.compile(pattern, re.IGNORECASE)
-    except re.error as exc:
+        return compile_linear(pattern)
+    except ConfigError as exc:
         raise ConfigError(
-            f"invalid ignore pattern {pattern!r}: {exc} (a Python regular expression, "
-            "matched case-insensitively at the start of each paragraph)"
+            f"invalid ignore pattern: {exc} (a Python regular expression, matched "
+            "case-insensitively at the start of each paragraph, in linear time)"
         ) from None
 
 
-def compile_patterns(patterns: Iterable[str]) -> tuple[re.Pattern[str], ...]:
-    """Compile a researcher's extra ignore patterns (cached: once per pattern); an
-    invalid one raises ``ConfigError`` naming it. Call it when a config is loaded so
-    that a bad pattern fails there, not in the middle of a run."""
+def compile_patterns(patterns: Iterable[str]) -> tuple[Any, ...]:
+    """Compile a researcher's extra ignore patterns for the linear-time matcher
+    (``linear_regex``: cached, once per pattern); an invalid one, or one that cannot be
+    matched in linear time, raises ``ConfigError`` naming it. Call it when a config is
+    loaded so that a bad pattern fails there, not in the middle of a run."""
     return tuple(_compile(p) for p in patterns)
-
-
-_SEED_PATTERNS = compile_patterns(IGNORE_PATTERNS)
 
 
 def is_naturally_repetitive(paragraph: str, extra_patterns: Iterable[str] = ()) -> bool:
     """Whether the paragraph starts like a deliberate callback ("As discussed
-    earlier", "In summary", ...): the seed's patterns plus ``extra_patterns``, with
-    ``re.match`` and ``re.IGNORECASE``. Only the patterns are compiled; the
-    paragraph (agent text) is only ever the string being matched."""
-    patterns = (*_SEED_PATTERNS, *compile_patterns(extra_patterns))
-    return any(p.match(paragraph) for p in patterns)
+    earlier", "In summary", ...): the seed's patterns plus ``extra_patterns``, as
+    ``re.match`` with ``re.IGNORECASE`` would say, in time linear in the paragraph
+    whatever the pattern (``linear_regex``: a config's pattern is untrusted). Only the
+    patterns are compiled; the paragraph (agent text) is only ever the string matched."""
+    extra = tuple(extra_patterns)
+    compile_patterns(extra)  # each named, should one not do
+    return pattern_set((*IGNORE_PATTERNS, *extra)).match(paragraph)
 
 
 def filter_natural_repetitions(

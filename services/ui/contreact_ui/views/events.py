@@ -141,7 +141,14 @@ def event_detail(conn: sqlite3.Connection, run_id: str, seq: int) -> EventDetail
 
 
 def events_jsonl(conn: sqlite3.Connection, run_id: str) -> list[bytes]:
-    run_row(conn, run_id)
+    """The run's stored events; ``BadQuery`` naming why for a run whose log could not
+    be read (it has no events here: an empty download would pass for an empty run)."""
+    run = run_row(conn, run_id)
+    if run.status == "unreadable":
+        raise BadQuery(
+            f"run {run_id}: its log cannot be read ({run.projection_error}): nothing to "
+            f"download; `contreact replay {run_id} --check` says where it breaks"
+        )
     return [
         bytes(r[0]) + b"\n"
         for r in conn.execute("SELECT payload FROM events WHERE run_id = ? ORDER BY seq", (run_id,))

@@ -39,6 +39,8 @@ SEMANTIC_PREVIEW_CHARS = 240
 def search_page(
     conn: sqlite3.Connection, filters: SearchFilters, embedder: TextEmbedder | None = None
 ) -> SearchPage:
+    if "\x00" in filters.q:  # SQLite's FTS5 ends a phrase there (it answered 500)
+        raise BadQuery("q: a NUL character cannot be searched for: remove it from the text")
     unknown = [k for k in filters.kind if k not in KINDS]
     if unknown:
         raise BadQuery(f"kind={unknown[0]!r}: search {', '.join(KINDS)} (or leave it out)")
