@@ -45,8 +45,8 @@ def test_assessment_events_are_a_union_of_their_own_not_run_log_events() -> None
     assert set(ASSESSMENT_EVENT_CLASSES) == {"RunAssessed", "AssessmentFailed", "AssessmentRead"}
     assert not set(ASSESSMENT_EVENT_CLASSES) & set(EVENT_CLASSES)
     assert ASSESSMENT_SCHEMA_VERSIONS == {
-        "RunAssessed": 1,
-        "AssessmentFailed": 1,
+        "RunAssessed": 2,
+        "AssessmentFailed": 2,
         "AssessmentRead": 1,
     }
     line = (FIXTURES / "assessments-v1.jsonl").read_bytes().splitlines()[0]
@@ -67,8 +67,8 @@ def test_every_assessment_event_round_trips_through_json_and_stream_fields() -> 
 
 def test_a_newer_or_broken_assessment_record_is_refused_clearly() -> None:
     data = orjson.loads((FIXTURES / "assessments-v1.jsonl").read_bytes().splitlines()[0])
-    with pytest.raises(NewerSchemaVersion, match="schema version 2, but this code reads up to"):
-        assessment_from_json(orjson.dumps({**data, "schema_version": 2}))
+    with pytest.raises(NewerSchemaVersion, match="schema version 3, but this code reads up to"):
+        assessment_from_json(orjson.dumps({**data, "schema_version": 3}))
     with pytest.raises(CorruptEvent, match="repeat: Input should be greater than or equal to 1"):
         assessment_from_json(orjson.dumps({**data, "repeat": 0}))
     with pytest.raises(CorruptEvent, match="run_events: Input should be greater than or equal"):
@@ -99,17 +99,17 @@ def test_saved_assessments_still_verify_against_the_run_log_they_rated() -> None
             assert verify_assessment(log, record) is None
     rated = [r for r in records if isinstance(r, RunAssessed)]
     assert [(r.instrument, r.status, r.value, r.label, r.read_by) for r in rated] == [
-        ("pei", "rated", 3, None, "follow_up"),
-        ("pei", "unparseable", None, None, "parser"),
         ("pei", "rated", 3, None, "parser"),  # the first records: read by the parser
         ("patterns", "rated", None, "systematic_production", "parser"),
+        ("pei", "rated", 3, None, "follow_up"),
+        ("pei", "unparseable", None, None, "parser"),
     ]
 
 
 def test_saved_records_keep_the_follow_up_the_retry_and_a_persons_reading() -> None:
     """The records of the follow-up, of a transient failure asked again and of a
     person's reading, as saved: each still decodes with what it held."""
-    path = FIXTURES / "assessments-v1-readings.jsonl"
+    path = FIXTURES / "assessments-v2-readings.jsonl"
     follow, failed, retry, reading = (
         assessment_from_json(line) for line in path.read_bytes().splitlines()
     )

@@ -114,6 +114,7 @@ class RunAssessed(AssessmentBase):
     here too, with its raw text: it was an answer, never a guess."""
 
     type: Literal["RunAssessed"] = "RunAssessed"
+    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
     run_events: int = Field(ge=1)
     """How many events of the run's log were rated (the log position)."""
     evaluator_model_ran: str = ""
@@ -162,6 +163,7 @@ class AssessmentFailed(AssessmentBase):
     ``run_digest`` are empty and ``run_events`` is 0."""
 
     type: Literal["AssessmentFailed"] = "AssessmentFailed"
+    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
     error: str
     """What went wrong, in one line, and the fix where there is one."""
     attempts: int = 1
@@ -212,9 +214,20 @@ ASSESSMENT_SCHEMA_VERSIONS: dict[str, int] = {
     name: int(cls.model_fields["schema_version"].default)
     for name, cls in ASSESSMENT_EVENT_CLASSES.items()
 }
-"""The current shape version of every assessment event type (all 1 so far: fields
-added since have defaults, which is how older records were made)."""
+"""The current shape version of every assessment event type. ``RunAssessed`` and
+``AssessmentFailed`` are at 2 since they hold who read a rating, its follow-up and a
+transient failure's retry (issue 27): code that knows only version 1 refuses them with
+"upgrade contreact" instead of failing on a field it does not know."""
 
-ASSESSMENT_UPCASTERS: Mapping[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+def _same_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 to 2: the fields added have defaults, which is how version 1 reads."""
+    return data
+
+
+ASSESSMENT_UPCASTERS: Mapping[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
+    ("RunAssessed", 1): _same_fields,
+    ("AssessmentFailed", 1): _same_fields,
+}
 """(event type, stored version) -> function returning the data at version + 1, as for
 the run log's ``UPCASTERS``. Register one whenever a ``schema_version`` is raised."""
