@@ -85,18 +85,18 @@ bench: install
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-bench.txt
 	$(BIN)/python -m bench.bus_overhead
 	$(BIN)/python -m bench.fold_speed
-	$(BIN)/python -m bench.replay_speed
-	$(BIN)/python -m bench.what_if_speed
-	$(BIN)/python -m bench.log_growth
-	$(BIN)/python -m bench.embedder_throughput
-	$(BIN)/python -m bench.similarity_search
-	$(BIN)/python -m bench.orchestrator_scaleout
-	$(BIN)/python -m bench.recovery
-	$(BIN)/python -m bench.redis_memory
-	$(BIN)/python -m bench.ui_speed
-	$(BIN)/python -m bench.experiment_scaling
-	$(BIN)/python -m bench.model_swaps
-	$(BIN)/python -m bench.analysis_speed
+	$(BIN)/python -m bench.log.replay_speed
+	$(BIN)/python -m bench.log.what_if_speed
+	$(BIN)/python -m bench.log.log_growth
+	$(BIN)/python -m bench.services.embedder_throughput
+	$(BIN)/python -m bench.services.similarity_search
+	$(BIN)/python -m bench.services.orchestrator_scaleout
+	$(BIN)/python -m bench.services.recovery
+	$(BIN)/python -m bench.services.redis_memory
+	$(BIN)/python -m bench.research.ui_speed
+	$(BIN)/python -m bench.services.experiment_scaling
+	$(BIN)/python -m bench.services.model_swaps
+	$(BIN)/python -m bench.research.analysis_speed
 
 up: install
 	$(BIN)/contreact up
@@ -115,7 +115,7 @@ docker-test: install
 	$(BIN)/pytest -m docker
 
 bench-docker: install
-	$(BIN)/python -m bench.compose_stack
+	$(BIN)/python -m bench.services.compose_stack
 
 # Every benchmark at its tiny smoke size (what `make test` runs too): do they still run?
 bench-smoke: install

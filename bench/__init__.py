@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m bench.bus_overhead``, ``bench.fold_speed``, ``bench.log_growth``.
+"""Benchmarks: ``python -m bench.bus_overhead``, ``bench.fold_speed``, ``bench.log.log_growth``.
 
 Each starts what it needs (a private redis-server on a free port, the services as
 subprocesses), stops it at the end, and prints ratios against a baseline measured in

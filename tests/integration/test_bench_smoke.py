@@ -58,7 +58,7 @@ BENCHES: dict[str, Expected] = {
         ("RunLog.read (decode + validate)", "rebuild: RunLog.rebuild (read + fold)"),
         ("fold speed",),
     ),
-    "fork_speed": Expected(
+    "log.fork_speed": Expected(
         (
             "parent read (load_events), baseline",
             "fork ready (the child's RunStarted)",
@@ -67,17 +67,17 @@ BENCHES: dict[str, Expected] = {
         ),
         ("fork plan",),
     ),
-    "task_codec": Expected(
+    "log.task_codec": Expected(
         ("encode, history known / plain", "decode, history known / plain"), ("task codec",)
     ),
-    "replay_speed": Expected(("events", "replay with prompt hashes"), ("replay speed",)),
-    "what_if_speed": Expected(("events", "what-if, nothing changes"), ("what-if speed",)),
-    "log_growth": Expected(("LLM task bytes over the run / log bytes",), ("log growth",)),
-    "embedder_throughput": Expected(
+    "log.replay_speed": Expected(("events", "replay with prompt hashes"), ("replay speed",)),
+    "log.what_if_speed": Expected(("events", "what-if, nothing changes"), ("what-if speed",)),
+    "log.log_growth": Expected(("LLM task bytes over the run / log bytes",), ("log growth",)),
+    "services.embedder_throughput": Expected(
         ("service throughput", "raw throughput (mean of both)", "lone task overhead"),
         ("embedder throughput", "embedder lone-task latency"),
     ),
-    "similarity_search": Expected(
+    "services.similarity_search": Expected(
         (
             "per-run query: exact index",
             "check_paragraphs (search), 1 BLAS thread",
@@ -85,28 +85,30 @@ BENCHES: dict[str, Expected] = {
         ),
         ("text check", "text check, search part"),
     ),
-    "orchestrator_scaleout": Expected(("2 replicas / 1 replica",), ("scale-out",)),
-    "recovery": Expected(("llm-worker: kill -9 -> new process beating",), ("recovery",)),
-    "redis_memory": Expected(
+    "services.orchestrator_scaleout": Expected(("2 replicas / 1 replica",), ("scale-out",)),
+    "services.recovery": Expected(("llm-worker: kill -9 -> new process beating",), ("recovery",)),
+    "services.redis_memory": Expected(
         ("finished, log kept: run's own keys, mean", "after retention: run's own keys, mean"),
         ("retention",),
     ),
-    "ui_speed": Expected(
+    "research.ui_speed": Expected(
         ("run page, 50 cycles (HTML)", "runs list, 1,000 runs (JSON)"),
         ("run page of a 50-cycle run", "projection rebuild of 1,000 runs"),
     ),
-    "ui_pages": Expected(
+    "research.ui_pages": Expected(
         ("framework floor: /health.json", "18 replicas: experiment page"),
         ("search over 12 runs", "experiment page of 18 replicas"),
     ),
-    "experiment_scaling": Expected(("3 runs as one experiment",), ("3 runs", "services' logs")),
-    "model_swaps": Expected(("model_aware: makespan", "lower bound"), ("model swaps",)),
-    "assessment_matrix": Expected(("makespan", "lower bound"), ("assessment matrix",)),
-    "analysis_speed": Expected(
+    "services.experiment_scaling": Expected(
+        ("3 runs as one experiment",), ("3 runs", "services' logs")
+    ),
+    "services.model_swaps": Expected(("model_aware: makespan", "lower bound"), ("model swaps",)),
+    "research.assessment_matrix": Expected(("makespan", "lower bound"), ("assessment matrix",)),
+    "research.analysis_speed": Expected(
         ("dataframes time / floor time", "report: stats, charts, HTML"),
         ("dataframes of many runs", "report of an experiment"),
     ),
-    "cognition_overhead": Expected(
+    "services.cognition_overhead": Expected(
         ("off: wall", "model, a model of its own / off", "model, the run's model / off"),
         (
             "analyses on a model of their own",
@@ -114,7 +116,7 @@ BENCHES: dict[str, Expected] = {
             "heuristic analyses",
         ),
     ),
-    "answer_reading": Expected(
+    "research.answer_reading": Expected(
         (
             "pei: wrong values",
             "pei: false ratings",
@@ -128,14 +130,25 @@ BENCHES: dict[str, Expected] = {
             "cost of a parse",
         ),
     ),
-    "compose_stack": Expected(
+    "services.compose_stack": Expected(
         ("compose plan: runs of the experiment", "contreact up: experiment wall time")
     ),
 }
 
 
+def benchmark_modules() -> set[str]:
+    """Every benchmark's module under ``bench/`` (dotted: ``log.replay_speed``), the
+    support package and the packages' ``__init__`` aside."""
+    folder = ROOT / "bench"
+    return {
+        ".".join(p.relative_to(folder).with_suffix("").parts)
+        for p in folder.rglob("*.py")
+        if not any(part.startswith("_") for part in p.relative_to(folder).parts)
+    }
+
+
 def test_every_benchmark_has_a_smoke_run() -> None:
-    modules = {p.stem for p in (ROOT / "bench").glob("*.py") if not p.stem.startswith("_")}
+    modules = benchmark_modules()
     assert modules == set(BENCHES), "give the new benchmark a --smoke size and an entry here"
 
 

@@ -222,7 +222,8 @@ async def test_housekeeping_trims_the_routes_streams(
     aredis: aioredis.Redis, redis_url: str
 ) -> None:
     """Every acked chat task carries its run's history: a route's stream must not keep
-    them (it did: 4.7 MB of one route's stream outlived every run in bench.redis_memory)."""
+    them (it did: 4.7 MB of one route's stream outlived every run in
+    bench.services.redis_memory)."""
     with running_ollama_host(["m"], num_parallel=8, latency_s=lambda _m: 0.0) as ollama:
         tasks = [chat(f"run-{n}", "m", ollama.host) for n in range(250)]
         await send(aredis, *tasks)

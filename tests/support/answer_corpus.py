@@ -1,5 +1,5 @@
 """The evaluator answers of ``tests/fixtures/answers/`` and how the parser reads them:
-the figures the corpus test holds the parser to and ``bench/answer_reading.py`` prints.
+the figures the corpus test holds the parser to and ``bench/research/answer_reading.py`` prints.
 
 A *committed* answer is one a careful reader gives a level (a label); it is *read*
 when the parser rates it with that level. A *wrong value* is a committed answer rated

@@ -16,7 +16,7 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from bench.similarity_search import stdlib_sentences, thousand_word_text
+from bench.services.similarity_search import stdlib_sentences, thousand_word_text
 from contreact_embedder.embedding_service import AGREEMENT, EmbeddingService
 from contreact_embedder.exceptions import ModelUnavailable
 from contreact_embedder.onnx_runtime import (

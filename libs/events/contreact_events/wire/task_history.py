@@ -57,7 +57,7 @@ all of it would cost more than the rest of the decoding."""
 MIN_MESSAGES = 32
 """Shorter tasks go the plain way: below about 30 messages, encoding or validating them
 all costs less than the splice, its check and the task's other fields
-(``python -m bench.task_codec``)."""
+(``python -m bench.log.task_codec``)."""
 
 MAX_RUNS = 512
 MAX_BYTES = 64 * 1024 * 1024

@@ -143,7 +143,7 @@ def measure_report(archive: Path) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = smoke_args(argv, prog="python -m bench.analysis_speed")
+    args = smoke_args(argv, prog="python -m bench.research.analysis_speed")
     header("analysis: dataframes of many runs, the report of an experiment")
     if args.smoke:
         use_smoke_sizes(

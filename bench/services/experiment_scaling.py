@@ -153,7 +153,7 @@ async def measure(url: str, workdir: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.experiment_scaling")
+    parser = argparse.ArgumentParser(prog="python -m bench.services.experiment_scaling")
     add_smoke_flag(parser)
     if parser.parse_args(argv).smoke:
         use_smoke_sizes(globals(), CYCLES=2, CASES=((3, 10, 1.15),), SINGLE_REPEATS=1)

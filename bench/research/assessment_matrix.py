@@ -177,7 +177,7 @@ def measure(url: str, workdir: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m bench.assessment_matrix")
+    parser = argparse.ArgumentParser(prog="python -m bench.research.assessment_matrix")
     add_smoke_flag(parser)
     args = parser.parse_args(argv)
     if args.smoke:  # three models on a host that holds two: one swap at least

@@ -9,7 +9,7 @@ shards), all shards held, then every run submitted at once; the figure is input 
 decided per second from the first submission to the last run's end. The baseline is 1
 replica, measured in the same run.
 
-    .venv/bin/python -m bench.orchestrator_scaleout [--runs 96] [--cycles 60]
+    .venv/bin/python -m bench.services.orchestrator_scaleout [--runs 96] [--cycles 60]
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ async def _all_held(redis: aioredis.Redis) -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="bench.orchestrator_scaleout")
+    parser = argparse.ArgumentParser(prog="bench.services.orchestrator_scaleout")
     parser.add_argument("--runs", type=int, default=96)
     parser.add_argument("--cycles", type=int, default=60)
     add_smoke_flag(parser)

@@ -187,7 +187,7 @@ async def measure(url: str, workdir: Path, repeats: int) -> dict[str, list[Timed
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.cognition_overhead")
+    parser = argparse.ArgumentParser(prog="python -m bench.services.cognition_overhead")
     parser.add_argument("--repeats", type=int, default=REPEATS, help="runs of each kind")
     add_smoke_flag(parser)
     args = parser.parse_args(argv)

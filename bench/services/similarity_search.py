@@ -333,7 +333,7 @@ def text_check(
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = smoke_args(argv, prog="python -m bench.similarity_search")
+    args = smoke_args(argv, prog="python -m bench.services.similarity_search")
     header("similarity search: exact numpy index vs ChromaDB, and seed 001's text check")
     if args.smoke:  # the exact index and the text check only: no ChromaDB needed
         use_smoke_sizes(

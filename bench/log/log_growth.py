@@ -105,7 +105,7 @@ async def redis_usage(url: str, cycles: list[list[Event]], run_level: list[Event
 
 
 def main(argv: list[str] | None = None) -> None:
-    if smoke_args(argv, prog="python -m bench.log_growth").smoke:
+    if smoke_args(argv, prog="python -m bench.log.log_growth").smoke:
         use_smoke_sizes(globals(), CYCLES=12, LATE=12)
     header(f"log growth: bytes of run log per cycle over a {CYCLES}-cycle scripted run")
     cycles, run_level, task_bytes, task_count = drive()

@@ -4,7 +4,7 @@ runs, and of the experiment page of 18 replicas (issue 19).
 Targets (a quiet machine): every page of a 1,000-cycle run under 300 ms; search over
 1,000 runs under 200 ms; the experiment page of 18 replicas under 100 ms.
 
-Server time is measured in process, as ``bench.ui_speed`` does: a request through the
+Server time is measured in process, as ``bench.research.ui_speed`` does: a request through the
 whole ASGI app (routing, the read-only store, the view, the template or the JSON
 encoder) with Starlette's TestClient, no network; the median of ``REPEATS``. Baselines
 measured in the same run: the framework's floor (``/health.json``, one query); for the
@@ -18,7 +18,7 @@ first. Runs are made by ``tests/support/sim.py``
 (the pure core playing the workers): the 1,000 runs and the 18 replicas are one
 10-cycle run relabelled, the long run is driven whole. Semantic search is timed with
 a stand-in model (``ToyModel``: the sim's toy vectors), so the figure is the
-dashboard's part, not the embedding model's (``bench.embedder_throughput`` times that).
+dashboard's part, not the embedding model's (``bench.services.embedder_throughput`` times that).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     from contreact_ui.semantic import TextEmbedder
     from contreact_ui.settings import UISettings
 
-    args = smoke_args(argv, prog="python -m bench.ui_pages")
+    args = smoke_args(argv, prog="python -m bench.research.ui_pages")
     header("dashboard: long-run pages, search, the experiment page")
     if args.smoke:
         use_smoke_sizes(globals(), RUNS=12, CYCLES_PER_RUN=3, LONG_CYCLES=12, REPEATS=2)

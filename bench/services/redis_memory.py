@@ -10,7 +10,7 @@ finished (logs archived, still in Redis); after the retention (only the listing
 hash and index entry stay). Task streams are shown after the consumers' housekeeping
 has trimmed what is acked.
 
-    .venv/bin/python -m bench.redis_memory [--runs 10] [--cycles 10]
+    .venv/bin/python -m bench.services.redis_memory [--runs 10] [--cycles 10]
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def statuses(client: redis.Redis, run_ids: list[str]) -> list[Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="bench.redis_memory")
+    parser = argparse.ArgumentParser(prog="bench.services.redis_memory")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--cycles", type=int, default=10)
     add_smoke_flag(parser)

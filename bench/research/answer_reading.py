@@ -117,7 +117,7 @@ def report(instrument: str) -> tuple[int, float, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = smoke_args(argv, prog="python -m bench.answer_reading")
+    args = smoke_args(argv, prog="python -m bench.research.answer_reading")
     header("answer reading: the corpus's confusion table, and the cost of a parse")
     if args.smoke:
         use_smoke_sizes(globals(), REPEATS=1, SAMPLE=20)

@@ -89,7 +89,7 @@ def measure(before: LLMTask, task: LLMTask) -> tuple[float, float, float, float]
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = smoke_args(argv, prog="python -m bench.task_codec")
+    args = smoke_args(argv, prog="python -m bench.log.task_codec")
     header("an LLM task's encoding and decoding")
     if args.smoke:
         use_smoke_sizes(globals(), CYCLES=(20, 40), CALLS=20, ROUNDS=1)

@@ -286,7 +286,7 @@ async def measure_service(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.embedder_throughput")
+    parser = argparse.ArgumentParser(prog="python -m bench.services.embedder_throughput")
     add_smoke_flag(parser)
     parser.add_argument(
         "--per-read-32",

@@ -34,7 +34,7 @@ def whole_prompt_hash(state: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = smoke_args(argv, prog="python -m bench.replay_speed")
+    args = smoke_args(argv, prog="python -m bench.log.replay_speed")
     header("replay speed")
     if args.smoke:
         use_smoke_sizes(globals(), REPEATS=1)

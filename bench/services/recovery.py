@@ -10,7 +10,7 @@ a ``ReflectionEmbedded`` for the embedder) stamped after the kill, in every run 
 slowest run counts). Beside it, the time until the supervisor's new process beats.
 The baseline is the normal gap between two such events of a run, measured just before.
 
-    .venv/bin/python -m bench.recovery
+    .venv/bin/python -m bench.services.recovery
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def beating(client: redis.Redis, data_dir: Path, name: str, old_pid: int) -> boo
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = smoke_args(argv, prog="python -m bench.recovery")
+    args = smoke_args(argv, prog="python -m bench.services.recovery")
     header("recovery: kill -9 of each service -> its runs moving again")
     if args.smoke:  # one run, one victim that restarts quickly (no model to load)
         use_smoke_sizes(

@@ -25,7 +25,7 @@ CHANGE = ("limits.memory_value_chars=30000", "diversity.moderate_threshold=0.72"
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = smoke_args(argv, prog="python -m bench.what_if_speed")
+    args = smoke_args(argv, prog="python -m bench.log.what_if_speed")
     header("what-if speed")
     if args.smoke:
         use_smoke_sizes(globals(), REPEATS=1)

@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     from contreact_ui.rebuild import rebuild
     from contreact_ui.settings import UISettings
 
-    args = smoke_args(argv, prog="python -m bench.ui_speed")
+    args = smoke_args(argv, prog="python -m bench.research.ui_speed")
     header("dashboard: page server time and projection rebuild")
     if args.smoke:  # the 50-cycle run stays: its pages are named after it
         use_smoke_sizes(globals(), RUNS=12, CYCLES_PER_RUN=2, REPEATS=2)

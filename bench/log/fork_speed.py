@@ -148,7 +148,7 @@ async def _ended(client: aioredis.Redis, run_id: str, timeout_s: float = 600) ->
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = smoke_args(argv, prog="python -m bench.fork_speed")
+    args = smoke_args(argv, prog="python -m bench.log.fork_speed")
     header("fork: one plan per fork")
     if args.smoke:
         use_smoke_sizes(globals(), TARGET_EVENTS=300, REPEATS=1)

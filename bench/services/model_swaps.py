@@ -123,7 +123,7 @@ async def makespan(url: str, workdir: Path, policy: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.model_swaps")
+    parser = argparse.ArgumentParser(prog="python -m bench.services.model_swaps")
     parser.add_argument("--skip-naive", action="store_true", help="model-aware only (~40 s)")
     add_smoke_flag(parser)
     args = parser.parse_args(argv)
