@@ -54,6 +54,7 @@ from contreact_events.cognition.analysis import Exchange
 from contreact_events.cognition.heuristic import analyse_heuristically
 from contreact_events.cognition.policy import conversation_unit, keeps, kept_key
 from contreact_events.cognition.retrieval import Candidate
+from contreact_events.cognition.unanswered import analyse_unanswered
 from contreact_events.config import RunConfig
 from contreact_events.core.fold import (
     analysis_task_id,
@@ -534,7 +535,10 @@ def _analysis(
     or an open task for the model."""
     assert state.config is not None
     head = state.tool_queue[0]
-    exchange = Exchange(agent_message=head.arguments["message"], operator_reply=head.reply or "")
+    # A reply that timed out is the automatic one: no words of the operator's to analyse.
+    unanswered = head.replied_by == "timeout"
+    reply = "" if unanswered else head.reply or ""
+    exchange = Exchange(agent_message=head.arguments["message"], operator_reply=reply)
     keep = state.config.cognition.recent_exchanges
     recent = state.exchanges[len(state.exchanges) - keep :] if keep else ()
     task_id = analysis_task_id(exchange_task_id)
@@ -545,12 +549,24 @@ def _analysis(
         cycle=cycle,
         exchange=exchange,
         recent=recent,
-        analyser="model" if analyser == "model" else "heuristic",
+        analyser="model" if analyser == "model" and not unanswered else "heuristic",
     )
-    if analyser == "model":
+    if analyser == "model" and not unanswered:
         return [requested]
-    analysis = analyse_heuristically(exchange, recent, _block_memories(state), now=stamp.ts)
-    analysed = stamp(OperatorMessageAnalyzed, task_id=task_id, analysis=analysis.model_dump())
+    reason = None
+    if unanswered:
+        operator = state.config.operator
+        analysis = analyse_unanswered(operator.timeout_s, operator.auto_reply)
+        if analyser == "model":
+            reason = "the operator did not reply in time: no words of theirs for the model"
+    else:
+        analysis = analyse_heuristically(exchange, recent, _block_memories(state), now=stamp.ts)
+    analysed = stamp(
+        OperatorMessageAnalyzed,
+        task_id=task_id,
+        analysis=analysis.model_dump(),
+        fallback_reason=reason,
+    )
     return [requested, analysed]
 
 
