@@ -131,9 +131,9 @@ def forks_of(conn: sqlite3.Connection, run_id: str) -> list[ForkLink]:
 
 
 def _forked(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
-    found = conn.execute(
-        "SELECT payload FROM events WHERE run_id = ? AND type = 'RunForked' "
-        "ORDER BY seq DESC LIMIT 1",
+    found = conn.execute(  # every run page asks: the partial index, not the run's log
+        "SELECT payload FROM events INDEXED BY events_forked "
+        "WHERE run_id = ? AND type = 'RunForked' ORDER BY seq DESC LIMIT 1",
         (run_id,),
     ).fetchone()
     return None if found is None else dict(orjson.loads(bytes(found[0])))
