@@ -145,6 +145,8 @@ def main(argv: list[str] | None = None) -> None:
             ("event log of one cycle", f"/runs/{LONG}/events?cycle={last // 2}"),
             ("one event", f"/runs/{LONG}/events/{long_events // 2}"),
             ("replay at the last cycle", f"/runs/{LONG}/replay?cycle={last}"),
+            ("its timeline at the last cycle", f"/runs/{LONG}/timeline?cycle={last}"),
+            ("its lineage page (no fork)", f"/runs/{LONG}/lineage"),
             ("compare the run", f"/compare?run={LONG}"),
             ("its experiment page", "/experiments/long-exp"),
             ("search in it", f"/search?q={NEEDLE}&run={LONG}"),

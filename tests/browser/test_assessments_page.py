@@ -14,7 +14,6 @@ import sys
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -27,6 +26,7 @@ from contreact_bus.local_redis import free_port
 from contreact_events.catalog.assessment import AssessmentFailed, RunAssessed
 from contreact_ui.assessments import RAW_LIMIT
 from tests.support import hostile
+from tests.support.ratings import record_fields
 from tests.support.sim import Sim, make_config, say
 from tests.support.stack import own_database
 from tests.support.ui_stack import shot, wait
@@ -35,35 +35,16 @@ pytestmark = [pytest.mark.browser, pytest.mark.redis]
 
 MODELS = {"GPT5": "m/gpt5", "Opus": "m/opus"}
 RUNS = [f"exp-{label}-{letter}" for label in MODELS for letter in "AB"]
-TS = datetime(2026, 11, 25, 8, 0, tzinfo=UTC)
 HOSTILE_RAW = (
     f"{hostile.SCRIPT}\n{hostile.HANDLER}\n{hostile.OPERATOR}\n{hostile.ANSI} {hostile.BIDI}"
 )
 HUGE_RAW = "Level 7. " + hostile.VALUE * 4000
 
 
-def base(run_id: str, evaluator: str, instrument: str = "pei", repeat: int = 1) -> dict[str, Any]:
-    return {
-        "event_id": f"{run_id}|{evaluator}|{instrument}|{repeat}",
-        "run_id": run_id,
-        "ts": TS,
-        "correlation_id": run_id,
-        "instrument": instrument,
-        "instrument_version": "1",
-        "instrument_sha256": "a" * 64,
-        "evaluator": evaluator,
-        "repeat": repeat,
-        "input_sha256": "b" * 64,
-        "run_digest": "c" * 64,
-        "run_events": 10,
-        "job_id": f"job|{run_id}|{evaluator}|{instrument}|{repeat}",
-    }
-
-
 def pei(run_id: str, evaluator: str, value: int | None, raw: str = "", **extra: Any) -> RunAssessed:
     status = extra.pop("status", "rated" if value is not None else "unparseable")
     return RunAssessed(
-        **base(run_id, evaluator, repeat=extra.pop("repeat", 1)),
+        **record_fields(run_id, evaluator, repeat=extra.pop("repeat", 1)),
         raw_answer=raw or f"Level {value}",
         status=status,
         value=value,
@@ -73,7 +54,7 @@ def pei(run_id: str, evaluator: str, value: int | None, raw: str = "", **extra: 
 
 def pattern(run_id: str, evaluator: str, label: str) -> RunAssessed:
     return RunAssessed(
-        **base(run_id, evaluator, "patterns"),
+        **record_fields(run_id, evaluator, "patterns"),
         raw_answer=f"Pattern: {label}. {hostile.TOOL}",
         status="rated",
         label=label,
@@ -85,7 +66,7 @@ ARCHIVED: list[RunAssessed | AssessmentFailed] = [
     pei("exp-GPT5-A", "m/gpt5", 2),
     pei("exp-Opus-A", "m/gpt5", 3),
     pei("exp-Opus-A", "m/opus", 9),
-    AssessmentFailed(**base("exp-Opus-B", "m/gpt5"), error=f"no answer {hostile.ANSI}"),
+    AssessmentFailed(**record_fields("exp-Opus-B", "m/gpt5"), error=f"no answer {hostile.ANSI}"),
     pattern("exp-GPT5-A", "m/gpt5", "systematic_production"),
     pattern("exp-GPT5-A", "m/opus", "recursive_conceptualization"),
 ]
@@ -216,10 +197,10 @@ def test_table2_and_its_ratings_with_hostile_raw_answers(dashboard: Dashboard, p
     cell("GPT5", "Opus").locator("a").click()
     page.wait_for_selector("#ratings-table")
     assert "history=GPT5" in page.url and "evaluator=Opus" in page.url
-    rows = page.locator("#ratings-table tbody tr")
+    rows = page.locator("#ratings-table tbody tr[data-status]")  # each with its raw row
     assert rows.count() == 3
     assert "3 record(s) · 2 rated · 1 unparseable" in page.locator("#ratings-counts").inner_text()
-    raw = page.locator("tr[data-status=unparseable] pre.text").inner_text()
+    raw = page.locator("tr[data-status=unparseable] + tr.raw-row pre.text").inner_text()
     assert hostile.SCRIPT in raw and hostile.HANDLER in raw and "RED" in raw
     inert(page, "ratings")
     shot(page, "assessments-ratings-1400")
@@ -228,7 +209,7 @@ def test_table2_and_its_ratings_with_hostile_raw_answers(dashboard: Dashboard, p
     page.set_viewport_size({"width": 1400, "height": 1000})
 
     page.goto(dashboard.base + "/assessments?run=exp-Opus-B")
-    huge = page.locator("tr[data-status=rated] pre.text").inner_text()
+    huge = page.locator("tr[data-status=rated] + tr.raw-row pre.text").inner_text()
     assert len(huge) <= RAW_LIMIT and huge.startswith("Level 7.")
     assert (
         f"{len(HUGE_RAW) - RAW_LIMIT:,} more characters"
@@ -242,5 +223,5 @@ def test_table2_and_its_ratings_with_hostile_raw_answers(dashboard: Dashboard, p
     assert listing.count() == 3
     inert(page, "run")
     page.locator("#run-assessments-link").click()
-    assert page.locator("#ratings-table tbody tr").count() == 3
+    assert page.locator("#ratings-table tbody tr[data-status]").count() == 3
     assert not dialogs

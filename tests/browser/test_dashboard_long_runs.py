@@ -303,7 +303,8 @@ def test_the_timeline_shows_where_a_cycles_time_went(ui: ArchiveUI, page: Page) 
     llm = page.locator("#timeline tr.span-llm")
     assert llm.count() == 3  # write, message to the operator, reflection
     assert {llm.nth(i).get_attribute("data-duration") for i in range(3)} == {str(LLM_SECONDS)}
-    assert page.locator("#timeline tr.span-tool").count() == 2
+    assert page.locator("#timeline tr.span-tool").count() == 1  # the write
+    assert page.locator("#timeline tr.span-operator").count() == 1  # the message, its reply
     assert page.locator("#time-llm").inner_text() == f"{3 * LLM_SECONDS:.2f} s"
     chart(page, "chart-time")
     assert page.get_attribute("#chart-time", "data-traces") == "4"

@@ -43,3 +43,41 @@ def test_too_many_new_texts_are_refused_with_the_fix(monkeypatch: pytest.MonkeyP
     with pytest.raises(BadQuery, match=r"would embed 3 texts .*: narrow it by run"):
         TextEmbedder(model).fill(["x", "y", "z"], [None] * 3, scope="narrow it by run")
     assert model.embedded == []
+
+
+@pytest.mark.slow
+def test_the_model_warms_in_the_background_and_loads_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The dashboard warms the real model at start; a search that comes meanwhile waits
+    for the same load (one load), and the page can say where it stands."""
+    loads: list[object] = []
+    real_load = semantic._load
+
+    def counted() -> semantic.Model:
+        loads.append(None)
+        return real_load()
+
+    monkeypatch.setattr(semantic, "_load", counted)
+    embedder = TextEmbedder()
+    before = embedder.state
+    warming = embedder.warm()
+    vector = embedder.query("the tides come back")  # during or after the load
+    warming.join(timeout=600)  # a guard against a hang, not a bound on loading
+    assert not warming.is_alive()
+    assert before == "not loaded"
+    assert embedder.state == "ready" and embedder.problem is None
+    assert vector.shape == (384,) and len(loads) == 1
+
+
+def test_a_model_that_cannot_load_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing() -> semantic.Model:
+        raise BadQuery("semantic search cannot load its model: no such directory")
+
+    monkeypatch.setattr(semantic, "_load", missing)
+    embedder = TextEmbedder()
+    embedder.warm().join(timeout=60)
+    assert embedder.state == "unavailable"
+    assert embedder.problem == "semantic search cannot load its model: no such directory"
+    with pytest.raises(BadQuery, match="cannot load its model"):
+        embedder.query("q")  # each search says it again

@@ -15,6 +15,7 @@ from contreact_ui.follower import Notifier
 from contreact_ui.pages import add_error_handlers
 from contreact_ui.render import Renderer
 from contreact_ui.routes import ROUTERS
+from contreact_ui.semantic import TextEmbedder
 from contreact_ui.settings import UISettings
 from contreact_ui.snapshots import SNAPSHOTS_KEPT, SnapshotCache
 from contreact_ui.store import STORE_VERSION
@@ -47,6 +48,7 @@ def create_app(settings: UISettings, notifier: Notifier | None = None) -> FastAP
     app.state.notifier = notifier or Notifier()
     app.state.renderer = Renderer()
     app.state.snapshots = SnapshotCache(SNAPSHOTS_KEPT)
+    app.state.embedder = TextEmbedder()
     app.middleware("http")(security_headers)
     # Gzip when the browser takes it (Starlette leaves the live stream, text/event-stream,
     # and responses already compressed, plotly.js, alone).

@@ -54,6 +54,8 @@ async def serve(settings: UISettings) -> None:
     store = await open_or_rebuild(settings.database, redis, settings.archive_dir)
     notifier = Notifier()
     app = create_app(settings, notifier)
+    if settings.warm_search_model:  # in a thread of low priority, behind the pages
+        app.state.embedder.warm()
     server = Server(
         uvicorn.Config(
             app,

@@ -40,6 +40,9 @@ class SearchHit(_Model):
     """A memory value under the memory policy's reserved prefix (``PERSISTENT_PREFIX``)."""
 
 
+SearchModelState = Literal["not loaded", "loading", "ready", "unavailable"]
+
+
 class SearchPage(_Model):
     filters: SearchFilters
     hits: list[SearchHit]
@@ -50,6 +53,11 @@ class SearchPage(_Model):
     runs: int
     kinds: dict[str, str]
     """kind -> what it is, for the form."""
+    search_model: SearchModelState = "not loaded"
+    """Semantic search's embedding model: loaded at the dashboard's start in the
+    background (``loading`` meanwhile; a semantic search waits for it)."""
+    search_model_problem: str | None = None
+    """Why the model cannot be loaded (``unavailable``)."""
 
 
 @dataclass

@@ -2,14 +2,19 @@
 vector the logs do not hold (memory values, operator messages, tool outputs), with
 the embedder's model loaded in this process, as ``contreact search`` loads it.
 
-The model is loaded on the first semantic search. Texts embedded once are kept (by
-their text, up to ``CACHE_TEXTS``), so a second search over the same runs embeds
-nothing but its query. One search embeds at most ``MAX_NEW_TEXTS`` texts it has not
-seen: past that, it asks to be narrowed instead of keeping the page waiting.
+The model is loaded in the background when the dashboard starts (``warm``; the
+setting ``CONTREACT_UI_WARM_SEARCH_MODEL``), else on the first semantic search; loading
+takes seconds, so the search page says where it stands (``state``). Texts embedded
+once are kept (by their text, up to ``CACHE_TEXTS``), so a second search over the same
+runs embeds nothing but its query. One search embeds at most ``MAX_NEW_TEXTS`` texts it
+has not seen: past that, it asks to be narrowed instead of keeping the page waiting.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -19,10 +24,15 @@ import numpy as np
 import numpy.typing as npt
 
 from contreact_ui.exceptions import BadQuery
+from contreact_ui.page_models import SearchModelState
 
+log = logging.getLogger(__name__)
 Vector = npt.NDArray[np.float32]
 MAX_NEW_TEXTS = 2_000
 CACHE_TEXTS = 200_000
+WARM_NICENESS = 19
+"""The warming thread's priority (Linux niceness is per thread): the pages and the
+follower come first while the model loads."""
 
 
 class Model(Protocol):
@@ -37,23 +47,41 @@ class TextEmbedder:
         self._model = model
         self._cache: OrderedDict[str, Vector] = OrderedDict()
         self._lock = threading.Lock()
+        self._loading = threading.Lock()  # one load, however many ask at once
+        self.state: SearchModelState = "ready" if model is not None else "not loaded"
+        self.problem: str | None = None
+        """Why the model cannot be loaded (``state`` unavailable)."""
 
     def model(self) -> Model:
         if self._model is None:
-            try:
-                from contreact_embedder.embedding_service import EmbeddingService
-                from contreact_embedder.exceptions import ModelUnavailable
-            except ImportError:
-                raise BadQuery(
-                    "semantic search embeds the query with the embedder's model, which is not "
-                    "installed with this dashboard: install it with `pip install "
-                    "'contreact[services]'`, or search by keyword"
-                ) from None
-            try:
-                self._model = EmbeddingService()
-            except ModelUnavailable as exc:
-                raise BadQuery(f"semantic search cannot load its model: {exc}") from None
+            with self._loading:
+                if self._model is None:
+                    self.state = "loading"
+                    try:
+                        self._model = _load()
+                    except BadQuery as exc:
+                        self.state, self.problem = "unavailable", str(exc)
+                        raise
+                    self.state = "ready"
         return self._model
+
+    def warm(self) -> threading.Thread:
+        """Load the model (and run it once) in a background thread, so that the first
+        search does not wait for it; a model that cannot load says why in ``problem``
+        (and each semantic search says it again)."""
+        thread = threading.Thread(target=self._warm, name="search-model", daemon=True)
+        thread.start()
+        return thread
+
+    def _warm(self) -> None:
+        with contextlib.suppress(OSError):  # Linux: this thread alone yields to the rest
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_NICENESS)
+        try:
+            self.model().embed_batch(["warm"])
+        except BadQuery:
+            pass  # ``problem`` says why; each semantic search says it again
+        except Exception:  # a background thread's failure goes to the log, not nowhere
+            log.exception("the search model did not warm up")
 
     def query(self, text: str) -> Vector:
         return self._embed([text])[0]
@@ -93,3 +121,20 @@ class TextEmbedder:
             while len(self._cache) > CACHE_TEXTS:
                 self._cache.popitem(last=False)
         return vectors
+
+
+def _load() -> Model:
+    """The embedder's model, or BadQuery saying why not and what to do."""
+    try:
+        from contreact_embedder.embedding_service import EmbeddingService
+        from contreact_embedder.exceptions import ModelUnavailable
+    except ImportError:
+        raise BadQuery(
+            "semantic search embeds the query with the embedder's model, which is not "
+            "installed with this dashboard: install it with `pip install "
+            "'contreact[services]'`, or search by keyword"
+        ) from None
+    try:
+        return EmbeddingService()
+    except ModelUnavailable as exc:
+        raise BadQuery(f"semantic search cannot load its model: {exc}") from None

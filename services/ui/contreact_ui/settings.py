@@ -40,6 +40,9 @@ class UISettings(BaseSettings):
     """Server-sent event streams send a comment this often when nothing changes."""
     project: bool = True
     """Run the follower in this process (off: serve what the store holds)."""
+    warm_search_model: bool = True
+    """Load semantic search's embedding model in the background at start, so the first
+    search does not wait seconds for it (off: it loads on the first semantic search)."""
 
     @property
     def database(self) -> Path:

@@ -37,6 +37,11 @@ BUSY_TIMEOUT_MS = 10_000
 
 SUMMARY_FIELDS = tuple(RunSummary.model_fields)
 
+FORKS_INDEX = (
+    "CREATE INDEX IF NOT EXISTS events_forked ON events (run_id, seq) WHERE type = 'RunForked'"
+)
+"""A run page lists its forks: a few rows, made at open where an older store lacks it."""
+
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
@@ -100,7 +105,7 @@ CREATE TABLE IF NOT EXISTS events (
   ts TEXT NOT NULL, cycle INTEGER NOT NULL, task_key TEXT, payload BLOB NOT NULL,
   PRIMARY KEY (run_id, seq)
 );
-CREATE INDEX IF NOT EXISTS events_forked ON events (run_id, seq) WHERE type = 'RunForked';
+{FORKS_INDEX};
 CREATE TABLE IF NOT EXISTS texts (
   run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL,
   cycle INTEGER NOT NULL, text TEXT NOT NULL, vector BLOB,
@@ -206,6 +211,8 @@ class ProjectionStore:
                 f"{path} holds projections of version {found}, this code builds "
                 f"{STORE_VERSION}: rebuild them with `contreact-ui --rebuild`"
             )
+        else:
+            conn.execute(FORKS_INDEX)
         return store
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ from contreact_events.cognition.analysis import Exchange
 from contreact_events.cognition.heuristic import analyse_heuristically
 from contreact_events.cognition.policy import conversation_unit, keeps, kept_key
 from contreact_events.cognition.retrieval import Candidate
+from contreact_events.cognition.unanswered import analyse_unanswered
 from contreact_events.config import RunConfig
 from contreact_events.core.prompt import retrieval_query
 from contreact_events.core.stamper import Stamper
@@ -73,6 +74,11 @@ def memory_policy(state: AgentState, stamp: Stamper) -> list[Event] | None:
     return None
 
 
+UNANSWERED_FROM_RULES = 2
+"""``cognition.heuristic_rules`` from which a reply that timed out is no operator's words
+(``cognition/unanswered.py``); runs recorded with rules 1 analysed the automatic reply."""
+
+
 def exchange_analysis(
     state: AgentState, stamp: Stamper, analyser: str, exchange_task_id: str, cycle: int
 ) -> list[Event]:
@@ -80,7 +86,12 @@ def exchange_analysis(
     or an open task for the model."""
     assert state.config is not None
     head = state.tool_queue[0]
-    exchange = Exchange(agent_message=head.arguments["message"], operator_reply=head.reply or "")
+    rules = state.config.cognition.heuristic_rules
+    # A reply that timed out is the automatic one: no words of the operator's to analyse
+    # (from the rules' version 2 on: a run recorded before replays as it ran).
+    unanswered = head.replied_by == "timeout" and rules >= UNANSWERED_FROM_RULES
+    reply = "" if unanswered else head.reply or ""
+    exchange = Exchange(agent_message=head.arguments["message"], operator_reply=reply)
     keep = state.config.cognition.recent_exchanges
     recent = state.exchanges[len(state.exchanges) - keep :] if keep else ()
     task_id = analysis_task_id(exchange_task_id)
@@ -91,15 +102,26 @@ def exchange_analysis(
         cycle=cycle,
         exchange=exchange,
         recent=recent,
-        analyser="model" if analyser == "model" else "heuristic",
+        analyser="model" if analyser == "model" and not unanswered else "heuristic",
     )
-    if analyser == "model":
+    if analyser == "model" and not unanswered:
         return [requested]
-    rules = state.config.cognition.heuristic_rules
-    analysis = analyse_heuristically(
-        exchange, recent, _block_memories(state), now=stamp.ts, rules=rules
+    reason = None
+    if unanswered:
+        operator = state.config.operator
+        analysis = analyse_unanswered(operator.timeout_s, operator.auto_reply)
+        if analyser == "model":
+            reason = "the operator did not reply in time: no words of theirs for the model"
+    else:
+        analysis = analyse_heuristically(
+            exchange, recent, _block_memories(state), now=stamp.ts, rules=rules
+        )
+    analysed = stamp(
+        OperatorMessageAnalyzed,
+        task_id=task_id,
+        analysis=analysis.model_dump(),
+        fallback_reason=reason,
     )
-    analysed = stamp(OperatorMessageAnalyzed, task_id=task_id, analysis=analysis.model_dump())
     return [requested, analysed]
 
 

@@ -325,7 +325,10 @@ def _(event: OperatorReplied, state: AgentState) -> dict[str, Any]:
     if not head.message_sent or head.reply is not None:
         raise InvalidTransition(f"operator reply {event.event_id} without a message waiting")
     return {
-        "tool_queue": (evolve(head, {"reply": event.text}), *state.tool_queue[1:]),
+        "tool_queue": (
+            evolve(head, {"reply": event.text, "replied_by": event.by}),
+            *state.tool_queue[1:],
+        ),
         "status": "running",
         "pending_since": None,
     }
@@ -608,7 +611,9 @@ def _(event: OperatorMessageAnalyzed, state: AgentState) -> dict[str, Any]:
         changes["open_tasks"] = tuple(t for t in state.open_tasks if t.task_id != event.task_id)
         return changes
     heuristic = state.config is not None and state.config.cognition.analysis == "heuristic"
-    if not heuristic or state.phase != "tools":
+    head = state.tool_queue[0] if state.tool_queue else None
+    unanswered = head is not None and head.replied_by == "timeout"  # the core's own analysis
+    if not (heuristic or unanswered) or state.phase != "tools":
         raise InvalidTransition(
             f"OperatorMessageAnalyzed {event.event_id} answers {event.task_id}, "
             "which is no open analysis"

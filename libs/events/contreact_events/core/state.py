@@ -73,6 +73,8 @@ class QueuedToolCall(BaseModel):
     """Why the call cannot run (unknown tool, bad arguments), worded for the model."""
     message_sent: bool = False
     reply: str | None = None
+    replied_by: Literal["operator", "policy", "timeout"] | None = None
+    """Who gave ``reply`` (``timeout``: nobody answered in time; the automatic reply)."""
     analysed: bool = False
     """An operator call: its exchange's analysis was asked for (``cognition.analysis``)."""
     analysis: Analysis | None = None

@@ -42,6 +42,36 @@ class CycleWindow(_Model):
     """The run's cycles in all."""
 
 
+class SettingChange(_Model):
+    """A setting a fork changed: its dotted path (``model_name``,
+    ``diversity.moderate_threshold``) and its value in the parent and in the fork."""
+
+    key: str
+    parent: Any
+    fork: Any
+
+
+class ForkOrigin(_Model):
+    """Where a fork comes from (its ``RunForked`` event)."""
+
+    parent_run_id: str
+    at_cycle: int
+    """The parent's cycle whose end the fork starts after (cycles 1 to it are the
+    parent's, copied)."""
+    parent_shown: bool
+    """False when the dashboard does not hold the parent."""
+    changes: list[SettingChange]
+
+
+class ForkLink(_Model):
+    """A fork of the run a page shows."""
+
+    run_id: str
+    at_cycle: int
+    status: str
+    changes: list[SettingChange]
+
+
 class RunPage(_Model):
     run: RunRow
     cycles: list[CycleView]
@@ -61,6 +91,10 @@ class RunPage(_Model):
     assessments_note: str | None = None
     operator_total: int = 0
     """The run's operator exchanges in all (``operator`` holds the window's)."""
+    fork_of: ForkOrigin | None = None
+    """The run's parent, when it is a fork."""
+    forks: list[ForkLink] = []
+    """The runs forked from this one that the dashboard holds."""
 
 
 class MemoryEntry(_Model):

@@ -18,7 +18,7 @@ pages = Pages(router)
 
 
 def embedder(request: Request) -> TextEmbedder:
-    """The app's embedder, made on the first semantic search (its model loads then)."""
+    """The app's embedder (``create_app`` makes it; ``main`` warms its model at start)."""
     state = request.app.state
     found = getattr(state, "embedder", None)
     if found is None:
@@ -42,4 +42,8 @@ def search(
     filters = SearchFilters(
         q=q, mode=mode, kind=kind or [], run=run or None, experiment=experiment or None, limit=limit
     )
-    return search_page(conn, filters, embedder(request) if mode == "semantic" else None)
+    model = embedder(request)
+    page = search_page(conn, filters, model if mode == "semantic" else None)
+    return page.model_copy(
+        update={"search_model": model.state, "search_model_problem": model.problem}
+    )

@@ -30,28 +30,64 @@
     "#65a30d", "#475569"];
   const DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"];
   const SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x", "cross"];
-  // Legend above the plot, under the title: never over an axis title.
+  // Legend above the plot, under the title (TITLE_ROOM px from the top, however tall
+  // the chart): never over an axis title, nor over the title when it has many rows.
+  const TITLE_ROOM = 28;
   const LAYOUT = {
     margin: { l: 56, r: 16, t: 64, b: 72 },
     height: 320,
     title: { y: 0.97, yanchor: "top", x: 0.01, xanchor: "left", font: { size: 13 } },
-    legend: { orientation: "h", x: 0, xanchor: "left", y: 1.0, yanchor: "bottom",
+    legend: { orientation: "h", x: 0, xanchor: "left", yref: "container", yanchor: "top",
       font: { size: 11 } },
     hovermode: "x unified",
     font: { family: "system-ui, sans-serif", size: 12 },
     paper_bgcolor: "rgba(0,0,0,0)",
     plot_bgcolor: "rgba(0,0,0,0)",
   };
-  const CONFIG = { displaylogo: false, responsive: true };
+  // Charts follow their cards: a ResizeObserver gives each chart its card's width when
+  // the card changes (a window resize, a grid that reflows), and the card is as tall as
+  // its chart (Plotly's own "responsive" resizing measured a card shorter than the
+  // chart, which then spilled over what follows it).
+  const CONFIG = { displaylogo: false, responsive: false };
   const MAX_TICKS = 12;
+  const MIN_PLOT_HEIGHT = 160; // px of plot under the title and the legend
+  const LEGEND_MAX_HEIGHT = 600; // px; past it the legend scrolls
+  const watched = new WeakSet();
+  const resizes = typeof ResizeObserver === "undefined" ? null : new ResizeObserver((entries) => {
+    for (const entry of entries) follow(entry.target, Math.floor(entry.contentRect.width));
+  });
 
   function plot(id, traces, layout) {
     const el = document.getElementById(id);
     if (!el || typeof Plotly === "undefined") return;
     const merged = Object.assign({}, LAYOUT, layout);
     merged.title = Object.assign({}, LAYOUT.title, layout.title || {});
-    Plotly.react(el, traces, merged, CONFIG);
+    merged.legend = Object.assign({ maxheight: LEGEND_MAX_HEIGHT,
+      y: 1 - TITLE_ROOM / merged.height }, LAYOUT.legend, layout.legend || {});
+    el.dataset.height = String(merged.height);
+    el.style.height = merged.height + "px";
     el.dataset.traces = String(traces.length);
+    Plotly.react(el, traces, merged, CONFIG).then(() => fit(el));
+    if (resizes && !watched.has(el)) { watched.add(el); resizes.observe(el); }
+  }
+
+  function follow(el, width) {
+    const full = el._fullLayout;
+    if (!full || !width || Math.abs(full.width - width) < 1) return;
+    Plotly.relayout(el, { width: width }).then(() => fit(el));
+  }
+
+  // Taller than asked when a legend of many entries leaves the plot under
+  // MIN_PLOT_HEIGHT (compare by run: one entry a run); back to the height asked when
+  // it fits again.
+  function fit(el) {
+    const full = el._fullLayout;
+    if (!full || !full._size) return;
+    const asked = Number(el.dataset.height) || full.height;
+    const want = Math.max(asked, Math.ceil(full.height + MIN_PLOT_HEIGHT - full._size.h));
+    if (Math.abs(want - full.height) < 1) return;
+    el.style.height = want + "px";
+    Plotly.relayout(el, { height: want, "legend.y": 1 - TITLE_ROOM / want });
   }
 
   // A step between ticks that is a whole number, 1, 2 or 5 times a power of ten, and
@@ -349,8 +385,60 @@
     });
   }
 
+  // --- search: what the page does while the server searches ----------------------------
+
+  // The first semantic search may wait for the embedding model (the dashboard loads it
+  // in the background when it starts): the page says so at once, and says when the
+  // model is ready (the server renders the line; this only moves it in).
+  function searchControls() {
+    const form = document.getElementById("search-form");
+    const status = document.getElementById("search-status");
+    const button = document.getElementById("search-submit");
+    if (!form || !status) return;
+    form.addEventListener("submit", () => {
+      const model = document.getElementById("search-model");
+      const semantic = form.elements.mode && form.elements.mode.value === "semantic";
+      const ready = !model || model.dataset.state === "ready";
+      status.textContent = !semantic ? "Searching…" : ready ? "Searching by meaning…"
+        : "Loading the embedding model, then searching by meaning (the first time takes "
+          + "about ten seconds)…";
+      status.hidden = false;
+      form.setAttribute("aria-busy", "true");
+      if (button) button.disabled = true;
+    });
+    window.addEventListener("pageshow", (event) => {
+      if (!event.persisted) return; // back to a page kept as it was left: searchable again
+      status.hidden = true;
+      form.removeAttribute("aria-busy");
+      if (button) button.disabled = false;
+    });
+    watchModel();
+  }
+
+  function watchModel() {
+    const waiting = () => {
+      const model = document.getElementById("search-model");
+      return model && model.dataset.state === "loading" ? model : null;
+    };
+    if (!waiting()) return;
+    const timer = setInterval(async () => {
+      const model = waiting();
+      if (!model) { clearInterval(timer); return; }
+      try {
+        const response = await fetch("/search", { headers: { Accept: "text/html" } });
+        if (!response.ok) return;
+        const doc = new DOMParser().parseFromString(await response.text(), "text/html");
+        const fresh = doc.getElementById("search-model");
+        if (fresh && fresh.dataset.state !== model.dataset.state) {
+          model.replaceWith(document.adoptNode(fresh));
+        }
+      } catch (error) { /* the next tick asks again */ }
+    }, 2000);
+  }
+
   draw();
   if (PAGE === "replay") replayControls();
+  if (PAGE === "search") searchControls();
   connect();
   window.contreact = { clean: clean, plotText: plotText, refresh: refresh };
 })();

@@ -1,7 +1,8 @@
 """A fork's lineage: its parent, the cycle it forked after, what changed, and the two
-runs side by side cycle by cycle from the next one. Read from the projections (the
-fork's ``RunForked`` event and both runs' cycle rows); the page and its JSON contract
-are declared here."""
+runs side by side cycle by cycle from the next one; a run's own forks. Read from the
+projections (the forks' ``RunForked`` events and both runs' cycle rows); the page and
+its JSON contract are declared here (the fork rows the run page shows too, in
+``models``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict
 
+from contreact_ui.models import ForkLink, ForkOrigin, SettingChange
 from contreact_ui.views.runs import run_row
 
 COMPARED = ("reflection_chars", "tool_calls", "memory_ops_total", "llm_calls", "tool_errors")
@@ -19,13 +21,6 @@ COMPARED = ("reflection_chars", "tool_calls", "memory_ops_total", "llm_calls", "
 
 class _Row(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class SettingChange(_Row):
-    key: str
-    """A dotted setting path (``model_name``, ``diversity.moderate_threshold``)."""
-    parent: Any
-    fork: Any
 
 
 class CycleSide(_Row):
@@ -44,7 +39,8 @@ class CycleComparison(_Row):
 
 
 class LineagePage(_Row):
-    """``/runs/{run_id}/lineage``: where a fork comes from and how it went on."""
+    """``/runs/{run_id}/lineage``: where a fork comes from and how it went on, and the
+    run's own forks."""
 
     run_id: str
     parent_run_id: str | None
@@ -58,16 +54,15 @@ class LineagePage(_Row):
     changes: list[SettingChange]
     cycles: list[CycleComparison]
     """From ``at_cycle + 1`` on, as far as either run got."""
+    forks: list[ForkLink] = []
+    """The runs forked from this one that the dashboard holds."""
 
 
 def lineage_page(conn: sqlite3.Connection, run_id: str) -> LineagePage:
     run_row(conn, run_id)  # a run the dashboard does not know: the usual 404
-    found = conn.execute(
-        "SELECT payload FROM events WHERE run_id = ? AND type = 'RunForked' "
-        "ORDER BY seq DESC LIMIT 1",
-        (run_id,),
-    ).fetchone()
-    if found is None:
+    forks = forks_of(conn, run_id)
+    forked = _forked(conn, run_id)
+    if forked is None:
         return LineagePage(
             run_id=run_id,
             parent_run_id=None,
@@ -76,28 +71,90 @@ def lineage_page(conn: sqlite3.Connection, run_id: str) -> LineagePage:
             parent_shown=False,
             changes=[],
             cycles=[],
+            forks=forks,
         )
-    forked = orjson.loads(bytes(found[0]))
-    parent, at_cycle = str(forked["parent_run_id"]), int(forked["at_cycle"])
-    fork_cycles = _cycles(conn, run_id, at_cycle)
-    parent_cycles = _cycles(conn, parent, at_cycle)
-    shown = conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (parent,)).fetchone()
+    origin = _origin(conn, forked)
+    fork_cycles = _cycles(conn, run_id, origin.at_cycle)
+    parent_cycles = _cycles(conn, origin.parent_run_id, origin.at_cycle)
     numbers = sorted(fork_cycles.keys() | parent_cycles.keys())
     return LineagePage(
         run_id=run_id,
-        parent_run_id=parent,
-        at_cycle=at_cycle,
+        parent_run_id=origin.parent_run_id,
+        at_cycle=origin.at_cycle,
         parent_digest=str(forked["parent_digest"]),
-        parent_shown=shown is not None,
-        changes=[
-            SettingChange(key=key, parent=pair[0], fork=pair[1])
-            for key, pair in dict(forked.get("changes") or {}).items()
-        ],
+        parent_shown=origin.parent_shown,
+        changes=origin.changes,
         cycles=[
             CycleComparison(cycle=n, fork=fork_cycles.get(n), parent=parent_cycles.get(n))
             for n in numbers
         ],
+        forks=forks,
     )
+
+
+def fork_origin(conn: sqlite3.Connection, run_id: str) -> ForkOrigin | None:
+    """The run's parent, the cycle it forked after and what changed; None: no fork."""
+    forked = _forked(conn, run_id)
+    return None if forked is None else _origin(conn, forked)
+
+
+def forks_of(conn: sqlite3.Connection, run_id: str) -> list[ForkLink]:
+    """The runs forked from ``run_id``, by their own ``RunForked`` (a fork of a fork
+    holds its parent's copied one too: only a run's last one is its own), in the
+    order they forked."""
+    own: dict[str, tuple[int, dict[str, Any]]] = {}
+    for child, seq, payload in conn.execute(
+        "SELECT run_id, seq, payload FROM events INDEXED BY events_forked WHERE type = 'RunForked'"
+    ):
+        if child not in own or seq > own[child][0]:
+            own[child] = (seq, orjson.loads(bytes(payload)))
+    children = sorted(
+        (forked["ts"], child, forked)
+        for child, (_, forked) in own.items()
+        if forked["parent_run_id"] == run_id
+    )
+    statuses = dict(
+        conn.execute(
+            f"SELECT run_id, status FROM runs WHERE run_id IN ({', '.join('?' * len(children))})",
+            [child for _, child, _ in children],
+        ).fetchall()
+    )
+    return [
+        ForkLink(
+            run_id=child,
+            at_cycle=int(forked["at_cycle"]),
+            status=str(statuses.get(child, "unknown")),
+            changes=_changes(forked),
+        )
+        for _, child, forked in children
+    ]
+
+
+def _forked(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
+    found = conn.execute(  # every run page asks: the partial index, not the run's log
+        "SELECT payload FROM events INDEXED BY events_forked "
+        "WHERE run_id = ? AND type = 'RunForked' ORDER BY seq DESC LIMIT 1",
+        (run_id,),
+    ).fetchone()
+    return None if found is None else dict(orjson.loads(bytes(found[0])))
+
+
+def _origin(conn: sqlite3.Connection, forked: dict[str, Any]) -> ForkOrigin:
+    parent = str(forked["parent_run_id"])
+    shown = conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (parent,)).fetchone()
+    return ForkOrigin(
+        parent_run_id=parent,
+        at_cycle=int(forked["at_cycle"]),
+        parent_shown=shown is not None,
+        changes=_changes(forked),
+    )
+
+
+def _changes(forked: dict[str, Any]) -> list[SettingChange]:
+    return [
+        SettingChange(key=key, parent=pair[0], fork=pair[1])
+        for key, pair in dict(forked.get("changes") or {}).items()
+    ]
 
 
 def _cycles(conn: sqlite3.Connection, run_id: str, after: int) -> dict[int, CycleSide]:

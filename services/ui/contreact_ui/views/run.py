@@ -24,6 +24,7 @@ from contreact_ui.models import (
 )
 from contreact_ui.read_models.rows import BAND_WIDTH
 from contreact_ui.store import METRIC_FIELDS
+from contreact_ui.views.lineage import fork_origin, forks_of
 from contreact_ui.views.operator import operator_exchanges
 from contreact_ui.views.runs import run_row
 
@@ -81,6 +82,8 @@ def run_page(conn: sqlite3.Connection, run_id: str, from_cycle: int | None = Non
         regenerations=regenerations,
         config=config,
         exports=exports,
+        fork_of=fork_origin(conn, run_id),
+        forks=forks_of(conn, run_id),
     )
 
 

@@ -1,6 +1,12 @@
 """Where the time went: each task of a cycle (LLM calls, tool calls, the operator's
 reply, embeddings) from its request to its answer, as trace viewers show spans; and
-every cycle's split between them."""
+every cycle's split between them.
+
+A message to the operator is a tool call (``send_message_to_operator``) whose task
+holds the wait for the reply: from ``OperatorMessageSent`` to ``OperatorReplied`` the
+time is the operator's (a person's, or the deadline's when nobody answered), not the
+tool's; what the call takes after the reply (its analysis, the memory policy) stays the
+tool's."""
 
 from __future__ import annotations
 
@@ -22,6 +28,8 @@ KINDS: dict[str, Kind] = {
     "OperatorMessageSent": "operator",
 }
 FAILED = frozenset({"LLMFailed"})
+WAIT = ("OperatorMessageSent", "OperatorReplied")
+"""The part of an operator tool call that is the operator's: from the message to the reply."""
 
 
 @dataclass
@@ -34,6 +42,8 @@ class _Task:
     end: datetime | None = None
     ok: bool = True
     types: list[str] = field(default_factory=list)
+    at: dict[str, datetime] = field(default_factory=dict)
+    """When each type of the task's events first came."""
 
 
 def _kind(first_type: str) -> Kind:
@@ -57,10 +67,12 @@ def _tasks(rows: Iterable[sqlite3.Row]) -> list[_Task]:
                 seq=row["seq"],
                 start=ts,
                 types=[row["type"]],
+                at={row["type"]: ts},
             )
             continue
         task.end = ts
         task.types.append(row["type"])
+        task.at.setdefault(row["type"], ts)
         if row["type"] in FAILED:
             task.ok = False
     return list(tasks.values())
@@ -81,6 +93,13 @@ SPLIT = (
 """Seconds per cycle and kind of task (its first event's type), from request to answer,
 summed in SQLite: a 1,000-cycle run's tasks are tens of thousands of events."""
 
+WAITS = (
+    "SELECT cycle, sum((julianday(replied_at) - julianday(sent_at)) * 86400.0) FROM operator"
+    " WHERE run_id = ? AND replied_at IS NOT NULL AND cycle > 0 GROUP BY cycle"
+)
+"""Seconds per cycle the operator's replies took (within their tool calls' time), from
+the run's exchanges (a few rows; the events were read once, by ``SPLIT``)."""
+
 
 def _splits(
     conn: sqlite3.Connection, run_id: str, bounds: dict[int, tuple[str | None, str | None]]
@@ -90,6 +109,10 @@ def _splits(
         kind = _kind(first)
         cell = spent.setdefault(cycle, {})
         cell[kind] = cell.get(kind, 0.0) + float(took or 0.0)
+    for cycle, waited in conn.execute(WAITS, (run_id,)):
+        cell = spent.setdefault(cycle, {})
+        cell["operator"] = cell.get("operator", 0.0) + float(waited or 0.0)
+        cell["tool"] = max(cell.get("tool", 0.0) - float(waited or 0.0), 0.0)
     out = []
     for cycle, (start, end) in bounds.items():
         cell = spent.get(cycle, {})
@@ -140,7 +163,11 @@ def timeline_page(conn: sqlite3.Connection, run_id: str, cycle: int | None) -> T
     origin = datetime.fromisoformat(origin_text) if origin_text else None
     if origin is None and shown:
         origin = min(t.start for t in shown)
-    spans = [_span(conn, run_id, task, origin or task.start, run.status) for task in shown]
+    spans = [
+        span
+        for task in shown
+        for span in _task_spans(conn, run_id, task, origin or task.start, run.status)
+    ]
     time = next((t for t in by_cycle if t.cycle == cycle), None) or CycleTime(
         cycle=cycle, total_s=None, llm_s=0, tool_s=0, operator_s=0, other_s=0
     )
@@ -154,6 +181,50 @@ def timeline_page(conn: sqlite3.Connection, run_id: str, cycle: int | None) -> T
         time=time,
         by_cycle=by_cycle,
     )
+
+
+def _task_spans(
+    conn: sqlite3.Connection, run_id: str, task: _Task, origin: datetime, status: str
+) -> list[Span]:
+    """A task's span; a message to the operator's: the wait for the reply (the
+    operator's), then what the call took after it, if anything (the tool's)."""
+    sent = task.at.get(WAIT[0])
+    if sent is None:
+        return [_span(conn, run_id, task, origin, status)]
+    replied = task.at.get(WAIT[1])
+    wait = Span(
+        kind="operator",
+        label=_wait_label(conn, run_id, task.key, replied is not None),
+        start_s=_seconds(origin, sent),
+        duration_s=_seconds(sent, replied) if replied is not None else None,
+        seq=task.seq,
+        ok=replied is not None or status not in ("failed", "cancelled"),
+    )
+    if replied is None or task.end is None or task.end <= replied:
+        return [wait]
+    after = Span(
+        kind="tool",
+        label="send_message_to_operator: the reply back to the agent",
+        start_s=_seconds(origin, replied),
+        duration_s=_seconds(replied, task.end),
+        seq=task.seq,
+        ok=task.ok,
+    )
+    return [wait, after]
+
+
+def _wait_label(conn: sqlite3.Connection, run_id: str, task_id: str, replied: bool) -> str:
+    if not replied:
+        return "message to the operator: waiting for the reply"
+    row = conn.execute(
+        "SELECT replied_by FROM operator WHERE run_id = ? AND task_id = ?", (run_id, task_id)
+    ).fetchone()
+    by = row[0] if row else None
+    if by == "timeout":
+        return "message to the operator: no reply in time (the automatic reply stood in)"
+    if by == "policy":
+        return "message to the operator, until the automatic reply"
+    return "message to the operator, until the reply"
 
 
 def _span(
@@ -171,10 +242,10 @@ def _span(
         case "tool":
             label = str(getattr(event, "tool_name", "tool"))
             ok = ok and not getattr(event, "arguments_error", None)
-        case "operator":
-            label = "message to the operator, until the reply"
         case "embedding":
             label = "embedding"
+        case "other" if label == "OperatorMessageAnalysisRequested":
+            label = "the exchange's analysis"
     if task.end is None and status in ("failed", "cancelled"):
         ok = False
     return Span(
