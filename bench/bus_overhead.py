@@ -53,8 +53,8 @@ from bench._support import (
     verdict,
 )
 from bench._support.bus_phases import breakdown, print_breakdown
-from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
+from contreact_bus.streams.inbox import Inbox
 from contreact_events.catalog import Event
 from contreact_events.config import RunConfig, parse_run_config
 from contreact_events.names import run_meta_key

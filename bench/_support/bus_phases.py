@@ -12,7 +12,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from contreact_bus.inbox import Inbox
+from contreact_bus.streams.inbox import Inbox
 from contreact_events.config import RunConfig
 from contreact_events.names import INBOX_SHARDS_KEY, inbox_stream
 from contreact_events.wire.tasks import InboxMessage
@@ -47,7 +47,7 @@ async def breakdown(
     services block on XREADGROUP. What this lacks against the services is only the
     processes: blocking-read wake-ups, context switches, the acks."""
     from contreact_bus.llm_routes import llm_task_stream
-    from contreact_bus.task_gate import TaskGate
+    from contreact_bus.streams.task_gate import TaskGate
     from contreact_events.core.outbox import pending_tasks
     from contreact_events.names import MEMORY_TASKS_STREAM
     from contreact_events.wire.answers import tool_completed

@@ -12,7 +12,7 @@ long run, folding its log from its archive (what a page without projections woul
 have to do first); for search, reading every searched text out of the store (one
 ``SELECT`` of the texts table, no matching); for the experiment page, its runs in
 the runs list (``/runs.json?experiment=``). The replay page keeps the last decoded snapshots
-(``contreact_ui.snapshots``): its figure is a researcher's second look at a position
+(``contreact_ui.projection.snapshots``): its figure is a researcher's second look at a position
 (or a step beside it), and the cold one, its cache emptied before each request, the
 first. Runs are made by ``tests/support/sim.py``
 (the pure core playing the workers): the 1,000 runs and the 18 replicas are one
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     from fastapi.testclient import TestClient
 
     from contreact_ui.app import create_app
-    from contreact_ui.rebuild import rebuild
+    from contreact_ui.projection.rebuild import rebuild
     from contreact_ui.semantic import TextEmbedder
     from contreact_ui.settings import UISettings
 

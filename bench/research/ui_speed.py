@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     from fastapi.testclient import TestClient
 
     from contreact_ui.app import create_app
-    from contreact_ui.rebuild import rebuild
+    from contreact_ui.projection.rebuild import rebuild
     from contreact_ui.settings import UISettings
 
     args = smoke_args(argv, prog="python -m bench.research.ui_speed")

@@ -56,8 +56,8 @@ from bench._support import (
     verdict,
 )
 from contreact_bus.experiments import run_statuses
-from contreact_bus.inbox import Inbox
 from contreact_bus.runs import load_events
+from contreact_bus.streams.inbox import Inbox
 from contreact_cli.settings import CLISettings
 from contreact_events.config import parse_run_config
 from contreact_events.wire.tasks import InboxMessage

@@ -45,8 +45,8 @@ import redis.asyncio as aioredis
 import yaml
 
 from bench._support import ROOT, add_smoke_flag, header, ratio, redis_server, row, use_smoke_sizes
+from contreact_bus.heartbeats import heartbeats
 from contreact_bus.local_redis import free_port
-from contreact_bus.runs import heartbeats
 from contreact_cli.config_file import load_experiment
 from contreact_events.names import run_meta_key
 from tests.support.compose_stack import (

@@ -59,7 +59,7 @@ from bench._support import (
     use_smoke_sizes,
     verdict,
 )
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.streams.task_stream import TaskStream
 from contreact_events.names import (
     EMBED_TASKS_STREAM,
     INBOX_SHARDS_KEY,

@@ -37,10 +37,10 @@ from bench._support import (
     use_smoke_sizes,
     verdict,
 )
-from contreact_bus.consumer import Consumer
-from contreact_bus.inbox import Inbox
 from contreact_bus.llm_routes import known_routes
 from contreact_bus.replies import Entry
+from contreact_bus.streams.consumer import Consumer
+from contreact_bus.streams.inbox import Inbox
 from contreact_events.catalog.chat import AssistantMessage, LLMUsage
 from contreact_events.config import parse_run_config
 from contreact_events.names import (

@@ -24,7 +24,7 @@ from contreact_bus.archive import write_archive
 from contreact_bus.assessments import RatingKey, append_archive, record
 from contreact_bus.local_redis import free_port
 from contreact_events.catalog.assessment import AssessmentFailed, RunAssessed
-from contreact_ui.assessments import RAW_LIMIT
+from contreact_ui.models.assessments import RAW_LIMIT
 from tests.support import hostile
 from tests.support.ratings import record_fields
 from tests.support.sim import Sim, make_config, say

@@ -24,9 +24,9 @@ from contreact_bus.runs import register_run
 from contreact_cli.main import main
 from contreact_events.catalog import Event
 from contreact_ui.app import create_app
-from contreact_ui.rebuild import rebuild
+from contreact_ui.projection.rebuild import rebuild
+from contreact_ui.projection.store import connect_readonly
 from contreact_ui.settings import UISettings
-from contreact_ui.store import connect_readonly
 from contreact_ui.views.compare import compare_page
 from tests.support import hostile
 from tests.support.analysis_runs import EXPERIMENT, REPLICAS, experiment_logs, run_id

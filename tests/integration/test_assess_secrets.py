@@ -24,7 +24,7 @@ from contreact_events.exceptions import ConfigError
 from contreact_events.names import run_assessment_index_key
 from contreact_events.wire.tasks import LLMTask
 from contreact_ui.app import create_app
-from contreact_ui.rebuild import rebuild
+from contreact_ui.projection.rebuild import rebuild
 from contreact_ui.settings import UISettings
 from tests.support.assessing import (
     assessor_env,

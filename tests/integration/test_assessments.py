@@ -17,8 +17,8 @@ from contreact_bus import assessments
 from contreact_bus.assessments import calls as evaluator_calls
 from contreact_bus.assessments.evaluators import Rating, evaluator_of_run
 from contreact_bus.assessments.queueing import JobPolicy, Wanted, enqueue, in_evaluator_order
-from contreact_bus.consumer import Delivery
-from contreact_bus.inbox import Inbox, tell_run_of_dead_letter
+from contreact_bus.streams.consumer import Delivery
+from contreact_bus.streams.inbox import Inbox, tell_run_of_dead_letter
 from contreact_events.catalog import Event
 from contreact_events.catalog.assessment import AssessmentFailed, RunAssessed
 from contreact_events.catalog.chat import ChatMessage

@@ -17,7 +17,7 @@ from contreact_bus.assessments.queueing import JobPolicy, Wanted, enqueue
 from contreact_events.catalog.assessment import RunAssessed
 from contreact_events.config import EMBEDDED_HOST
 from contreact_ui.app import create_app
-from contreact_ui.rebuild import rebuild
+from contreact_ui.projection.rebuild import rebuild
 from contreact_ui.settings import UISettings
 from tests.support.assessing import (
     archive_runs,

@@ -13,14 +13,14 @@ import pytest
 import redis.asyncio as aioredis
 
 from contreact_bus.archive import read_archive, write_archive
-from contreact_bus.consumer import Consumer, ConsumerSettings, release_consumer
 from contreact_bus.exceptions import RunNotFound
 from contreact_bus.local_redis import free_port, redis_server_argv, wait_until_answers
 from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import load_events
-from contreact_bus.serving import serve, serve_batches
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.streams.consumer import Consumer, ConsumerSettings, release_consumer
+from contreact_bus.streams.serving import serve, serve_batches
+from contreact_bus.streams.task_stream import TaskStream
 from contreact_events.catalog import Event
 from contreact_events.exceptions import CorruptEvent
 from contreact_events.names import DEAD_LETTER_STREAM, run_log_key

@@ -25,7 +25,7 @@ from contreact_cli.main import main
 from contreact_events.catalog.assessment import AssessmentRead, RunAssessed
 from contreact_events.core.fold import fold_all
 from contreact_ui.app import create_app
-from contreact_ui.rebuild import rebuild
+from contreact_ui.projection.rebuild import rebuild
 from contreact_ui.settings import UISettings
 from tests.support.assessing import (
     assessor_env,

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from contreact_bus.consumer import Consumer, ConsumerSettings
-from contreact_bus.inbox import Inbox
-from contreact_bus.serving import serve
+from contreact_bus.streams.consumer import Consumer, ConsumerSettings
+from contreact_bus.streams.inbox import Inbox
+from contreact_bus.streams.serving import serve
 from contreact_cli.main import main
 from contreact_events.names import INBOX_GROUP, run_log_key, run_meta_key, shard_lease_key
 from contreact_events.wire.tasks import InboxMessage

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from contreact_bus.archive import write_archive
 from contreact_cli.main import main
 from contreact_ui.app import create_app
-from contreact_ui.rebuild import rebuild
+from contreact_ui.projection.rebuild import rebuild
 from contreact_ui.settings import UISettings
 from tests.support.experiment_runs import NEEDLE, experiment_logs
 

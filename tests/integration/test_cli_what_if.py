@@ -14,10 +14,10 @@ import pytest
 import redis.asyncio as aioredis
 
 from contreact_bus.archive import write_archive
-from contreact_bus.consumer import Consumer, ConsumerSettings
 from contreact_bus.run_log import RunLog
-from contreact_bus.serving import serve
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.streams.consumer import Consumer, ConsumerSettings
+from contreact_bus.streams.serving import serve
+from contreact_bus.streams.task_stream import TaskStream
 from contreact_cli.main import main
 from contreact_events.core.fold import fold_all
 from contreact_events.core.outbox import pending_tasks

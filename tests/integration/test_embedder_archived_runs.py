@@ -13,12 +13,12 @@ import pytest
 import redis.asyncio as aioredis
 
 from contreact_bus.archive import archive_path, write_archive
-from contreact_bus.consumer import Consumer, ConsumerSettings
-from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import register_run
-from contreact_bus.serving import serve_batches
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.streams.consumer import Consumer, ConsumerSettings
+from contreact_bus.streams.inbox import Inbox
+from contreact_bus.streams.serving import serve_batches
+from contreact_bus.streams.task_stream import TaskStream
 from contreact_cli.corpus_queries import corpus_stats
 from contreact_cli.settings import CLISettings
 from contreact_embedder.embedding_service import EmbeddingService

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import redis.asyncio as aioredis
 
-from contreact_bus.consumer import Consumer, ConsumerSettings
-from contreact_bus.inbox import Inbox
-from contreact_bus.serving import serve_batches
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.streams.consumer import Consumer, ConsumerSettings
+from contreact_bus.streams.inbox import Inbox
+from contreact_bus.streams.serving import serve_batches
+from contreact_bus.streams.task_stream import TaskStream
 from contreact_embedder.embedding_service import EmbeddingService
 from contreact_embedder.handler import EmbedHandler
 from contreact_embedder.main import run

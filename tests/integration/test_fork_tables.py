@@ -28,7 +28,7 @@ from contreact_bus.experiments import queue_entry
 from contreact_cli.main import main
 from contreact_events.names import experiment_runs_key
 from contreact_ui.app import create_app
-from contreact_ui.rebuild import rebuild
+from contreact_ui.projection.rebuild import rebuild
 from contreact_ui.settings import UISettings
 from tests.support.stack import own_database
 from tests.support.swap_runs import fork_log, rating, ratings, swap

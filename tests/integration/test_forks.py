@@ -12,10 +12,10 @@ import pytest
 import redis.asyncio as aioredis
 
 from contreact_bus.archive import archive_path
-from contreact_bus.consumer import Consumer, ConsumerSettings
 from contreact_bus.forks import wait_for_fork
 from contreact_bus.run_log import RunLog
-from contreact_bus.serving import serve
+from contreact_bus.streams.consumer import Consumer, ConsumerSettings
+from contreact_bus.streams.serving import serve
 from contreact_cli.commands.forks import fork_run
 from contreact_cli.commands.inspect import export, memory_rebuild, rebuild, replay
 from contreact_cli.exceptions import CLIError

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from contreact_bus.health import check, names_module, read_beats, verdict
-from contreact_bus.runs import beat, heartbeats
+from contreact_bus.heartbeats import beat, heartbeats
 from contreact_events.names import SERVICES_HEARTBEAT
 from tests.support.fake_ollama import closed_port_host
 

@@ -22,7 +22,7 @@ from contreact_bus.runs import register_run
 from contreact_events.catalog.assessment import RunAssessed
 from contreact_events.config import RunConfig
 from contreact_ui.app import create_app
-from contreact_ui.rebuild import rebuild
+from contreact_ui.projection.rebuild import rebuild
 from contreact_ui.settings import UISettings
 from tests.support import cli_process
 from tests.support.sim import Sim, make_config, say

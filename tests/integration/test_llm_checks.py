@@ -15,19 +15,19 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from contreact_bus.consumer import Consumer, ConsumerSettings
 from contreact_bus.run_log import RunLog
-from contreact_bus.serving import serve
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.streams.consumer import Consumer, ConsumerSettings
+from contreact_bus.streams.serving import serve
+from contreact_bus.streams.task_stream import TaskStream
 from contreact_events.catalog.run import ModelChecked, RunFailed
 from contreact_events.names import INBOX_GROUP, LLM_GROUP, LLM_TASKS_STREAM
 from contreact_events.wire.codec import message_from_fields
 from contreact_events.wire.tasks import InboxMessage, LLMTask
+from contreact_llm.backends.check_slots import CheckSlots, CheckTimes
 from contreact_llm.backends.ollama import OllamaBackend
 from contreact_llm.backends.openai import OpenAIBackend
 from contreact_llm.main import run
 from contreact_llm.retry import RetryPolicy
-from contreact_llm.scheduling.check_slots import CheckSlots, CheckTimes
 from contreact_llm.settings import LLMWorkerSettings
 from contreact_orchestrator.orchestrator import Orchestrator
 from tests.support.fake_ollama import running_fake_ollama

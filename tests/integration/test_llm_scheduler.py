@@ -17,8 +17,8 @@ import pytest
 import redis.asyncio as aioredis
 
 from contreact_bus.connection import connect
-from contreact_bus.consumer import Consumer
 from contreact_bus.llm_routes import llm_task_stream, route_of
+from contreact_bus.streams.consumer import Consumer
 from contreact_events.catalog.chat import ChatMessage
 from contreact_events.names import LLM_GROUP, LLM_ROUTES, llm_host_leases_key
 from contreact_events.wire.codec import message_from_fields

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from contreact_bus.consumer import Consumer
-from contreact_bus.inbox import Inbox
 from contreact_bus.llm_routes import llm_task_stream
-from contreact_bus.serving import serve
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.streams.consumer import Consumer
+from contreact_bus.streams.inbox import Inbox
+from contreact_bus.streams.serving import serve
+from contreact_bus.streams.task_stream import TaskStream
 from contreact_events.catalog.chat import ChatMessage
 from contreact_events.catalog.cycle import LLMFailed, LLMResponded
 from contreact_events.catalog.run import ModelChecked

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
+from contreact_bus.streams.inbox import Inbox
 from contreact_embedder.embedding_service import EmbeddingService
 from contreact_embedder.handler import EmbedHandler
 from contreact_embedder.memory_search import LeastRecentlyUsed

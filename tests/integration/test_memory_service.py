@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from contreact_bus.consumer import Consumer, ConsumerSettings
-from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
-from contreact_bus.serving import serve
-from contreact_bus.task_gate import TaskGate
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.streams.consumer import Consumer, ConsumerSettings
+from contreact_bus.streams.inbox import Inbox
+from contreact_bus.streams.serving import serve
+from contreact_bus.streams.task_gate import TaskGate
+from contreact_bus.streams.task_stream import TaskStream
 from contreact_events.catalog.tool import ToolCallCompleted
 from contreact_events.names import (
     DEAD_LETTER_STREAM,

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from contreact_bus.consumer import Consumer, ConsumerSettings
-from contreact_bus.inbox import Inbox
 from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
-from contreact_bus.serving import serve
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.streams.consumer import Consumer, ConsumerSettings
+from contreact_bus.streams.inbox import Inbox
+from contreact_bus.streams.serving import serve
+from contreact_bus.streams.task_stream import TaskStream
 from contreact_events.core.decide import decide
 from contreact_events.core.fold import fold_all
 from contreact_events.names import (

@@ -16,10 +16,10 @@ import redis.asyncio as aioredis
 import yaml
 
 from contreact_bus.archive import archive_path, read_archive
-from contreact_bus.consumer import ConsumerSettings
-from contreact_bus.inbox import Inbox
+from contreact_bus.heartbeats import beat
 from contreact_bus.run_log import RunLog
-from contreact_bus.runs import beat
+from contreact_bus.streams.consumer import ConsumerSettings
+from contreact_bus.streams.inbox import Inbox
 from contreact_cli.main import main
 from contreact_events.names import (
     ACTIVE_RUNS,

@@ -15,12 +15,12 @@ from urllib.parse import urlparse
 import pytest
 import redis.asyncio as aioredis
 
-from contreact_bus.consumer import Consumer, ConsumerSettings
-from contreact_bus.inbox import Inbox
 from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import load_events
-from contreact_bus.serving import serve
+from contreact_bus.streams.consumer import Consumer, ConsumerSettings
+from contreact_bus.streams.inbox import Inbox
+from contreact_bus.streams.serving import serve
 from contreact_events.core.fold import fold_all
 from contreact_events.history.replay import replay_check
 from contreact_events.names import (
@@ -258,7 +258,7 @@ async def test_a_dead_lettered_task_comes_back_to_its_run(
 ) -> None:
     """A worker that dies on a task at every delivery: the task is dead-lettered and
     the run hears of it at once (not at its deadline)."""
-    from contreact_bus.inbox import tell_run_of_dead_letter
+    from contreact_bus.streams.inbox import tell_run_of_dead_letter
 
     orchestrator = await owning_orchestrator(aredis, tmp_path)
     chat = await started_run(aredis, orchestrator, deadlines={"retries": 0})

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from contreact_bus.consumer import ConsumerSettings
-from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
+from contreact_bus.streams.consumer import ConsumerSettings
+from contreact_bus.streams.inbox import Inbox
 from contreact_events.names import INBOX_SHARDS_KEY, inbox_shard, run_writer_key
 from contreact_events.wire.tasks import InboxMessage
 from contreact_orchestrator.leases import ShardLeases

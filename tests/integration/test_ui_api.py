@@ -27,8 +27,8 @@ from contreact_bus.archive import write_archive
 from contreact_events.catalog.chat import AssistantMessage, ToolCall
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.app import create_app
-from contreact_ui.follower import Notifier
-from contreact_ui.rebuild import rebuild
+from contreact_ui.projection.follower import Notifier
+from contreact_ui.projection.rebuild import rebuild
 from contreact_ui.routes.service import changes
 from contreact_ui.semantic import TextEmbedder
 from contreact_ui.settings import UISettings

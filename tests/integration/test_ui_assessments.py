@@ -23,8 +23,8 @@ from contreact_bus.assessments import RatingKey, append_archive, record
 from contreact_events.catalog.assessment import AssessmentFailed, RunAssessed
 from contreact_events.config.run_places import RunFacts, run_places
 from contreact_ui.app import create_app
-from contreact_ui.assessments import RAW_LIMIT
-from contreact_ui.rebuild import rebuild
+from contreact_ui.models.assessments import RAW_LIMIT
+from contreact_ui.projection.rebuild import rebuild
 from contreact_ui.settings import UISettings
 from tests.support import hostile
 from tests.support.sim import Sim, make_config, say

@@ -18,10 +18,11 @@ from contreact_bus.run_log import RunLog
 from contreact_bus.runs import register_run
 from contreact_events.catalog import Event
 from contreact_events.names import run_log_key, run_meta_key
-from contreact_ui.follower import Notifier, Projector
-from contreact_ui.page_models import SearchFilters
-from contreact_ui.rebuild import rebuild
-from contreact_ui.store import TABLES, ProjectionStore, connect_readonly
+from contreact_ui.models.research import SearchFilters
+from contreact_ui.projection.follower import LogFollower, Notifier
+from contreact_ui.projection.rebuild import rebuild
+from contreact_ui.projection.store import ProjectionStore, connect_readonly
+from contreact_ui.projection.tables import TABLES
 from contreact_ui.views.search import search_page
 from tests.support.sim import Sim, make_config, say
 from tests.support.waits import HANG_GUARD_S
@@ -79,7 +80,7 @@ async def test_follows_a_live_run_to_its_end(
 ) -> None:
     events = run_log("live-1")
     notifier = Notifier()
-    projector = Projector(store, aredis, archive, notifier)
+    projector = LogFollower(store, aredis, archive, notifier)
     await projector.load()
     await register_run(aredis, "live-1", None)
     await projector.discover()
@@ -108,7 +109,7 @@ async def test_finished_runs_come_from_the_archive(
 ) -> None:
     old = run_log("old-1")
     write_archive(archive, "old-1", old)
-    projector = Projector(store, aredis, archive, Notifier())
+    projector = LogFollower(store, aredis, archive, Notifier())
     await projector.load()
     await projector.discover()
     row = rows(store, "old-1")
@@ -119,7 +120,7 @@ async def test_a_log_dropped_by_retention_is_finished_from_the_archive(
     aredis: aioredis.Redis, store: ProjectionStore, archive: Path, tmp_path: Path
 ) -> None:
     events = run_log("kept-1")
-    projector = Projector(store, aredis, archive, Notifier())
+    projector = LogFollower(store, aredis, archive, Notifier())
     await projector.load()
     await register_run(aredis, "kept-1", None)
     await append(aredis, events[:10])
@@ -142,7 +143,7 @@ async def test_quarantined_and_unreadable_runs_are_shown_and_let_go(
     aredis: aioredis.Redis, store: ProjectionStore, archive: Path
 ) -> None:
     good, bad, held, odd = (run_log(r) for r in ("good-1", "bad-1", "held-1", "odd-1"))
-    projector = Projector(store, aredis, archive, Notifier())
+    projector = LogFollower(store, aredis, archive, Notifier())
     await projector.load()
     for events in (good, bad, held):
         await register_run(aredis, events[0].run_id, None)
@@ -176,13 +177,13 @@ async def test_a_restarted_projector_takes_up_where_it_stopped(
     aredis: aioredis.Redis, store: ProjectionStore, archive: Path, tmp_path: Path
 ) -> None:
     events = run_log("resume-1")
-    first = Projector(store, aredis, archive, Notifier())
+    first = LogFollower(store, aredis, archive, Notifier())
     await first.load()
     await register_run(aredis, "resume-1", None)
     await append(aredis, events[:12])
     await first.discover()
     await first.poll()
-    second = Projector(store, aredis, archive, Notifier())
+    second = LogFollower(store, aredis, archive, Notifier())
     await second.load()  # refolds the stored events of the active run
     await append(aredis, events[12:])
     await second.discover()
@@ -200,7 +201,7 @@ async def test_a_rebuild_by_another_process_is_picked_up(
     await register_run(aredis, "live-2", None)
     await append(aredis, events[:9])
     notifier = Notifier()
-    projector = Projector(store, aredis, archive, notifier)
+    projector = LogFollower(store, aredis, archive, notifier)
     stop = asyncio.Event()
     task = asyncio.create_task(projector.run(stop, poll_s=0.02, discover_s=0.05))
     try:
@@ -253,7 +254,7 @@ async def test_texts_projected_after_a_rebuild_are_found_by_keyword(
     await rebuild(store.path, aredis, archive)
     assert [hit[1] for hit in keyword_hits(store.path, "TIDE-2")]  # indexed by the rebuild
     assert not keyword_hits(store.path, "tide-3")
-    projector = Projector(store, aredis, archive, Notifier())
+    projector = LogFollower(store, aredis, archive, Notifier())
     await projector.load()
     await append(aredis, events[half:])
     await projector.discover()
@@ -295,7 +296,7 @@ async def test_a_rebuild_in_batches_is_the_rebuild_in_one(
     """Archive runs are projected a batch at a time in a worker thread, Redis runs one
     at a time between them, and rows written whenever a batch fills up: the store is
     the same however the runs fall into batches, unreadable runs included."""
-    import contreact_ui.rebuild as rebuild_module
+    import contreact_ui.projection.rebuild as rebuild_module
 
     logs = {run_id: tidal_log(run_id, cycles=2) for run_id in "abcdefghi"}
     for run_id in "bei":  # held by Redis (e: a line that does not decode)

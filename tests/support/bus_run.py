@@ -10,9 +10,9 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from contreact_bus.consumer import Consumer, ConsumerSettings
-from contreact_bus.serving import serve
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.streams.consumer import Consumer, ConsumerSettings
+from contreact_bus.streams.serving import serve
+from contreact_bus.streams.task_stream import TaskStream
 from contreact_events.names import INBOX_GROUP
 from contreact_events.wire.tasks import InboxMessage
 from contreact_llm.main import run as run_llm_worker

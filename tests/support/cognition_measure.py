@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from sklearn.metrics import accuracy_score, confusion_matrix
 
-from contreact_events.cognition.analysis import CONTEXT_TYPES, INTENTS, Exchange
+from contreact_events.catalog.exchange import CONTEXT_TYPES, INTENTS, Exchange
 from contreact_events.cognition.heuristic import analyse_heuristically
 
 LABELLED = Path(__file__).resolve().parents[1] / "fixtures/cognition/labelled_exchanges.yaml"

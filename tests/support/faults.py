@@ -11,9 +11,9 @@ from typing import Any
 
 import redis
 
-from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import list_runs, load_events
+from contreact_bus.streams.inbox import Inbox
 from contreact_events.config import parse_run_config
 from contreact_events.core.fold import fold_all
 from contreact_events.history.replay import replay_check

@@ -8,9 +8,9 @@ from pathlib import Path
 import redis.asyncio as aioredis
 from pydantic import BaseModel
 
-from contreact_bus.inbox import Inbox
 from contreact_bus.llm_routes import known_routes, route_of
 from contreact_bus.replies import entries
+from contreact_bus.streams.inbox import Inbox
 from contreact_events.names import LLM_TASKS_STREAM, run_writer_key
 from contreact_events.wire.codec import message_from_fields
 from contreact_events.wire.tasks import LLMTask, task_digest

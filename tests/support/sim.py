@@ -85,7 +85,7 @@ class Sim:
 
     def answer_analysis(self, task_id: str, raw: str) -> Decision:
         """The LLM worker's answer to an analysis task whose model answered ``raw``."""
-        from contreact_events.core.analysis_prompt import analysis_from_answer
+        from contreact_events.core.exchange_prompt import analysis_from_answer
 
         task = self.analyses.pop(task_id)
         analysis, reason = analysis_from_answer(raw, task.messages)

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from contreact_bus.archive import write_archive
 from contreact_events.catalog import Event
 from contreact_ui.app import create_app
-from contreact_ui.rebuild import rebuild
+from contreact_ui.projection.rebuild import rebuild
 from contreact_ui.settings import UISettings
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from contreact_events.cognition.analysis import MAX_SUMMARY_CHARS, Analysis, Exchange
+from contreact_events.catalog.exchange import MAX_SUMMARY_CHARS, Analysis, Exchange
 from contreact_events.cognition.heuristic import analyse_heuristically
 from contreact_events.cognition.retrieval import Candidate
 from contreact_events.config import DEFAULT_OPERATOR_REPLY

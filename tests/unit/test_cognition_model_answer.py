@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from contreact_events.cognition.analysis import MAX_SUMMARY_CHARS, Analysis
+from contreact_events.catalog.exchange import MAX_SUMMARY_CHARS, Analysis
 from contreact_events.cognition.model_answer import (
     MAX_ANSWER_CHARS,
     AnalysisRejected,

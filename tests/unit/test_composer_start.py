@@ -11,8 +11,8 @@ import yaml
 
 from contreact_events.config import RunConfig, parse_run_config
 from contreact_events.config.overrides import changed_settings
-from contreact_ui.composer_start import run_form_values
-from contreact_ui.config_composer import SETTINGS, compose
+from contreact_ui.composer.form import SETTINGS, compose
+from contreact_ui.composer.from_run import run_form_values
 from contreact_ui.text import display
 from tests.support import hostile
 from tests.support.sim import make_config

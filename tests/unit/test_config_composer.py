@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from contreact_cli.config_file import load_config, load_experiment
-from contreact_ui.config_composer import COMPOSERS, SUBMITTED, compose
+from contreact_ui.composer.form import COMPOSERS, SUBMITTED, compose
 
 
 def test_defaults_make_a_valid_run_config(tmp_path: Path) -> None:

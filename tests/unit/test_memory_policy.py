@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from contreact_bus.llm_routes import route_of
-from contreact_events.catalog.analysis import Exchange
 from contreact_events.catalog.cognition import PersistentMemoryRequested
+from contreact_events.catalog.exchange import Exchange
 from contreact_events.cognition.heuristic import analyse_heuristically
 from contreact_events.cognition.policy import PERSISTENT_PREFIX, kept_key
 from contreact_events.core.fold import fold_all

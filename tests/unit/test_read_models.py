@@ -20,6 +20,10 @@ from contreact_events.diversity.similarity import cosine
 from contreact_events.history.run_summary import run_summary
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.exceptions import ProjectionError, ProjectionVersionMismatch
+from contreact_ui.projection.rebuild import rebuild
+from contreact_ui.projection.snapshots import SnapshotCache
+from contreact_ui.projection.store import ProjectionStore, connect_readonly
+from contreact_ui.projection.tables import TABLES
 from contreact_ui.read_models import (
     SNAPSHOT_EVERY,
     UNKNOWN_TOOL,
@@ -27,9 +31,6 @@ from contreact_ui.read_models import (
     describe,
     task_key,
 )
-from contreact_ui.rebuild import rebuild
-from contreact_ui.snapshots import SnapshotCache
-from contreact_ui.store import TABLES, ProjectionStore, connect_readonly
 from contreact_ui.text import display
 from contreact_ui.views.memory import memory_entries
 from contreact_ui.views.replay import replay_page

@@ -24,7 +24,7 @@ from contreact_bus.experiments import (
     replica_entries,
     run_statuses,
 )
-from contreact_bus.inbox import Inbox
+from contreact_bus.streams.inbox import Inbox
 from contreact_cli.args import add_command, positive_seconds, text
 from contreact_cli.args import experiment as experiment_name
 from contreact_cli.config_file import load_experiment

@@ -13,8 +13,8 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from contreact_bus.inbox import Inbox
 from contreact_bus.replies import entries, text_map
+from contreact_bus.streams.inbox import Inbox
 from contreact_cli.args import add_command, bounded_int, run_id
 from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError

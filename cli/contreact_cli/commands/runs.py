@@ -12,9 +12,9 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from contreact_bus.experiments import existing_runs
-from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import load_events
+from contreact_bus.streams.inbox import Inbox
 from contreact_cli.args import add_command, positive_seconds, run_id
 from contreact_cli.args import text as free_text
 from contreact_cli.config_file import load_config

@@ -9,8 +9,8 @@ import time
 from typing import Any
 
 from contreact_bus.exceptions import BusError
+from contreact_bus.heartbeats import Heartbeat, beat_of_process, service_heartbeats
 from contreact_bus.redact import redact_url
-from contreact_bus.runs import Heartbeat, beat_of_process, service_heartbeats
 from contreact_cli.args import add_command, bounded_int, positive_seconds
 from contreact_cli.connection import redis_client
 from contreact_cli.output import out, print_json

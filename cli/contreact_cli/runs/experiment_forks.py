@@ -19,8 +19,8 @@ import redis.asyncio as aioredis
 
 from contreact_bus.experiments import ReplicaEntry, queue_entry, replica_entries
 from contreact_bus.forks import queue_fork, refusal
-from contreact_bus.inbox import Inbox
 from contreact_bus.replies import text
+from contreact_bus.streams.inbox import Inbox
 from contreact_events.history.experiment_forks import PlannedFork
 from contreact_events.names import experiment_replicas_key, run_meta_key
 from contreact_events.wire.tasks import ForkRequest

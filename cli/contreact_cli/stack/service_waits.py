@@ -8,8 +8,8 @@ import time
 
 import redis.asyncio as aioredis
 
+from contreact_bus.heartbeats import heartbeats, service_heartbeats
 from contreact_bus.redact import redact_url
-from contreact_bus.runs import heartbeats, service_heartbeats
 from contreact_cli.connection import optional_redis
 from contreact_cli.exceptions import ServicesNotRunning
 from contreact_cli.settings import CLISettings

@@ -252,7 +252,7 @@ class Supervisor:
         started) is older than the plan's ``stall_s``. A child that has not beaten yet
         (loading its model) or beats nothing (the dashboard) is not judged."""
         from contreact_bus.connection import connect
-        from contreact_bus.runs import beat_of_process, service_heartbeats
+        from contreact_bus.heartbeats import beat_of_process, service_heartbeats
 
         running = [c for c in self.children if c.proc is not None and c.plan.kind != "redis"]
         if not running:
@@ -293,9 +293,9 @@ class Supervisor:
         if pid is None or child.plan.kind == "redis":
             return
         from contreact_bus.connection import connect
-        from contreact_bus.consumer import release_consumer
         from contreact_bus.llm_routes import known_routes
         from contreact_bus.service import instance_name
+        from contreact_bus.streams.consumer import release_consumer
         from contreact_events.names import (
             DEFAULT_INBOX_SHARDS,
             INBOX_SHARDS_KEY,

@@ -7,7 +7,7 @@ import sys
 
 import redis.asyncio as aioredis
 
-from contreact_bus.inbox import Inbox
+from contreact_bus.streams.inbox import Inbox
 from contreact_cli.output import Printer
 from contreact_events.core.state import AgentState
 from contreact_events.wire.answers import operator_replied

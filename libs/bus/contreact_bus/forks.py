@@ -23,9 +23,9 @@ from typing import Literal
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 
-from contreact_bus.inbox import Inbox
 from contreact_bus.replies import text
 from contreact_bus.run_log import RunLog
+from contreact_bus.streams.inbox import Inbox
 from contreact_events.names import FORK_REFUSAL_TTL_S, run_fork_refusal_key, run_log_key
 from contreact_events.wire.tasks import ForkRequest, InboxMessage, fork_requested
 

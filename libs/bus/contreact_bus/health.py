@@ -12,7 +12,7 @@ Redis client and the standard library only. Importing ``contreact_bus.runs`` wou
 build the whole event catalog first (about 0.7 s of CPU per check, in each
 container). The heartbeat hash's name is read from ``contreact_events/names.py``
 without importing the package around it, and ``beat_time`` reads a value as
-``contreact_bus.runs.heartbeats`` does (a test keeps the two in step).
+``contreact_bus.heartbeats.heartbeats`` does (a test keeps the two in step).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from redis.asyncio.client import Pipeline
 
 from contreact_bus.replies import text_map
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.streams.task_stream import TaskStream
 from contreact_events.config.hosts import CREDENTIALS_FIX, has_credentials
 from contreact_events.names import (
     LLM_ROUTES,

@@ -17,9 +17,9 @@ import redis.asyncio as aioredis
 from pydantic import BaseModel
 
 from contreact_bus.backoff import REDIS_DOWN
-from contreact_bus.consumer import Consumer
-from contreact_bus.runs import beat, forget_stale_heartbeats
-from contreact_bus.serving import serve, serve_batches
+from contreact_bus.heartbeats import beat, forget_stale_heartbeats
+from contreact_bus.streams.consumer import Consumer
+from contreact_bus.streams.serving import serve, serve_batches
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from contreact_bus.inbox import Inbox
+from contreact_bus.streams.inbox import Inbox
 from contreact_embedder.corpus_index import CorpusIndex
 from contreact_embedder.embedding_service import Embedding, EmbeddingService
 from contreact_embedder.exceptions import EmbeddingError

@@ -10,9 +10,9 @@ import asyncio
 from pydantic import ValidationError
 
 from contreact_bus.connection import connect
-from contreact_bus.consumer import Consumer
-from contreact_bus.inbox import Inbox, tell_run_of_dead_letter
 from contreact_bus.service import run_batch_consumer, setup_logging
+from contreact_bus.streams.consumer import Consumer
+from contreact_bus.streams.inbox import Inbox, tell_run_of_dead_letter
 from contreact_embedder.embedding_service import EmbeddingService
 from contreact_embedder.exceptions import ModelUnavailable
 from contreact_embedder.handler import EmbedHandler

@@ -17,9 +17,9 @@ import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 
 from contreact_bus.assessments import calls as evaluator_calls
-from contreact_bus.inbox import Inbox
-from contreact_bus.task_gate import TaskGate
-from contreact_events.core.analysis_prompt import analysis_from_answer, heuristic_instead
+from contreact_bus.streams.inbox import Inbox
+from contreact_bus.streams.task_gate import TaskGate
+from contreact_events.core.exchange_prompt import analysis_from_answer, heuristic_instead
 from contreact_events.wire.answers import (
     llm_failed,
     llm_responded,
@@ -29,12 +29,12 @@ from contreact_events.wire.answers import (
 from contreact_events.wire.tasks import InboxMessage, LLMTask
 from contreact_llm.backends import ChatReply, CheckOutcome, LLMBackend
 from contreact_llm.backends import auto as auto_backend
+from contreact_llm.backends.check_slots import CheckSlots, did_not_answer, seconds_left
 from contreact_llm.backends.embedded import EmbeddedBackend
 from contreact_llm.backends.ollama import OllamaBackend
 from contreact_llm.backends.openai import OpenAIBackend
 from contreact_llm.backends.scripted import ScriptedBackend
 from contreact_llm.retry import RetryPolicy
-from contreact_llm.scheduling.check_slots import CheckSlots, did_not_answer, seconds_left
 from contreact_llm.settings import LLMWorkerSettings
 
 log = logging.getLogger(__name__)

@@ -9,10 +9,10 @@ import asyncio
 import redis.asyncio as aioredis
 
 from contreact_bus.connection import connect
-from contreact_bus.consumer import Consumer, ConsumerSettings
-from contreact_bus.inbox import tell_run_of_dead_letter
 from contreact_bus.service import serving, setup_logging
-from contreact_bus.serving import serve
+from contreact_bus.streams.consumer import Consumer, ConsumerSettings
+from contreact_bus.streams.inbox import tell_run_of_dead_letter
+from contreact_bus.streams.serving import serve
 from contreact_events.names import LLM_GROUP, LLM_TASKS_STREAM
 from contreact_events.wire.tasks import LLMTask
 from contreact_llm.handler import LLMTaskHandler, build_handler

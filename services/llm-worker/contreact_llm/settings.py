@@ -9,7 +9,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
 from contreact_bus.service import instance_name
-from contreact_llm.scheduling.check_slots import CheckTimes
+from contreact_llm.backends.check_slots import CheckTimes
 from contreact_llm.scheduling.host_slots import HostLimits, SlotTimes
 from contreact_llm.scheduling.placement import Policy
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import RunLog
-from contreact_bus.task_gate import TaskGate
+from contreact_bus.streams.inbox import Inbox
+from contreact_bus.streams.task_gate import TaskGate
 from contreact_events.cognition.policy import POLICY_TOOL
 from contreact_events.core.tools import SEED_TOOL
 from contreact_events.history.memory_calls import memory_calls

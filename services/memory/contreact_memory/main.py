@@ -6,11 +6,11 @@ import argparse
 import asyncio
 
 from contreact_bus.connection import connect
-from contreact_bus.consumer import Consumer
-from contreact_bus.inbox import Inbox, tell_run_of_dead_letter
 from contreact_bus.run_log import RunLog
 from contreact_bus.service import run_consumer, setup_logging
-from contreact_bus.task_gate import TaskGate
+from contreact_bus.streams.consumer import Consumer
+from contreact_bus.streams.inbox import Inbox, tell_run_of_dead_letter
+from contreact_bus.streams.task_gate import TaskGate
 from contreact_events.names import MEMORY_GROUP, MEMORY_TASKS_STREAM
 from contreact_events.wire.tasks import MemoryTask
 from contreact_memory.handler import MemoryHandler

@@ -11,8 +11,8 @@ import redis.asyncio as aioredis
 
 from contreact_bus.code_version import code_version
 from contreact_bus.connection import connect
-from contreact_bus.inbox import Inbox
 from contreact_bus.service import instance_name, serving, setup_logging
+from contreact_bus.streams.inbox import Inbox
 from contreact_events.names import INBOX_SHARDS_KEY
 from contreact_orchestrator.exceptions import ShardCountMismatch
 from contreact_orchestrator.orchestrator import Orchestrator

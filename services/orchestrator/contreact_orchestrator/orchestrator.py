@@ -24,9 +24,9 @@ import redis.asyncio as aioredis
 from contreact_bus.archive import read_archive
 from contreact_bus.backoff import REDIS_DOWN, Backoff
 from contreact_bus.exceptions import FencedOut, LogMoved
-from contreact_bus.inbox import Inbox
 from contreact_bus.run_log import PendingTask, RunLog, append_result
 from contreact_bus.runs import active_run_ids, meta_fields, register_run
+from contreact_bus.streams.inbox import Inbox
 from contreact_events.catalog import Event
 from contreact_events.core.decide import ANSWERED_IN, Decision, Task, decide
 from contreact_events.core.fold import fold_all

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import redis.asyncio as aioredis
 
 from contreact_bus.backoff import REDIS_DOWN, Backoff
-from contreact_bus.consumer import Consumer, ConsumerSettings
-from contreact_bus.inbox import tell_run_of_dead_letter
-from contreact_bus.serving import serve
+from contreact_bus.streams.consumer import Consumer, ConsumerSettings
+from contreact_bus.streams.inbox import tell_run_of_dead_letter
+from contreact_bus.streams.serving import serve
 from contreact_events.names import INBOX_GROUP, inbox_stream
 from contreact_events.wire.tasks import InboxMessage
 from contreact_orchestrator.exceptions import LeaseLost

@@ -8,7 +8,7 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
-from contreact_bus.consumer import ConsumerSettings
+from contreact_bus.streams.consumer import ConsumerSettings
 from contreact_events.names import DEFAULT_INBOX_SHARDS
 from contreact_orchestrator.replica import ReplicaSettings
 

@@ -19,7 +19,7 @@ from redis.asyncio.client import Pipeline
 from contreact_bus.llm_routes import known_routes, llm_task_stream
 from contreact_bus.replies import entries
 from contreact_bus.run_log import PendingTask
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.streams.task_stream import TaskStream
 from contreact_events.core.decide import Task
 from contreact_events.core.outbox import pending_tasks
 from contreact_events.core.state import AgentState

@@ -11,14 +11,14 @@ from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
-from contreact_ui.follower import Notifier
-from contreact_ui.pages import add_error_handlers
+from contreact_ui.projection.follower import Notifier
+from contreact_ui.projection.snapshots import SNAPSHOTS_KEPT, SnapshotCache
+from contreact_ui.projection.tables import STORE_VERSION
 from contreact_ui.render import Renderer
 from contreact_ui.routes import ROUTERS
+from contreact_ui.routes.registry import add_error_handlers
 from contreact_ui.semantic import TextEmbedder
 from contreact_ui.settings import UISettings
-from contreact_ui.snapshots import SNAPSHOTS_KEPT, SnapshotCache
-from contreact_ui.store import STORE_VERSION
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (

@@ -13,9 +13,9 @@ from pydantic import StringConstraints
 from contreact_events.config import RUN_ID_PATTERN
 from contreact_events.config.run_places import ForkView
 from contreact_ui.exceptions import StoreUnavailable
+from contreact_ui.projection.snapshots import SnapshotCache
+from contreact_ui.projection.store import connect_readonly
 from contreact_ui.settings import UISettings
-from contreact_ui.snapshots import SnapshotCache
-from contreact_ui.store import connect_readonly
 
 MAX_POSITION = 1_000_000_000
 """Upper bound of positions and offsets in queries (SQLite integers are 64-bit)."""

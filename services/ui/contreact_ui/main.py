@@ -19,8 +19,8 @@ from contreact_bus.exceptions import BusError
 from contreact_bus.service import heartbeat, setup_logging, stop_on_signals
 from contreact_ui.app import create_app
 from contreact_ui.exceptions import UIError
-from contreact_ui.follower import Notifier, Projector
-from contreact_ui.rebuild import open_or_rebuild, rebuild
+from contreact_ui.projection.follower import LogFollower, Notifier
+from contreact_ui.projection.rebuild import open_or_rebuild, rebuild
 from contreact_ui.settings import UISettings
 
 log = logging.getLogger("contreact_ui")
@@ -65,7 +65,7 @@ async def serve(settings: UISettings) -> None:
             timeout_graceful_shutdown=2,
         )
     )
-    projector = Projector(store, redis, settings.archive_dir, notifier)
+    projector = LogFollower(store, redis, settings.archive_dir, notifier)
     name = f"ui:{settings.instance_name}"
     with stop_on_signals() as stop:
         tasks = [asyncio.create_task(heartbeat(redis, name, settings.heartbeat_s, stop))]

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from contreact_ui.exceptions import BadQuery
-from contreact_ui.page_models import SearchModelState
+from contreact_ui.models.research import SearchModelState
 
 log = logging.getLogger(__name__)
 Vector = npt.NDArray[np.float32]

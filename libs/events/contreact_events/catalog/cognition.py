@@ -28,8 +28,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contreact_events.catalog.analysis import Analysis, Exchange
 from contreact_events.catalog.envelope import EventBase, InputEvent
+from contreact_events.catalog.exchange import Analysis, Exchange
 
 
 class LoggedAnalysis(Analysis):

@@ -31,7 +31,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from contreact_events.cognition.analysis import (
+from contreact_events.catalog.exchange import (
     MAX_SUMMARY_CHARS,
     Analysis,
     ContextType,

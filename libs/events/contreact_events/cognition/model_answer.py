@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from contreact_events.cognition.analysis import (
+from contreact_events.catalog.exchange import (
     MAX_MEMORY_KEY_CHARS,
     Analysis,
     AnalysisFields,

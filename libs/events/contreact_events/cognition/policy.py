@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from contreact_events.catalog.analysis import Analysis, Exchange
+from contreact_events.catalog.exchange import Analysis, Exchange
 from contreact_events.wire.codec import dumps
 
 PERSISTENT_PREFIX = "persistent/"

@@ -8,7 +8,7 @@ to read the automatic reply as the operator's. Pure."""
 
 from __future__ import annotations
 
-from contreact_events.cognition.analysis import MAX_SUMMARY_CHARS, Analysis
+from contreact_events.catalog.exchange import MAX_SUMMARY_CHARS, Analysis
 
 QUOTED_CHARS = 120
 """How much of the automatic reply the summary quotes."""

@@ -15,7 +15,7 @@ from contreact_events.catalog.cognition import (
     RetrievedMemory,
 )
 from contreact_events.catalog.delivery import TaskRetried
-from contreact_events.cognition.analysis import Exchange
+from contreact_events.catalog.exchange import Exchange
 from contreact_events.cognition.heuristic import analyse_heuristically
 from contreact_events.cognition.policy import conversation_unit, keeps, kept_key
 from contreact_events.cognition.retrieval import Candidate

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from contreact_events.cognition.model_answer import analysis_json_schema
 from contreact_events.cognition.policy import PERSISTENT_PREFIX, POLICY_TOOL
 from contreact_events.config import RunConfig
-from contreact_events.core.analysis_prompt import analysis_messages
+from contreact_events.core.exchange_prompt import analysis_messages
 from contreact_events.core.prompt import offered_tools_now, prompt_messages, retrieval_query
 from contreact_events.core.state import AgentState
 from contreact_events.core.tools import MEMORY_TOOLS, SEARCH_TOOL, SEED_TOOL

@@ -10,10 +10,10 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict
 
-from contreact_events.catalog.analysis import Analysis, Exchange
 from contreact_events.catalog.chat import AssistantMessage, ChatMessage
 from contreact_events.catalog.cognition import RetrievedMemory
 from contreact_events.catalog.cycle import CycleMetrics
+from contreact_events.catalog.exchange import Analysis, Exchange
 from contreact_events.config import ResolvedBackend, RunConfig
 
 RunStatus = Literal[

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from contreact_events.catalog.analysis import Analysis
 from contreact_events.catalog.chat import AssistantMessage, LLMUsage
 from contreact_events.catalog.cognition import (
     MemoriesRetrieved,
@@ -27,6 +26,7 @@ from contreact_events.catalog.diversity import (
     ReflectionEmbedded,
 )
 from contreact_events.catalog.envelope import EventBase, InputEvent
+from contreact_events.catalog.exchange import Analysis
 from contreact_events.catalog.fork import MemorySeeded
 from contreact_events.catalog.run import ModelChecked, RunCancelled, RunRequested
 from contreact_events.catalog.tool import OperatorReplied, ToolCallCompleted

@@ -12,6 +12,7 @@ from contreact_events.catalog.chat import AssistantMessage, LLMUsage, ToolCall
 from contreact_events.config import ResolvedBackend
 from contreact_events.wire.tasks import LLMTask
 from contreact_llm.backends import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
+from contreact_llm.backends.check_slots import CheckSlots, CheckWindow
 from contreact_llm.exceptions import (
     BackendError,
     CallFailed,
@@ -20,7 +21,6 @@ from contreact_llm.exceptions import (
     TransientBackendError,
 )
 from contreact_llm.retry import RetryPolicy, with_retries
-from contreact_llm.scheduling.check_slots import CheckSlots, CheckWindow
 
 TOOL_CALL_PARSE_ERROR = "error parsing tool call"
 _RAW_TEXT = re.compile(r"raw='(.*)', err=", re.DOTALL)

@@ -30,6 +30,7 @@ from contreact_events.config import ResolvedBackend
 from contreact_events.wire.tasks import LLMTask
 from contreact_llm.backends import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
 from contreact_llm.backends.chat_prompt import parse_arguments
+from contreact_llm.backends.check_slots import CheckSlots
 from contreact_llm.exceptions import (
     BackendError,
     CallFailed,
@@ -37,7 +38,6 @@ from contreact_llm.exceptions import (
     TransientBackendError,
 )
 from contreact_llm.retry import RetryPolicy, with_retries
-from contreact_llm.scheduling.check_slots import CheckSlots
 
 DIRECT_OPTIONS = {
     "temperature": "temperature",

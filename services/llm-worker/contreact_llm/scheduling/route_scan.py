@@ -18,9 +18,9 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from contreact_bus.consumer import Consumer, ConsumerSettings, DeadLetterHook
 from contreact_bus.llm_routes import Route, known_routes
 from contreact_bus.replies import text
+from contreact_bus.streams.consumer import Consumer, ConsumerSettings, DeadLetterHook
 from contreact_events.config import EMBEDDED_HOST
 from contreact_events.names import ACTIVE_RUNS, LLM_GROUP, llm_route_runs_key
 from contreact_llm.scheduling.host_slots import HostLimits, HostSlots, HostView, LocalSlots

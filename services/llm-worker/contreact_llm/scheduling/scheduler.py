@@ -30,10 +30,10 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from contreact_bus.consumer import Delivery
-from contreact_bus.inbox import tell_run_of_dead_letter
 from contreact_bus.llm_routes import FREED_WAKE_PREFIX, ROUTE_WAKE_PREFIX
 from contreact_bus.replies import stream_entries, text
+from contreact_bus.streams.consumer import Delivery
+from contreact_bus.streams.inbox import tell_run_of_dead_letter
 from contreact_events.config import EMBEDDED_HOST
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import LLM_GROUP, LLM_WAKE_CHANNEL

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from contreact_events.catalog.cycle import CycleMetrics
-from contreact_ui.assessments import AssessmentRow, Table2Live
+from contreact_ui.models.assessments import AssessmentRow, Table2Live
 from contreact_ui.models.rows import (
     CycleView,
     Link,

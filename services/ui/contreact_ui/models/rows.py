@@ -9,8 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contreact_events.catalog.analysis import ContextType, Intent
 from contreact_events.catalog.cycle import CycleMetrics
+from contreact_events.catalog.exchange import ContextType, Intent
 from contreact_events.history.run_summary import RunSummary
 
 
@@ -134,7 +134,7 @@ class SimilarityMatrix(_Model):
 class ExchangeAnalysis(_Model):
     """An exchange's analysis as the run log records it (``OperatorMessageAnalyzed``):
     what the operator's reply is, how it relates to the recent exchanges, and which
-    analyser produced it. The field meanings are ``contreact_events.catalog.analysis``'s."""
+    analyser produced it. The field meanings are ``contreact_events.catalog.exchange``'s."""
 
     intent: Intent
     """question | request | statement | conversation."""

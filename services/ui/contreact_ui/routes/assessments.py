@@ -8,9 +8,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from contreact_ui.assessments import Assessments, RatingsPage
+from contreact_ui.assessments import Assessments
 from contreact_ui.deps import Conn, Forks, RunIdItem
-from contreact_ui.pages import Pages
+from contreact_ui.models.assessments import RatingsPage
+from contreact_ui.routes.registry import Pages
 from contreact_ui.views.assessments import ratings_page
 
 router = APIRouter()

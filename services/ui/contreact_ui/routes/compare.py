@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query
 from contreact_ui.assessments import Assessments
 from contreact_ui.deps import Conn, Forks, RunIdItem
 from contreact_ui.models import ComparePage
-from contreact_ui.pages import Pages
+from contreact_ui.routes.registry import Pages
 from contreact_ui.views.assessments import table2_live
 from contreact_ui.views.compare import compare_page
 

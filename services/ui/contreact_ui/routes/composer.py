@@ -9,11 +9,11 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse, Response
 
-from contreact_ui.composer_start import run_form_values
-from contreact_ui.config_composer import COMPOSERS, compose, form_groups
+from contreact_ui.composer.form import COMPOSERS, compose, form_groups
+from contreact_ui.composer.from_run import run_form_values
 from contreact_ui.deps import RunIdItem, open_readonly
 from contreact_ui.models import ComposePage
-from contreact_ui.pages import Pages, download, download_responses
+from contreact_ui.routes.registry import Pages, download, download_responses
 from contreact_ui.views.composer import compose_page, run_config
 
 router = APIRouter()

@@ -11,7 +11,7 @@ from contreact_events.history.export import export_records
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.deps import Conn, RunId
 from contreact_ui.exceptions import BadQuery
-from contreact_ui.pages import download, download_responses
+from contreact_ui.routes.registry import download, download_responses
 from contreact_ui.views import events as event_views
 from contreact_ui.views import run as run_views
 

@@ -10,8 +10,8 @@ from fastapi.responses import Response
 
 from contreact_events.config import RUN_ID_PATTERN
 from contreact_ui.deps import Conn, Forks
-from contreact_ui.page_models import ExperimentPage
-from contreact_ui.pages import Pages, download, download_responses
+from contreact_ui.models.research import ExperimentPage
+from contreact_ui.routes.registry import Pages, download, download_responses
 from contreact_ui.views import experiment as views
 
 router = APIRouter()

@@ -5,8 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from contreact_ui.deps import Conn, RunId
-from contreact_ui.pages import Pages
-from contreact_ui.views.lineage import COMPARED, LineagePage, lineage_page
+from contreact_ui.models.lineage import LineagePage
+from contreact_ui.routes.registry import Pages
+from contreact_ui.views.lineage import COMPARED, lineage_page
 
 router = APIRouter()
 pages = Pages(router)

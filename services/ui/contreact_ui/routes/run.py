@@ -17,8 +17,8 @@ from contreact_ui.models import (
     ReplayPage,
     RunPage,
 )
-from contreact_ui.pages import Pages
-from contreact_ui.timeline_models import TimelinePage
+from contreact_ui.models.timeline import TimelinePage
+from contreact_ui.routes.registry import Pages
 from contreact_ui.views.assessments import run_assessments
 from contreact_ui.views.events import event_detail, events_page
 from contreact_ui.views.memory import memory_page

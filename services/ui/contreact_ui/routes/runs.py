@@ -11,7 +11,7 @@ from pydantic import BeforeValidator
 
 from contreact_ui.deps import MAX_POSITION, Conn
 from contreact_ui.models import RunFilters, RunSort, RunsPage
-from contreact_ui.pages import Pages
+from contreact_ui.routes.registry import Pages
 from contreact_ui.views.runs import runs_page
 
 router = APIRouter()

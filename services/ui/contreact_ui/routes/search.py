@@ -8,8 +8,8 @@ from fastapi import APIRouter, Query, Request
 
 from contreact_events.diversity.search_texts import TextKind
 from contreact_ui.deps import Conn
-from contreact_ui.page_models import SearchFilters, SearchPage
-from contreact_ui.pages import Pages
+from contreact_ui.models.research import SearchFilters, SearchPage
+from contreact_ui.routes.registry import Pages
 from contreact_ui.semantic import TextEmbedder
 from contreact_ui.views.search import search_page
 

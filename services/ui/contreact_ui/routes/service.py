@@ -16,10 +16,10 @@ from fastapi.responses import FileResponse, Response, StreamingResponse
 from pydantic import TypeAdapter
 
 from contreact_ui.deps import Conn, RunIdItem, open_readonly
-from contreact_ui.follower import Notifier
 from contreact_ui.models import Health, RunRow
+from contreact_ui.projection.follower import Notifier
+from contreact_ui.projection.tables import STORE_VERSION
 from contreact_ui.settings import UISettings
-from contreact_ui.store import STORE_VERSION
 from contreact_ui.views.runs import run_rows
 
 router = APIRouter()

@@ -13,15 +13,9 @@ from typing import Any
 
 from contreact_events.catalog.assessment import AssessmentEvent
 from contreact_events.config.run_places import ForkView, RunPlace, Selection
-from contreact_ui.assessments import (
-    MAX_ROWS,
-    RAW_LIMIT,
-    AssessmentReader,
-    AssessmentRow,
-    RatingsPage,
-    Table2Live,
-)
+from contreact_ui.assessments import MAX_ROWS, AssessmentReader
 from contreact_ui.exceptions import RunNotProjected
+from contreact_ui.models.assessments import RAW_LIMIT, AssessmentRow, RatingsPage, Table2Live
 from contreact_ui.views.places import counted, places_of
 
 MAX_RUNS = 500

@@ -10,7 +10,7 @@ from contreact_events.catalog.run import RunRequested
 from contreact_events.config import RunConfig
 from contreact_events.config.hosts import without_credentials
 from contreact_events.wire.codec import event_from_json
-from contreact_ui.config_composer import COMPOSERS, compose
+from contreact_ui.composer.form import COMPOSERS, compose
 from contreact_ui.exceptions import RunNotProjected
 from contreact_ui.models import ComposePage
 from contreact_ui.views.runs import run_row

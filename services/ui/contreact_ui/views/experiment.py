@@ -32,7 +32,7 @@ from contreact_events.history.export import export_records
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.exceptions import BadQuery, RunNotProjected
 from contreact_ui.models import Link, RunRow
-from contreact_ui.page_models import (
+from contreact_ui.models.research import (
     ExperimentDesign,
     ExperimentPage,
     ForkDesign,

@@ -1,8 +1,7 @@
 """A fork's lineage: its parent, the cycle it forked after, what changed, and the two
 runs side by side cycle by cycle from the next one; a run's own forks. Read from the
-projections (the forks' ``RunForked`` events and both runs' cycle rows); the page and
-its JSON contract are declared here (the fork rows the run page shows too, in
-``models``)."""
+projections (the forks' ``RunForked`` events and both runs' cycle rows); its JSON
+contract is ``models/lineage.py``."""
 
 from __future__ import annotations
 
@@ -10,52 +9,13 @@ import sqlite3
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict
 
 from contreact_ui.models import ForkLink, ForkOrigin, SettingChange
+from contreact_ui.models.lineage import CycleComparison, CycleSide, LineagePage
 from contreact_ui.views.runs import run_row
 
 COMPARED = ("reflection_chars", "tool_calls", "memory_ops_total", "llm_calls", "tool_errors")
 """The per-cycle figures set side by side."""
-
-
-class _Row(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class CycleSide(_Row):
-    """One run's cycle: its figures, similarity and reflection (None: no such cycle)."""
-
-    figures: dict[str, float]
-    max_similarity: float | None
-    level: str | None
-    reflection: str | None
-
-
-class CycleComparison(_Row):
-    cycle: int
-    fork: CycleSide | None
-    parent: CycleSide | None
-
-
-class LineagePage(_Row):
-    """``/runs/{run_id}/lineage``: where a fork comes from and how it went on, and the
-    run's own forks."""
-
-    run_id: str
-    parent_run_id: str | None
-    """None: the run is not a fork (the other fields are then empty)."""
-    at_cycle: int | None
-    """The parent's cycle whose end the fork starts after."""
-    parent_digest: str | None
-    """The parent's state digest at the end of that cycle."""
-    parent_shown: bool
-    """False when the dashboard does not hold the parent (its cycles are then empty)."""
-    changes: list[SettingChange]
-    cycles: list[CycleComparison]
-    """From ``at_cycle + 1`` on, as far as either run got."""
-    forks: list[ForkLink] = []
-    """The runs forked from this one that the dashboard holds."""
 
 
 def lineage_page(conn: sqlite3.Connection, run_id: str) -> LineagePage:

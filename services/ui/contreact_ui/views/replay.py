@@ -9,7 +9,7 @@ from contreact_events.core.prompt import prompt_messages
 from contreact_events.wire.codec import bulk, event_from_json
 from contreact_ui.exceptions import BadQuery
 from contreact_ui.models import MemoryEntry, PromptMessage, ReplayPage
-from contreact_ui.snapshots import SnapshotCache
+from contreact_ui.projection.snapshots import SnapshotCache
 from contreact_ui.views.events import EVENT_COLUMNS, event_view
 from contreact_ui.views.memory import MEMORY_COLUMNS, memory_entries
 from contreact_ui.views.operator import operator_exchanges

@@ -22,8 +22,8 @@ from contreact_ui.models import (
     RunPage,
     SimilarityMatrix,
 )
+from contreact_ui.projection.tables import METRIC_FIELDS
 from contreact_ui.read_models.rows import BAND_WIDTH
-from contreact_ui.store import METRIC_FIELDS
 from contreact_ui.views.lineage import fork_origin, forks_of
 from contreact_ui.views.operator import operator_exchanges
 from contreact_ui.views.runs import run_row

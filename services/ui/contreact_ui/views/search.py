@@ -27,7 +27,7 @@ from contreact_events.diversity.search_texts import (
     semantic_ranking,
 )
 from contreact_ui.exceptions import BadQuery
-from contreact_ui.page_models import SearchFilters, SearchHit, SearchPage
+from contreact_ui.models.research import SearchFilters, SearchHit, SearchPage
 from contreact_ui.semantic import TextEmbedder, Vector
 
 SNIPPET_CHARS = 80

@@ -18,7 +18,7 @@ from typing import Literal
 
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.exceptions import BadQuery
-from contreact_ui.timeline_models import CycleTime, Span, TimelinePage
+from contreact_ui.models.timeline import CycleTime, Span, TimelinePage
 from contreact_ui.views.runs import run_row
 
 Kind = Literal["llm", "tool", "operator", "embedding", "other"]

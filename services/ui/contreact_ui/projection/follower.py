@@ -1,4 +1,4 @@
-"""The follower: the process (``Projector``) that follows the run logs and keeps the
+"""The follower: the process (``LogFollower``) that follows the run logs and keeps the
 read models up to date as they grow.
 
 It finds runs in the listing projection (``runs:index``) and in the archive folder,
@@ -30,9 +30,9 @@ from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import RUNS_INDEX, run_log_key, run_meta_key
 from contreact_events.wire.codec import EVENT_FIELD, bulk, event_from_fields, event_from_json
 from contreact_ui.exceptions import ProjectionError
+from contreact_ui.projection.rebuild import archive_entries
+from contreact_ui.projection.store import ProjectionStore
 from contreact_ui.read_models import Delta, Entry, RunProjector
-from contreact_ui.rebuild import archive_entries
-from contreact_ui.store import ProjectionStore
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class FollowedRun:
     """Stream id of the last entry projected (None: from the start)."""
 
 
-class Projector:
+class LogFollower:
     """Follows every active run; one instance per ui process (the store's one writer)."""
 
     def __init__(

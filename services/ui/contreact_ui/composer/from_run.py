@@ -20,7 +20,7 @@ import yaml
 
 from contreact_events.config import RunConfig
 from contreact_events.config.overrides import setting_paths
-from contreact_ui.config_composer import COMPOSERS, SETTINGS, SUBMITTED, FormField
+from contreact_ui.composer.form import COMPOSERS, SETTINGS, SUBMITTED, FormField
 from contreact_ui.text import display
 
 LEFT_OUT = frozenset({"run_id"})

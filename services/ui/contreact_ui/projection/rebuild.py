@@ -25,8 +25,8 @@ from contreact_events.exceptions import ContReActEventError
 from contreact_events.names import RUNS_INDEX
 from contreact_events.wire.codec import bulk, event_from_json
 from contreact_ui.exceptions import ProjectionError, ProjectionVersionMismatch
+from contreact_ui.projection.store import ProjectionStore, connect
 from contreact_ui.read_models import Delta, Entry, RunProjector
-from contreact_ui.store import ProjectionStore, connect
 
 
 @dataclass

@@ -11,7 +11,7 @@ import orjson
 
 from contreact_events.catalog.chat import ChatMessage
 from contreact_events.catalog.cognition import RetrievedMemory
-from contreact_events.cognition.analysis import Analysis, Exchange
+from contreact_events.catalog.exchange import Analysis, Exchange
 from contreact_events.cognition.heuristic import analyse_heuristically
 from contreact_events.cognition.model_answer import parse_model_analysis
 from contreact_events.cognition.retrieval import Candidate

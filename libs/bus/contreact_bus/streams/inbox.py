@@ -12,8 +12,8 @@ import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 
 from contreact_bus.assessments import calls as evaluator_calls
-from contreact_bus.consumer import DeadLetterHook, Delivery
-from contreact_bus.task_stream import TaskStream
+from contreact_bus.streams.consumer import DeadLetterHook, Delivery
+from contreact_bus.streams.task_stream import TaskStream
 from contreact_events.config import RUN_ID_PATTERN
 from contreact_events.names import (
     DEFAULT_INBOX_SHARDS,

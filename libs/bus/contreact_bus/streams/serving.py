@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from redis.exceptions import ResponseError
 
 from contreact_bus.backoff import REDIS_DOWN, Backoff
-from contreact_bus.consumer import Consumer, Delivery
+from contreact_bus.streams.consumer import Consumer, Delivery
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.wire.codec import message_from_fields
 
