@@ -29,7 +29,7 @@ def report_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     extra = hostile.REFLECTION.replace("{cycle}", "1") + " " + hostile.OPERATOR
     for run, events in experiment_logs(extra=extra).items():
         write_archive(data / "runs", run, events)
-    target = data / "out" / "report.html"
+    target = tmp_path_factory.mktemp("report-out") / "report.html"  # never inside the data folder
     # A process of its own: Playwright's sync API holds this thread's event loop.
     env = {
         **os.environ,

@@ -104,7 +104,7 @@ def status(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict[str, Any
 
 
 def test_a_run_named_and_in_the_experiment_is_rated_and_exported_once(
-    data: Path, redis_url: str, capsys: pytest.CaptureFixture[str]
+    data: Path, redis_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     code, out, err = cli(capsys, "assess", "exp-A-A", "--experiment", "exp", "--json")
     assert code == 0, err
@@ -112,10 +112,10 @@ def test_a_run_named_and_in_the_experiment_is_rated_and_exported_once(
     assert len(placed) == 9 and {p["fate"] for p in placed} == {"enqueued"}  # 3 runs x 3, once
     work(redis_url, data)
     code, out, err = cli(
-        capsys, "assess", "export", "exp-A-A", "--experiment", "exp", "--out", str(data / "x")
+        capsys, "assess", "export", "exp-A-A", "--experiment", "exp", "--out", str(tmp_path / "x")
     )
     assert code == 0, err
-    lines = [json.loads(line) for line in (data / "x" / "pei_results.jsonl").open()]
+    lines = [json.loads(line) for line in (tmp_path / "x" / "pei_results.jsonl").open()]
     keys = [(line["run_id"], line["evaluator"], line["repeat"]) for line in lines]
     assert len(keys) == len(set(keys)) == 9  # each rating once
     failed = [line for line in lines if line["evaluator"] == "m/c"]
@@ -124,12 +124,12 @@ def test_a_run_named_and_in_the_experiment_is_rated_and_exported_once(
     assert all("the model crashed" in f["error"] for f in failed)
     assert {line["pei_rating"] for line in lines if line["evaluator"] == "m/a"} == {3}
     for run_id in RUNS:
-        archived = (data / "x" / f"{run_id}.assessments.jsonl").read_text().splitlines()
+        archived = (tmp_path / "x" / f"{run_id}.assessments.jsonl").read_text().splitlines()
         assert len(archived) == 3
 
 
 def test_a_persons_reading_is_appended_and_used_everywhere_with_who_read_it(
-    data: Path, redis_url: str, capsys: pytest.CaptureFixture[str]
+    data: Path, redis_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     assert cli(capsys, "assess", "--experiment", "exp")[0] == 0
     patterns = ["--evaluator", "m/b", "--instrument", "patterns"]
@@ -178,8 +178,8 @@ def test_a_persons_reading_is_appended_and_used_everywhere_with_who_read_it(
         (6, None, "A. Reader"), (5, None, "B. Reader"), (None, "systematic_production", "x"),
     ]  # fmt: skip
 
-    assert cli(capsys, "assess", "export", "exp-A-A", "--out", str(data / "x"))[0] == 0
-    lines = [json.loads(line) for line in (data / "x" / "pei_results.jsonl").open()]
+    assert cli(capsys, "assess", "export", "exp-A-A", "--out", str(tmp_path / "x"))[0] == 0
+    lines = [json.loads(line) for line in (tmp_path / "x" / "pei_results.jsonl").open()]
     (line,) = [x for x in lines if x["evaluator"] == "m/b"]
     assert (line["pei_rating"], line["read_by"], line["read_by_name"]) == (5, "person", "B. Reader")
 
