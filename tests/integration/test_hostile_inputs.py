@@ -7,7 +7,10 @@ left out and named, never a traceback or an HTTP 500."""
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import subprocess
+import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -180,3 +183,43 @@ def test_an_unreadable_run_is_named_not_downloaded_empty(dashboard: TestClient) 
         assert answer.status_code == 400 and "its log cannot be read" in answer.text
     good = dashboard.get(f"/runs/{RUNS[0]}/export.jsonl")
     assert good.status_code == 200 and good.content
+
+
+def test_an_unreadable_replica_is_named_on_the_experiment_page_and_in_its_downloads(
+    dashboard: TestClient,
+) -> None:
+    """Issue 29.10, one rule: go on, name what was left out. The experiment page lists
+    the replica whose log cannot be read, with why; ``exports.zip`` holds the others
+    and a file naming it (it used to refuse the whole zip); Table 1 leaves it out of
+    its figures (it used to count the cycles read before the bad line) and says so,
+    on the compare page and in ``table1.csv``."""
+    page = dashboard.get("/experiments/bad-exp.json")
+    assert page.status_code == 200, page.text
+    body = page.json()
+    (named,) = body["left_out"]
+    assert named.startswith(f"{BROKEN}: its log cannot be read")
+    (row,) = [r for r in body["replicas"] if r["run_id"] == BROKEN]
+    assert row["log_problem"]
+    html = dashboard.get("/experiments/bad-exp")
+    assert html.status_code == 200 and f"{BROKEN}: its log cannot be read" in html.text
+
+    zipped = dashboard.get("/experiments/bad-exp/exports.zip")
+    assert zipped.status_code == 200, zipped.text
+    with zipfile.ZipFile(io.BytesIO(zipped.content)) as archive:
+        names = set(archive.namelist())
+        assert {f"bad-exp/{run}.jsonl" for run in RUNS} <= names
+        assert f"bad-exp/{BROKEN}.jsonl" not in names
+        assert BROKEN in archive.read("bad-exp/LEFT_OUT.txt").decode()
+
+    compare = dashboard.get("/compare.json", params={"experiment": "bad-exp"}).json()
+    (group,) = compare["groups"]
+    assert group["runs"] == [*RUNS, BROKEN] and group["left_out"][0].startswith(BROKEN)
+    assert any(BROKEN in w and "cannot be read" in w for w in compare["table1_warnings"])
+    assert {tuple(r["n"]) for r in compare["table1"]} == {(2,)}  # the two readable runs
+
+    table = dashboard.get("/experiments/bad-exp/table1.csv")
+    assert table.status_code == 200, table.text
+    rows = list(csv.DictReader(io.StringIO(table.text)))
+    (left,) = [r for r in rows if r["metric"] == "left out"]
+    assert left["model"] == group["label"] and BROKEN in left["source"]
+    assert {r["source"] for r in rows} == {"this experiment", "paper", left["source"]}

@@ -329,7 +329,7 @@ async def test_a_rebuild_in_batches_is_the_rebuild_in_one(
         "d": "archive",
         "e": "redis",
         "f": "archive",
-        "g": "redis",  # a run with no rows but its problem: the column's default
+        "g": "archive",  # the events before its garbled line, then its problem
         "h": "archive",
         "i": "redis",
     }

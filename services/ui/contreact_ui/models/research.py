@@ -88,6 +88,9 @@ class ReplicaRow(_Model):
     """The last similarity assessment: level, similarity, most similar cycle."""
     siblings: list[str]
     """The other replicas' runs of the same model."""
+    log_problem: str | None = None
+    """Why its log cannot be read past some point (what is shown was read before it):
+    the run is left out of Table 1 and of the downloads, and named there."""
 
 
 class ForkRow(_Model):
@@ -154,3 +157,6 @@ class ExperimentPage(_Model):
     statuses: dict[str, int]
     """status -> replicas in it."""
     downloads: list[Link]
+    left_out: list[str] = Field(default_factory=list)
+    """The runs whose logs cannot be read, each with why: left out of ``exports.zip``
+    (its ``LEFT_OUT.txt`` names them) and of Table 1 (``table1.csv`` names them)."""

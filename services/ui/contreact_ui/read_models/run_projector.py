@@ -131,12 +131,19 @@ class RunProjector:
                     raw = entry.raw if isinstance(entry, Entry) else None
                     self._one(entry[0], entry[1], raw)
         except ProjectionError as exc:
-            delta.last_entry_id = self.last_entry_id
-            self._summarize(delta)
-            exc.partial = delta  # what the events before the bad one changed
+            exc.partial = self._partial(delta)  # what the events before the bad one changed
             raise
+        except ContReActEventError as exc:  # an entry that does not decode (read lazily)
+            error = ProjectionError(f"run {self.run_id}: {exc}")
+            error.partial = self._partial(delta)
+            raise error from None
         finally:
             self._delta = None
+        delta.last_entry_id = self.last_entry_id
+        self._summarize(delta)
+        return delta
+
+    def _partial(self, delta: Delta) -> Delta:
         delta.last_entry_id = self.last_entry_id
         self._summarize(delta)
         return delta

@@ -128,7 +128,7 @@ def compare_page(
                 models=sorted({ran(r) for r in members}),
                 configured_models=sorted({r.model for r in members}),
                 cycle_counts=sorted({r.cycle_count for r in members}),
-                left_out=[f"{r.run_id} ({r.status})" for r in _left_out(members, basis[label])],
+                left_out=[_why_left_out(r) for r in _left_out(members, basis[label])],
             )
             for label, members in groups.items()
         ],
@@ -186,9 +186,17 @@ def ran(row: RunRow) -> str:
 
 def completed(members: list[RunRow]) -> list[RunRow]:
     """The runs Table 1 counts: the completed ones; a group with none yet (a live run)
-    counts what its runs did so far, and says so."""
-    completed = [r for r in members if r.status == "completed"]
-    return completed or members
+    counts what its runs did so far, and says so. A run whose log cannot be read is
+    never counted: its figures would be those of the events read before the problem."""
+    readable = [r for r in members if not r.projection_error]
+    completed = [r for r in readable if r.status == "completed"]
+    return completed or readable
+
+
+def _why_left_out(row: RunRow) -> str:
+    if row.projection_error:
+        return f"{row.run_id} (its log cannot be read: {row.projection_error})"
+    return f"{row.run_id} ({row.status})"
 
 
 def _left_out(members: list[RunRow], counted: list[RunRow]) -> list[RunRow]:
@@ -215,13 +223,22 @@ def table1_warnings(
             f"{PAPER_CYCLES} cycles, so compare the columns of equal cycle counts only"
         )
     left = [r for label, members in groups.items() for r in _left_out(members, basis[label])]
+    broken = [r for r in left if r.projection_error]
+    if broken:
+        out.append(
+            f"{len(broken)} run(s) whose log cannot be read are left out of the figures: "
+            + "; ".join(_why_left_out(r) for r in broken)
+        )
+    left = [r for r in left if not r.projection_error]
     if left:
         statuses = ", ".join(sorted({r.status for r in left}))
         out.append(
             f"{len(left)} run(s) not completed ({statuses}) are left out of the figures "
             "(n counts the completed runs)"
         )
-    so_far = [label for label, members in basis.items() if members[0].status != "completed"]
+    so_far = [
+        label for label, members in basis.items() if members and members[0].status != "completed"
+    ]
     if so_far:
         out.append(
             f"no run of {', '.join(so_far)} has completed: its figures are what its runs did so far"

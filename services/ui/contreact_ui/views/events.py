@@ -142,12 +142,13 @@ def event_detail(conn: sqlite3.Connection, run_id: str, seq: int) -> EventDetail
 
 def events_jsonl(conn: sqlite3.Connection, run_id: str) -> list[bytes]:
     """The run's stored events; ``BadQuery`` naming why for a run whose log could not
-    be read (it has no events here: an empty download would pass for an empty run)."""
+    be read to its end (what is stored here stops at the problem: the download would
+    pass for the whole run, or for an empty one)."""
     run = run_row(conn, run_id)
-    if run.status == "unreadable":
+    if run.projection_error:
         raise BadQuery(
-            f"run {run_id}: its log cannot be read ({run.projection_error}): nothing to "
-            f"download; `contreact replay {run_id} --check` says where it breaks"
+            f"run {run_id}: its log cannot be read ({run.projection_error}): no download "
+            f"of part of it; `contreact replay {run_id} --check` says where it breaks"
         )
     return [
         bytes(r[0]) + b"\n"

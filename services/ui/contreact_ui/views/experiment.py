@@ -30,7 +30,7 @@ from contreact_events.config.run_places import ForkView, RunPlace, select
 from contreact_events.exceptions import ContReActEventError
 from contreact_events.history.export import export_records
 from contreact_events.wire.codec import event_from_json
-from contreact_ui.exceptions import BadQuery, RunNotProjected
+from contreact_ui.exceptions import RunNotProjected
 from contreact_ui.models import Link, RunRow
 from contreact_ui.models.research import (
     ExperimentDesign,
@@ -101,6 +101,7 @@ def experiment_page(conn: sqlite3.Connection, name: str) -> ExperimentPage:
                 cycle_count=run.cycle_count,
                 last_advisory=advisories.get(run.run_id, ""),
                 siblings=[r for r in by_label[label] if r != run.run_id],
+                log_problem=run.projection_error,
             )
         )
     statuses: dict[str, int] = {}
@@ -118,6 +119,7 @@ def experiment_page(conn: sqlite3.Connection, name: str) -> ExperimentPage:
         replicas=rows,
         forks=forks,
         statuses=statuses,
+        left_out=unreadable(every),
         downloads=[
             Link(label="every run's export (seed-003 LogRecords), zip", href=f"{base}/exports.zip"),
             Link(label="Table 1 by model, CSV", href=f"{base}/table1.csv"),
@@ -125,6 +127,16 @@ def experiment_page(conn: sqlite3.Connection, name: str) -> ExperimentPage:
             *(_fork_links(name) if any(f.made_by == "experiment" for f in forks) else []),
         ],
     )
+
+
+def unreadable(runs: Sequence[RunRow]) -> list[str]:
+    """The runs whose logs cannot be read, each with why: what the experiment's page,
+    its zip and its Table 1 name instead of leaving them out silently."""
+    return [
+        f"{r.run_id}: its log cannot be read ({r.projection_error})"
+        for r in runs
+        if r.projection_error
+    ]
 
 
 def _fork_links(name: str) -> list[Link]:
@@ -276,32 +288,40 @@ def _last_advisories(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[s
 def exports_zip(conn: sqlite3.Connection, name: str) -> bytes:
     """Every run's seed-003 export (``RUN.jsonl``, as `contreact export` writes it) and
     its log as stored (``logs/RUN.events.jsonl``), in one zip; the forks its file made
-    under ``forks/``; a fork made outside the file is not one of its runs: left out."""
+    under ``forks/``; a fork made outside the file is not one of its runs: left out. A
+    run whose log cannot be read is left out too, and named with why in
+    ``LEFT_OUT.txt``: the others download as before."""
     runs = experiment_runs(conn, name)
     places = places_of(conn, [r.run_id for r in runs])
+    left_out = unreadable(runs)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for run in runs:
             kind = places[run.run_id].kind
-            if kind == "outside":
+            if kind == "outside" or run.projection_error:
                 continue
             folder = f"{name}/forks" if kind == "fork" else name
             raw = events_jsonl(conn, run.run_id)
             try:
                 records = export_records([event_from_json(line) for line in raw])
             except ContReActEventError as exc:
-                raise BadQuery(f"run {run.run_id} cannot be exported: {exc}") from None
+                left_out.append(f"{run.run_id}: it cannot be exported ({exc})")
+                continue
             archive.writestr(
                 f"{folder}/{run.run_id}.jsonl", b"".join(orjson.dumps(r) + b"\n" for r in records)
             )
             archive.writestr(f"{folder}/logs/{run.run_id}.events.jsonl", b"".join(raw))
+        if left_out:
+            note = "Left out of this zip:\n" + "".join(f"- {line}\n" for line in left_out)
+            archive.writestr(f"{name}/LEFT_OUT.txt", note.encode())
     return buffer.getvalue()
 
 
 def table1_csv(conn: sqlite3.Connection, name: str, forks: ForkView | None = None) -> str:
     """Table 1 of the experiment's runs by model (the compare page's table, its forks
     as ``forks`` says), one row per metric and model: every figure the table gives,
-    the paper's beside."""
+    the paper's beside; then a ``left out`` row for each run the figures do not count
+    (not completed, or its log cannot be read), its source saying which and why."""
     experiment_runs(conn, name)
     page = compare_page(conn, runs=[], models=[], experiment=name, by="model", forks=forks)
     labels = [g.label for g in page.groups]
@@ -320,6 +340,13 @@ def table1_csv(conn: sqlite3.Connection, name: str, forks: ForkView | None = Non
             blank = [""] * len(columns)
             paper = _cell(data.get("paper") or [], index)
             writer.writerow([*scalars.values(), label, "paper", *blank, paper])
+    if page.table1:
+        data = page.table1[0].model_dump(mode="json")
+        before = sum(not isinstance(v, list) for v in data.values())  # metric, label, ...
+        after = sum(isinstance(v, list) for v in data.values())  # the figures and ``paper``
+        for group in page.groups:
+            for why in group.left_out:
+                writer.writerow(["left out", *[""] * (before - 1), group.label, why, *[""] * after])
     return out.getvalue()
 
 
