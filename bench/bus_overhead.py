@@ -50,7 +50,6 @@ from bench._support import (
     row,
     services,
     use_smoke_sizes,
-    verdict,
 )
 from bench._support.bus_phases import breakdown, print_breakdown
 from contreact_bus.run_log import RunLog
@@ -81,8 +80,10 @@ GUARD_STEPS = 80
 (the same at the smoke size: fewer steps left the runs' own costs' noise in it)."""
 GUARD_REPEATS = 3
 """Runs of each size for the guard's figures (the least CPU of each size is taken)."""
-TARGET_RTT_LLM = 6.0
-TARGET_RTT_TOOL = 12.0
+FLOOR_RTT = "the in-process floor is ~11.5 / 20.4 round trips, through the services ~16.5 / 34.7"
+"""What an LLM / tool step costs in raw Redis round trips with its guarantees kept (the
+design's decision: the earlier 6 / 12 target is retired, so no verdict is printed on it;
+the figures stay, and the CPU guard above is the regression check)."""
 
 LIST_CALL = {"content": "", "tool_calls": [{"name": "list", "arguments": {}}]}
 
@@ -366,7 +367,7 @@ def main(argv: list[str] | None = None) -> None:
     ratio("  step through services / pure step", llm_step, llm_pure)
     row("  CPU per step: services, pure", m["llm_cpu"] * 1e3, "ms", f"{llm_pure_min * 1e3:.3f}")
     ratio(GUARD_LLM, m["llm_cpu"], llm_pure_min, "(CPU time; the regression guard)")
-    llm_rtts = ratio("  overhead / raw RTT", llm_over, rtt, f"(target <= {TARGET_RTT_LLM:g})")
+    ratio("  overhead / raw RTT", llm_over, rtt, "(a figure: see FLOOR_RTT)")
     print("   tool step (LLM call + `list` memory call, two worker round trips)")
     row("  through the services", tool_step * 1e3, "ms", f"mean {statistics.fmean(tool) * 1e3:.3f}")
     row("    LLM answer -> tool result (memory leg)", statistics.median(memory_leg) * 1e3, "ms")
@@ -377,28 +378,12 @@ def main(argv: list[str] | None = None) -> None:
     ratio("  step through services / pure step", tool_step, tool_pure)
     row("  CPU per step: services, pure", m["tool_cpu"] * 1e3, "ms", f"{tool_pure_min * 1e3:.3f}")
     ratio(GUARD_TOOL, m["tool_cpu"], tool_pure_min, "(CPU time; the regression guard)")
-    tool_rtts = ratio(
-        "  overhead / raw RTT",
-        tool_over,
-        rtt,
-        f"(target <= {TARGET_RTT_TOOL:g}, i.e. 6 per round trip)",
-    )
+    ratio("  overhead / raw RTT", tool_over, rtt, "(a figure: see FLOOR_RTT)")
     print_breakdown("LLM step", m["llm_phases"], LLM_STEPS, rtt, llm_step)
     print_breakdown("tool step", m["tool_phases"], TOOL_STEPS, rtt, tool_step)
     if args.profile:
         print("   (profiled: the services ran under cProfile, so these times are inflated)")
-    verdict(
-        "bus overhead, LLM step",
-        llm_rtts <= TARGET_RTT_LLM,
-        f"overhead {llm_over * 1e3:.2f} ms = {llm_rtts:.1f} raw RTTs of {rtt * 1e6:.0f} us "
-        f"(target <= {TARGET_RTT_LLM:g})",
-    )
-    verdict(
-        "bus overhead, tool step",
-        tool_rtts <= TARGET_RTT_TOOL,
-        f"overhead {tool_over * 1e3:.2f} ms = {tool_rtts:.1f} raw RTTs "
-        f"(target <= {TARGET_RTT_TOOL:g}: two worker round trips)",
-    )
+    print(f"   (round trips per step: {FLOOR_RTT}; no target, DESIGN's decision)")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import redis.asyncio as aioredis
 
-from bench._support import header, ratio, redis_server, row, smoke_args, use_smoke_sizes, verdict
+from bench._support import header, ratio, redis_server, row, smoke_args, use_smoke_sizes
 from contreact_bus.run_log import PAGE, RunLog
 from contreact_events.catalog import Event
 from contreact_events.core.fold import fold_all
@@ -30,7 +30,6 @@ from tests.support.sim import Sim, make_config, say
 TARGET_EVENTS = 10_000
 REPEATS = 7
 CHUNK = 500
-TARGET_RATIO = 0.5
 
 
 def generate_log(target_events: int | None = None) -> tuple[list[Event], Any]:
@@ -155,10 +154,9 @@ def main(argv: list[str] | None = None) -> None:
         f"   of the time the rebuild spends beyond the baseline, validation is "
         f"~{share_read:.0%} and the fold ~{1 - share_read:.0%}"
     )
-    verdict(
-        "fold speed",
-        r >= TARGET_RATIO,
-        f"rebuild at {r:.2f}x the read+decode baseline (target >= {TARGET_RATIO:.2f}x)",
+    print(
+        f"   rebuild at {r:.2f}x the read+decode baseline (a figure: the 0.5x target is"
+        " retired, the catalog stays on pydantic at about 0.25x; DESIGN's decision)"
     )
 
 
