@@ -12,12 +12,15 @@ export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 .PHONY: install redis chromium demo test check lint schema bench up down clean lock \
   docker-engine docker-images docker-test bench-docker bench-smoke
 
-$(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt
+$(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt deploy/llama-wheel.sh
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@# PyTorch first, pinned: sentence-transformers would otherwise pull the newest build.
 	$(BIN)/python -m pip install --quiet -c constraints.txt torch==2.13.0
-	@echo "installing the packages (the first time builds llama-cpp-python: several minutes)"
+	@# llama.cpp for the embedded model: a portable build, made once per machine (see the script).
+	$(BIN)/python -m pip install --quiet --no-deps --no-index --force-reinstall \
+	  --find-links "$$(bash deploy/llama-wheel.sh $(BIN)/python)" -c constraints.txt llama-cpp-python
+	@echo "installing the packages"
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-dev.txt \
 	  -e libs/events -e libs/bus -e libs/analysis -e services/orchestrator -e 'services/llm-worker[embedded]' \
 	  -e services/memory -e services/embedder -e services/ui -e services/assessor -e cli

@@ -15,7 +15,9 @@ FROM ${WHEELS_IMAGE} AS wheels
 FROM ${BASE_IMAGE} AS build
 ARG PIP_INSTALL_ARGS=""
 ARG EMBEDDED_MODEL=false
-ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_INSTALL_ARGS=${PIP_INSTALL_ARGS}
+# llama.cpp built for any x86-64 CPU with AVX2, not for the build machine's (GGML_NATIVE:
+# an image runs elsewhere, and a native build crashed where AMX was advertised, not granted).
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_INSTALL_ARGS=${PIP_INSTALL_ARGS} CMAKE_ARGS=-DGGML_NATIVE=OFF
 COPY --from=wheels /wheels /wheels
 COPY deploy/pip-install.sh /usr/local/bin/pip-install
 RUN if [ "$EMBEDDED_MODEL" = true ] && ! ls /wheels/llama_cpp_python-*.whl >/dev/null 2>&1; then \
