@@ -18,8 +18,8 @@ $(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt deploy/llama-wheel.
 	@# PyTorch first, pinned: sentence-transformers would otherwise pull the newest build.
 	$(BIN)/python -m pip install --quiet -c constraints.txt torch==2.13.0
 	@# llama.cpp for the embedded model: a portable build, made once per machine (see the script).
-	$(BIN)/python -m pip install --quiet --no-deps --no-index --force-reinstall \
-	  --find-links "$$(bash deploy/llama-wheel.sh $(BIN)/python)" -c constraints.txt llama-cpp-python
+	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps --no-index --force-reinstall \
+	  --find-links "$$(bash deploy/llama-wheel.sh $(BIN)/python)" llama-cpp-python
 	@echo "installing the packages"
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-dev.txt \
 	  -e libs/events -e libs/bus -e libs/analysis -e services/orchestrator -e 'services/llm-worker[embedded]' \

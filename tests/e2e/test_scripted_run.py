@@ -162,7 +162,9 @@ def test_the_cli_and_the_dashboard_give_one_document_for_a_run(stack: Stack) -> 
     only the dashboard keeps; for the same run the fields they share are the same names
     with the same values, and the summary's figures are those of the run's fold."""
     run_id = "e2e-scripted"  # completed by the test above
-    listed = next(r for r in stack.json("runs") if r["run_id"] == run_id)
+    runs = stack.json("runs")
+    listed = next((r for r in runs if r["run_id"] == run_id), None)
+    assert listed is not None, [r["run_id"] for r in runs]
     assert set(listed) == set(RunListing.model_fields)
     base = f"http://127.0.0.1:{stack.env['CONTREACT_UI_PORT']}"
 

@@ -203,8 +203,9 @@ def test_a_log_that_does_not_fold_is_a_named_error() -> None:
 def test_a_rebuild_shows_the_runs_it_cannot_read_or_fold_and_keeps_the_others(
     tmp_path: Path,
 ) -> None:
-    """An archive with a line that does not decode is shown with no rows; one whose
-    events stop folding keeps what comes before; the runs around them are whole."""
+    """An archive with a line that does not decode, and one whose events stop folding,
+    each keep what comes before the bad line (it used to leave the first with no rows,
+    and no experiment: issue 29.10); the runs around them are whole."""
     lines = (FIXTURES / "runlog-v1-completed.jsonl").read_bytes().splitlines()
     run_id = load(FIXTURES / "runlog-v1-completed.jsonl")[0].run_id
 
@@ -228,11 +229,11 @@ def test_a_rebuild_shows_the_runs_it_cannot_read_or_fold_and_keeps_the_others(
         for r in store.conn.execute("SELECT run_id, events, terminal, projection_error FROM runs")
     }
     assert runs["a-good"] == runs["d-good"] == (len(lines), 1, None)
-    assert runs["b-garbled"] == (0, 1, report.problems["b-garbled"])
+    assert runs["b-garbled"] == (5, 1, report.problems["b-garbled"])
     assert runs["c-gapped"] == (5, 1, report.problems["c-gapped"])
     assert "cannot be folded" in report.problems["c-gapped"]
     counts = dict(store.conn.execute("SELECT run_id, count(*) FROM events GROUP BY run_id"))
-    assert counts == {"a-good": len(lines), "c-gapped": 5, "d-good": len(lines)}
+    assert counts == {"a-good": len(lines), "b-garbled": 5, "c-gapped": 5, "d-good": len(lines)}
 
 
 def test_store_of_another_version_is_refused(tmp_path: Path) -> None:

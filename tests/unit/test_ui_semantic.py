@@ -81,3 +81,24 @@ def test_a_model_that_cannot_load_says_why(monkeypatch: pytest.MonkeyPatch) -> N
     assert embedder.problem == "semantic search cannot load its model: no such directory"
     with pytest.raises(BadQuery, match="cannot load its model"):
         embedder.query("q")  # each search says it again
+
+
+def test_the_models_libraries_are_imported_whole_before_the_pages_are_served() -> None:
+    """A PyTorch half imported by the warming thread was visible to the page threads, and
+    scipy's array checks failed on it (HTTP 500 on the compare page under load): the
+    dashboard imports the libraries to the end before it serves (``main.serve``)."""
+    import inspect
+    import subprocess
+    import sys
+
+    from contreact_ui import main
+
+    source = inspect.getsource(main.serve)
+    assert source.index("import_libraries") < source.index(".warm()") < source.index("Server(")
+    probe = (
+        "import sys; from contreact_ui.semantic import import_libraries; "
+        "assert 'torch' not in sys.modules; import_libraries(); "
+        "print(hasattr(sys.modules['torch'], 'Tensor'))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.stdout.strip() == "True", done.stderr[-2000:]

@@ -21,6 +21,7 @@ from contreact_ui.app import create_app
 from contreact_ui.exceptions import UIError
 from contreact_ui.projection.follower import LogFollower, Notifier
 from contreact_ui.projection.rebuild import open_or_rebuild, rebuild
+from contreact_ui.semantic import import_libraries
 from contreact_ui.settings import UISettings
 
 log = logging.getLogger("contreact_ui")
@@ -54,6 +55,7 @@ async def serve(settings: UISettings) -> None:
     store = await open_or_rebuild(settings.database, redis, settings.archive_dir)
     notifier = Notifier()
     app = create_app(settings, notifier)
+    await asyncio.to_thread(import_libraries)  # before any page: see its docstring
     if settings.warm_search_model:  # in a thread of low priority, behind the pages
         app.state.embedder.warm()
     server = Server(

@@ -123,6 +123,17 @@ class TextEmbedder:
         return vectors
 
 
+def import_libraries() -> None:
+    """Import the model's libraries (sentence-transformers, PyTorch) in this thread, to
+    the end. The dashboard does it before it serves: a module half imported is visible
+    to every thread, and scipy's array checks read ``sys.modules["torch"]``, so a
+    statistics page computed while the warming thread imported PyTorch failed
+    (``AttributeError: partially initialized module 'torch'``, HTTP 500 on the compare
+    page under load). Without the embedder installed there is nothing to import."""
+    with contextlib.suppress(ImportError):
+        import sentence_transformers  # noqa: F401
+
+
 def _load() -> Model:
     """The embedder's model, or BadQuery saying why not and what to do."""
     try:
