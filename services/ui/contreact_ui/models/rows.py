@@ -37,6 +37,13 @@ class RunRow(RunSummary):
     """Where the projection read the log: redis or archive."""
     projection_error: str | None
 
+    @property
+    def log_cut_short(self) -> bool:
+        """Its log could not be read (or folded) to its end: what is projected stops at
+        the problem (``projection_error``). A quarantined run's reason is there too, but
+        its log was read whole: it is not cut short."""
+        return bool(self.projection_error) and self.status != "quarantined"
+
 
 RunSort = Literal[
     "run_id",

@@ -30,7 +30,14 @@ def embedder(request: Request) -> TextEmbedder:
 def search(
     conn: Conn,
     request: Request,
-    q: Annotated[str, Query(max_length=500, description="the words to look for")] = "",
+    q: Annotated[
+        str,
+        Query(
+            max_length=500,
+            description="the words to look for (no NUL character: 400 naming it)",
+            json_schema_extra={"pattern": "^[^\\u0000]*$"},  # documented; the view says why
+        ),
+    ] = "",
     mode: Literal["keyword", "semantic"] = "keyword",
     kind: Annotated[list[TextKind] | None, Query(description="only these kinds of text")] = None,
     run: Annotated[str | None, Query(max_length=128, description="only this run")] = None,

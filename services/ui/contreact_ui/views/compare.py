@@ -188,13 +188,13 @@ def completed(members: list[RunRow]) -> list[RunRow]:
     """The runs Table 1 counts: the completed ones; a group with none yet (a live run)
     counts what its runs did so far, and says so. A run whose log cannot be read is
     never counted: its figures would be those of the events read before the problem."""
-    readable = [r for r in members if not r.projection_error]
+    readable = [r for r in members if not r.log_cut_short]
     completed = [r for r in readable if r.status == "completed"]
     return completed or readable
 
 
 def _why_left_out(row: RunRow) -> str:
-    if row.projection_error:
+    if row.log_cut_short:
         return f"{row.run_id} (its log cannot be read: {row.projection_error})"
     return f"{row.run_id} ({row.status})"
 
@@ -223,13 +223,13 @@ def table1_warnings(
             f"{PAPER_CYCLES} cycles, so compare the columns of equal cycle counts only"
         )
     left = [r for label, members in groups.items() for r in _left_out(members, basis[label])]
-    broken = [r for r in left if r.projection_error]
+    broken = [r for r in left if r.log_cut_short]
     if broken:
         out.append(
             f"{len(broken)} run(s) whose log cannot be read are left out of the figures: "
             + "; ".join(_why_left_out(r) for r in broken)
         )
-    left = [r for r in left if not r.projection_error]
+    left = [r for r in left if not r.log_cut_short]
     if left:
         statuses = ", ".join(sorted({r.status for r in left}))
         out.append(

@@ -145,7 +145,7 @@ def events_jsonl(conn: sqlite3.Connection, run_id: str) -> list[bytes]:
     be read to its end (what is stored here stops at the problem: the download would
     pass for the whole run, or for an empty one)."""
     run = run_row(conn, run_id)
-    if run.projection_error:
+    if run.log_cut_short:
         raise BadQuery(
             f"run {run_id}: its log cannot be read ({run.projection_error}): no download "
             f"of part of it; `contreact replay {run_id} --check` says where it breaks"

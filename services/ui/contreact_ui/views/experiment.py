@@ -101,7 +101,7 @@ def experiment_page(conn: sqlite3.Connection, name: str) -> ExperimentPage:
                 cycle_count=run.cycle_count,
                 last_advisory=advisories.get(run.run_id, ""),
                 siblings=[r for r in by_label[label] if r != run.run_id],
-                log_problem=run.projection_error,
+                log_problem=run.projection_error if run.log_cut_short else None,
             )
         )
     statuses: dict[str, int] = {}
@@ -135,7 +135,7 @@ def unreadable(runs: Sequence[RunRow]) -> list[str]:
     return [
         f"{r.run_id}: its log cannot be read ({r.projection_error})"
         for r in runs
-        if r.projection_error
+        if r.log_cut_short
     ]
 
 
@@ -298,7 +298,7 @@ def exports_zip(conn: sqlite3.Connection, name: str) -> bytes:
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for run in runs:
             kind = places[run.run_id].kind
-            if kind == "outside" or run.projection_error:
+            if kind == "outside" or run.log_cut_short:
                 continue
             folder = f"{name}/forks" if kind == "fork" else name
             raw = events_jsonl(conn, run.run_id)
