@@ -44,6 +44,11 @@ class RunRow(RunSummary):
         its log was read whole: it is not cut short."""
         return bool(self.projection_error) and self.status != "quarantined"
 
+    @property
+    def cut_short_reason(self) -> str:
+        """The words every page and download names such a run with."""
+        return f"its log cannot be read ({self.projection_error})"
+
 
 RunSort = Literal[
     "run_id",

@@ -195,7 +195,7 @@ def completed(members: list[RunRow]) -> list[RunRow]:
 
 def _why_left_out(row: RunRow) -> str:
     if row.log_cut_short:
-        return f"{row.run_id} (its log cannot be read: {row.projection_error})"
+        return f"{row.run_id}: {row.cut_short_reason}"
     return f"{row.run_id} ({row.status})"
 
 

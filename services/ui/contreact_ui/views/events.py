@@ -147,7 +147,7 @@ def events_jsonl(conn: sqlite3.Connection, run_id: str) -> list[bytes]:
     run = run_row(conn, run_id)
     if run.log_cut_short:
         raise BadQuery(
-            f"run {run_id}: its log cannot be read ({run.projection_error}): no download "
+            f"run {run_id}: {run.cut_short_reason}: no download "
             f"of part of it; `contreact replay {run_id} --check` says where it breaks"
         )
     return [

@@ -132,11 +132,7 @@ def experiment_page(conn: sqlite3.Connection, name: str) -> ExperimentPage:
 def unreadable(runs: Sequence[RunRow]) -> list[str]:
     """The runs whose logs cannot be read, each with why: what the experiment's page,
     its zip and its Table 1 name instead of leaving them out silently."""
-    return [
-        f"{r.run_id}: its log cannot be read ({r.projection_error})"
-        for r in runs
-        if r.log_cut_short
-    ]
+    return [f"{r.run_id}: {r.cut_short_reason}" for r in runs if r.log_cut_short]
 
 
 def _fork_links(name: str) -> list[Link]:
@@ -325,28 +321,25 @@ def table1_csv(conn: sqlite3.Connection, name: str, forks: ForkView | None = Non
     experiment_runs(conn, name)
     page = compare_page(conn, runs=[], models=[], experiment=name, by="model", forks=forks)
     labels = [g.label for g in page.groups]
+    first = page.table1[0].model_dump(mode="json")  # Table 1 always has its metrics
+    columns = [k for k, v in first.items() if isinstance(v, list) and k != "paper"]
+    scalars = [k for k, v in first.items() if not isinstance(v, list)]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    for number, row in enumerate(page.table1):
+    writer.writerow([*scalars, "model", "source", *columns, "paper"])
+    for row in page.table1:
         data = row.model_dump(mode="json")
-        columns = [k for k, v in data.items() if isinstance(v, list) and k != "paper"]
-        scalars = {k: v for k, v in data.items() if not isinstance(v, list)}
-        if number == 0:
-            writer.writerow([*scalars, "model", "source", *columns, "paper"])
+        names = [data[k] for k in scalars]
         for index, label in enumerate(labels):
             cells = [_cell(data[c], index) for c in columns]
-            writer.writerow([*scalars.values(), label, "this experiment", *cells, ""])
+            writer.writerow([*names, label, "this experiment", *cells, ""])
         for index, label in enumerate(page.paper_columns):
-            blank = [""] * len(columns)
             paper = _cell(data.get("paper") or [], index)
-            writer.writerow([*scalars.values(), label, "paper", *blank, paper])
-    if page.table1:
-        data = page.table1[0].model_dump(mode="json")
-        before = sum(not isinstance(v, list) for v in data.values())  # metric, label, ...
-        after = sum(isinstance(v, list) for v in data.values())  # the figures and ``paper``
-        for group in page.groups:
-            for why in group.left_out:
-                writer.writerow(["left out", *[""] * (before - 1), group.label, why, *[""] * after])
+            writer.writerow([*names, label, "paper", *[""] * len(columns), paper])
+    blank = [""] * (len(scalars) - 1)
+    for group in page.groups:
+        for why in group.left_out:
+            writer.writerow(["left out", *blank, group.label, why, *[""] * len(columns), ""])
     return out.getvalue()
 
 
