@@ -3,9 +3,9 @@
 # (the embedded model's runtime), built once per machine and kept in the user's cache.
 #
 # Why not pip's own build: llama.cpp compiles for the build machine's CPU by default
-# (GGML_NATIVE), and on a CPU that advertises AMX inside a VM that does not grant it,
-# every generation of that build crashes the process (a segmentation fault in
-# llama_decode, measured 2026-11-28); pip's wheel cache then hands the same build to
+# (GGML_NATIVE): on a VM whose CPU advertises AMX, every generation of that build
+# crashed the process (a segmentation fault in llama_decode, measured 2026-11-28; AMX
+# the likely cause, the portable build runs there); pip's wheel cache then hands the same build to
 # every later install, whatever CMAKE_ARGS says. This wheel is built with
 # LLAMA_CMAKE_ARGS (default -DGGML_NATIVE=OFF: AVX2, FMA and F16C, no AMX), and its
 # folder is named by the version and the flags, so another choice builds anew.

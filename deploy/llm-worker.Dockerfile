@@ -16,7 +16,7 @@ FROM ${BASE_IMAGE} AS build
 ARG PIP_INSTALL_ARGS=""
 ARG EMBEDDED_MODEL=false
 # llama.cpp built for any x86-64 CPU with AVX2, not for the build machine's (GGML_NATIVE:
-# an image runs elsewhere, and a native build crashed where AMX was advertised, not granted).
+# an image runs elsewhere, and a native build crashed on a VM whose CPU advertises AMX).
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_INSTALL_ARGS=${PIP_INSTALL_ARGS} CMAKE_ARGS=-DGGML_NATIVE=OFF
 COPY --from=wheels /wheels /wheels
 COPY deploy/pip-install.sh /usr/local/bin/pip-install

@@ -26,6 +26,7 @@ from contreact_events.catalog.assessment import RunAssessed
 from contreact_events.config import RunConfig
 from contreact_ui.app import create_app
 from contreact_ui.projection.rebuild import rebuild
+from contreact_ui.projection.store import ProjectionStore
 from contreact_ui.settings import UISettings
 from tests.support import cli_process
 from tests.support.sim import Sim, make_config, say
@@ -223,3 +224,29 @@ def test_an_unreadable_replica_is_named_on_the_experiment_page_and_in_its_downlo
     (left,) = [r for r in rows if r["metric"] == "left out"]
     assert left["model"] == group["label"] and BROKEN in left["source"]
     assert {r["source"] for r in rows} == {"this experiment", "paper", left["source"]}
+
+
+def test_a_quarantined_run_is_named_but_not_left_out(tmp_path: Path, redis_server: str) -> None:
+    """A quarantine carries a reason too, but the run's log was read whole: its events
+    download and the experiment's zip keeps it (only a log cut short is left out)."""
+    archive = tmp_path / "runs"
+    run_id = "held-exp-A-A"
+    sim = Sim(make_config(run_id=run_id, model_name="m/a", experiment="held-exp", cycle_count=1))
+    sim.drive([say("Cycle done.")])
+    write_archive(archive, run_id, sim.log)
+    asyncio.run(rebuild(tmp_path / "ui.db", None, archive))
+    store = ProjectionStore.open(tmp_path / "ui.db")
+    store.set_problem(run_id, status="quarantined", error="decide refused an input")
+    store.conn.close()
+    app = create_app(
+        UISettings(data_dir=tmp_path, redis_url=own_database(redis_server), project=False)
+    )
+    with TestClient(app) as client:
+        assert client.get(f"/runs/{run_id}.json").json()["run"]["projection_error"]
+        events = client.get(f"/runs/{run_id}/events.jsonl")
+        assert events.status_code == 200 and len(events.content.splitlines()) == len(sim.log)
+        assert client.get("/experiments/held-exp.json").json()["left_out"] == []
+        zipped = client.get("/experiments/held-exp/exports.zip")
+        with zipfile.ZipFile(io.BytesIO(zipped.content)) as files:
+            assert f"held-exp/{run_id}.jsonl" in files.namelist()
+            assert "held-exp/LEFT_OUT.txt" not in files.namelist()

@@ -51,3 +51,34 @@ def test_installs_are_pinned_by_the_constraints_file() -> None:
     pins = (ROOT / "constraints.txt").read_text().splitlines()
     assert "torch==2.13.0" in pins
     assert any(line.startswith("pydantic==") for line in pins)
+
+
+def test_the_llama_wheel_is_built_once_per_version_and_flags(tmp_path: Path) -> None:
+    """`deploy/llama-wheel.sh` hands back the wheel it built before (no compile), and a
+    build with other CMake flags is another wheel: a native build, which crashed every
+    generation here, is never taken for the portable one."""
+    import subprocess
+
+    failing_python = tmp_path / "python"  # any build attempt fails at once, loudly
+    failing_python.write_text("#!/bin/sh\necho would build >&2\nexit 9\n")
+    failing_python.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CONTREACT_WHEEL_CACHE": str(tmp_path)}
+
+    def script(**extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", str(ROOT / "deploy/llama-wheel.sh"), str(failing_python)],
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+        )
+
+    first = script()
+    assert first.returncode != 0 and "would build" in first.stderr  # nothing cached: builds
+    (folder,) = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    kept = folder.with_name(folder.name.removesuffix(".tmp"))
+    folder.rename(kept)
+    (kept / "llama_cpp_python-0-py3-none-linux_x86_64.whl").write_bytes(b"")
+    again = script()
+    assert again.returncode == 0 and again.stdout.strip() == str(kept), again.stderr
+    other = script(LLAMA_CMAKE_ARGS="-DGGML_NATIVE=ON")
+    assert other.returncode != 0 and "would build" in other.stderr
