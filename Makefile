@@ -9,7 +9,7 @@ PACKAGES := libs/events libs/bus libs/analysis services/orchestrator services/ll
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install redis chromium demo test check lint schema bench up down clean lock \
+.PHONY: install redis chromium demo test check lint schema bench up down clean lock images-early \
   docker-engine docker-images docker-test bench-docker bench-smoke
 
 $(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt deploy/llama-wheel.sh
@@ -65,8 +65,19 @@ demo: install
 # The suite in parallel, one test file per worker at a time (files that share a stack
 # keep their order); TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= auto
-test: check chromium
+test: images-early check chromium
 	CONTREACT_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
+
+# The docker test's images, built cold, take one core for about ten minutes: started at
+# once in the background (a Python 3.11 and the standard library suffice), they build
+# beside the install and the first tests, and the docker test's fixture waits for them
+# (a lock) instead of starting its own build then. Their log: build/images-early.log.
+images-early:
+	@mkdir -p build; \
+	if python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then \
+	  echo "building the docker test's images in the background (build/images-early.log)"; \
+	  nohup python3 -m tests.support.compose_stack >build/images-early.log 2>&1 & \
+	fi
 
 check: install
 	$(BIN)/ruff check .

@@ -6,7 +6,9 @@
 #         only when a dependency list changes), and not the packages themselves
 #   code  install the packages, without their dependencies, into /opt/app (on
 #         PYTHONPATH; their commands in /opt/app/bin): the final stage copies the two
-#         folders apart, so a code change does not copy the dependencies again
+#         folders apart, so a code change does not copy the dependencies again. Built
+#         with the build backend (hatchling) that `deps` put into /opt/backend, a folder
+#         of the build stage alone: no build environment made per package and code change.
 #
 # PIP_INSTALL_ARGS adds pip options (the tests pass --no-index, so that only the wheels
 # in /wheels are used); a wheel in /wheels is always preferred to the index.
@@ -30,7 +32,11 @@ done
 if [ "$mode" = deps ]; then
   /opt/venv/bin/pip install --no-cache-dir --find-links /wheels ${PIP_INSTALL_ARGS:-} $specs
   /opt/venv/bin/pip uninstall --yes $names
+  if [ ! -d /opt/backend ]; then
+    /opt/venv/bin/pip install --no-cache-dir --find-links /wheels ${PIP_INSTALL_ARGS:-} \
+      --target /opt/backend "$(sed -n 's/^requires = \["\(.*\)"\]/\1/p' "$dir/pyproject.toml")"
+  fi
 else
-  /opt/venv/bin/pip install --no-cache-dir --find-links /wheels ${PIP_INSTALL_ARGS:-} \
-    --no-deps --target /opt/app $specs
+  PYTHONPATH=/opt/backend /opt/venv/bin/pip install --no-cache-dir --no-deps \
+    --no-build-isolation --target /opt/app $specs
 fi

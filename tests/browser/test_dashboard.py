@@ -135,7 +135,9 @@ def test_compare_is_clicked_through(ui_stack: UIStack, page: Page) -> None:
     wait(lambda: ui_stack.run_row("second-model").get("status") == "completed", 30, "projection")
     page.goto(ui_stack.base + "/runs?experiment=browser")
     page.get_by_text("Compare these").click()
-    assert page.url.endswith("/compare?experiment=browser")
+    # The new page, loaded: the URL changes when the navigation commits, before the page
+    # (Table 1 and Table 2 computed by the server, seconds under load) has arrived.
+    page.wait_for_url("**/compare?experiment=browser")
     headers = page.locator("#table1 thead th.ours").all_inner_texts()
     assert {"scripted-live", "scripted-other"} <= set(headers)
     page.select_option("select[name=by]", "run")

@@ -11,6 +11,8 @@ the content hash of what went into it, so an unchanged tree builds nothing.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -19,7 +21,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,8 @@ HASHED = ("deploy", "libs", "services", "cli", "tests/support/fake_ollama.py", *
 """What goes into the images: the content hash covers these (and the base and wheels)."""
 REDIS_PACKAGES = ("redis-tools", "redis-server", "libjemalloc2", "liblzf1", "libatomic1")
 SKIPPED_PARTS = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+EARLY_LOG = ROOT / "build" / "images-early.log"
+"""Where the early build that `make test` starts in the background writes."""
 
 Log = Callable[[str], None]
 
@@ -163,8 +167,33 @@ class Images:
         return f"{IMAGE_PREFIX}/{name}:{self.tag}"
 
 
+@contextlib.contextmanager
+def _images_lock(log: Log) -> Iterator[None]:
+    """One preparation at a time on this checkout: `make test` starts one early, in the
+    background (``python3 -m tests.support.compose_stack``), and the docker test's
+    fixture then waits for it and finds every image built, instead of building them a
+    second time beside it."""
+    path = ROOT / "build" / "images.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for the image build already under way ({EARLY_LOG.relative_to(ROOT)})")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def prepare_images(env: Mapping[str, str], log: Log = print) -> Images:
     """Every image the test stack runs, built only where its content changed."""
+    with _images_lock(log):
+        return _prepare_images(env, log)
+
+
+def _prepare_images(env: Mapping[str, str], log: Log) -> Images:
     seconds: dict[str, float] = {}
 
     def step(name: str, fn: Callable[[], str]) -> str:
@@ -386,3 +415,25 @@ class ComposeStack:
     def logs(self, tail: int = 40) -> str:
         proc = self("logs", "--no-color", "--tail", str(tail), check=False, timeout=60)
         return proc.stdout[-8000:]
+
+
+def main() -> int:
+    """`python3 -m tests.support.compose_stack`: make the engine answer and build every
+    image, as the docker test's fixtures do (what `make test` starts in the background
+    at once, so that the images build while the packages install and the first tests
+    run: the build uses one core for 10 minutes cold, the install mostly the other).
+    Needs only the standard library and a Python 3.11 with pip (for the wheelhouse)."""
+    import sys
+
+    try:
+        env = {**os.environ, "DOCKER_HOST": ensure_engine()}
+        images = prepare_images(env)
+    except (DockerUnavailable, RuntimeError, subprocess.SubprocessError, OSError) as exc:
+        print(f"early image build: {exc}", file=sys.stderr)
+        return 1
+    print(f"images {images.tag} ({'built' if images.built else 'cached'}): {images.seconds}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
