@@ -10,7 +10,7 @@ PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: install redis chromium demo test check lint schema bench up down clean lock \
-  docker-engine docker-images docker-test bench-docker bench-smoke
+  docker-engine docker-images docker-test bench-docker bench-smoke docs
 
 $(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt deploy/llama-wheel.sh
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -79,6 +79,12 @@ lock: install
 	   $(BIN)/python -m pip freeze --exclude-editable | grep -v '^#' \
 	   | sed 's/^torch==2.13.0+cpu$$/torch==2.13.0/' | sort -f; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
+
+# The documentation site (mkdocs.yml): the generated pages rewritten from the code, then
+# the site built into site/, a broken link or anchor failing it (--strict).
+docs: install
+	$(BIN)/python -m tools.docs_gen
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 schema: install
 	$(BIN)/python -m contreact_events.wire.schema

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.docs_gen.events_reference import schema_type
-from tools.docs_gen.markdown import banner, cell, code, table
+from tools.docs_gen.markdown import banner, cell, code, prose, table
 
 OPENAPI = Path(__file__).resolve().parents[2] / "services" / "ui" / "openapi.json"
 
@@ -27,7 +27,7 @@ def render() -> str:
     parts = [
         banner("the dashboard's OpenAPI document (`services/ui/openapi.json`)"),
         "# Dashboard JSON API\n",
-        cell(document["info"]["description"])
+        prose(document["info"]["description"])
         + " The dashboard serves this document at `/openapi.json`; the response shapes "
         "are the schemas named there (`components.schemas`). Everything is read-only.\n",
         table(
@@ -35,7 +35,7 @@ def render() -> str:
             [
                 [
                     code(f"{method.upper()} {path}"),
-                    cell(op.get("summary") or op.get("description", "").split("\n")[0]),
+                    prose(op.get("summary") or op.get("description", "").split("\n")[0]),
                 ]
                 for path, methods in document["paths"].items()
                 for method, op in methods.items()
@@ -46,14 +46,14 @@ def render() -> str:
         for method, op in methods.items():
             parts.append(f"## `{method.upper()} {path}`\n")
             if op.get("description"):
-                parts.append(cell(op["description"]) + "\n")
+                parts.append(prose(op["description"]) + "\n")
             params = [
                 [
                     code(p["name"]),
                     p["in"],
                     "yes" if p.get("required") else "",
                     cell(schema_type(p.get("schema", {}))),
-                    cell(p.get("description", "")),
+                    prose(p.get("description", "")),
                 ]
                 for p in op.get("parameters", ())
             ]

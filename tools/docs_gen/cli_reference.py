@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from tools.docs_gen.markdown import banner, cell, code, table
+from tools.docs_gen.markdown import banner, code, prose, table
 
 
 def _subcommands(
@@ -44,7 +44,7 @@ def _argument(parser: argparse.ArgumentParser, action: argparse.Action) -> list[
         default = str(action.default)
     return [
         code(name),
-        cell(_help(parser, action)),
+        prose(_help(parser, action)),
         code(choices) if choices else "",
         code(default) if default else "",
     ]
@@ -53,7 +53,7 @@ def _argument(parser: argparse.ArgumentParser, action: argparse.Action) -> list[
 def _command(path: str, summary: str, parser: argparse.ArgumentParser, level: int) -> str:
     parts = [f"{'#' * level} `{path}`\n"]
     if summary:
-        parts.append(cell(summary) + "\n")
+        parts.append(prose(summary) + "\n")
     usage = " ".join(parser.format_usage().split()).removeprefix("usage: ")
     parts.append(f"```\n{usage}\n```\n")
     rows = [
@@ -73,7 +73,7 @@ def render() -> str:
 
     parser = build_parser()
     commands = _subcommands(parser)
-    index = [[f"[`{name}`](#contreact-{name})", cell(help_text)] for name, help_text, _ in commands]
+    index = [[f"[`{name}`](#contreact-{name})", prose(text)] for name, text, _ in commands]
     return "\n".join(
         [
             banner("the CLI's parser (`contreact_cli.main.build_parser`)"),

@@ -17,7 +17,7 @@ from pydantic import BaseModel, StringConstraints
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from tools.docs_gen.markdown import banner, cell, code, table
+from tools.docs_gen.markdown import banner, cell, code, prose, table
 
 SIMPLE = {"StrictInt": "int", "StrictFloat": "float", "StrictBool": "bool", "StrictStr": "str"}
 
@@ -48,14 +48,14 @@ def attribute_docs(model: type[BaseModel]) -> dict[str, str]:
 def _constraints(metadata: list[Any]) -> list[str]:
     said = []
     for item in metadata:
-        for kind, sign in (
-            (annotated_types.Gt, ">"),
-            (annotated_types.Ge, ">="),
-            (annotated_types.Lt, "<"),
-            (annotated_types.Le, "<="),
+        for kind, attribute, sign in (
+            (annotated_types.Gt, "gt", ">"),
+            (annotated_types.Ge, "ge", ">="),
+            (annotated_types.Lt, "lt", "<"),
+            (annotated_types.Le, "le", "<="),
         ):
             if isinstance(item, kind):
-                bound = next(iter(vars(item).values()))
+                bound = getattr(item, attribute)
                 said.append(f"{sign} {bound:,}" if isinstance(bound, int) else f"{sign} {bound}")
         if isinstance(item, annotated_types.MaxLen):
             said.append(f"at most {item.max_length:,} long")
@@ -126,6 +126,8 @@ def _default(field: FieldInfo) -> str:
         return "(none)"
     if isinstance(value, str) and len(value) > 60:
         return f"{value[:57]}..."
+    if isinstance(value, bool):
+        return "true" if value else "false"
     return "null" if value is None else repr(value) if isinstance(value, str) else str(value)
 
 
@@ -148,7 +150,7 @@ def rows(model: type[BaseModel], prefix: str = "") -> list[list[str]]:
         nested = _models_in(field.annotation)
         doc = docs.get(name) or field.description or ""
         if nested and not doc:
-            doc = inspect.getdoc(nested[0]) or ""
+            doc = inspect.cleandoc(nested[0].__dict__.get("__doc__") or "")
         first = doc.split("\n\n")[0]
         out.append(
             [
@@ -185,13 +187,13 @@ def render() -> str:
             "that is not finite is refused with one line naming the key. A nested key is "
             "written with dots here and in `--set key=value`; `[]` is an item of a list.\n",
             "## Run config (`RunConfig`)\n",
-            cell(inspect.getdoc(RunConfig) or "") + "\n",
+            prose(inspect.getdoc(RunConfig) or "") + "\n",
             table(HEADER, rows(RunConfig)),
             "## Experiment file (`ExperimentConfig`)\n",
-            cell((inspect.getdoc(ExperimentConfig) or "").split("\n\n")[0]) + "\n",
+            prose((inspect.getdoc(ExperimentConfig) or "").split("\n\n")[0]) + "\n",
             table(HEADER, rows(ExperimentConfig)),
             "### One model of an experiment (`models[]`, `ExperimentModel`)\n",
-            cell((inspect.getdoc(ExperimentModel) or "").split("\n\n")[0]) + "\n",
+            prose((inspect.getdoc(ExperimentModel) or "").split("\n\n")[0]) + "\n",
             table(HEADER, rows(ExperimentModel, "models[].")),
         ]
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.docs_gen.config_reference import attribute_docs
-from tools.docs_gen.markdown import banner, cell, code, table
+from tools.docs_gen.markdown import banner, cell, code, prose, table
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "libs" / "events" / "schema"
@@ -55,14 +55,14 @@ def _event(name: str, node: dict[str, Any], version: int, skip: tuple[str, ...])
             code(field),
             cell(schema_type(spec)),
             "yes" if field in required else "",
-            cell(docs.get(field, spec.get("description", "")).split("\n\n")[0]),
+            prose(docs.get(field, spec.get("description", "")).split("\n\n")[0]),
         ]
         for field, spec in sorted(node.get("properties", {}).items())
         if field not in skip
     ]
     parts = [f"### {name}\n", f"Schema version {version}.\n"]
     if node.get("description"):
-        parts.append(cell(node["description"]) + "\n")
+        parts.append(prose(node["description"]) + "\n")
     if rows:
         parts.append(table(["field", "type", "required", "what it is"], rows))
     return "\n".join(parts)

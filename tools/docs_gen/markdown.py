@@ -3,6 +3,7 @@ become HTML, code spans, the banner that says a page is generated."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 
@@ -13,7 +14,10 @@ def banner(source: str) -> str:
 
 def cell(text: object) -> str:
     """Plain text as one table cell: no newline, no bar, no HTML."""
-    value = " ".join(str(text).split())
+    return _escape(" ".join(str(text).split()))
+
+
+def _escape(value: str) -> str:
     return (
         value.replace("&", "&amp;")
         .replace("<", "&lt;")
@@ -22,6 +26,19 @@ def cell(text: object) -> str:
         .replace("*", "\\*")
         .replace("_", "\\_")
     )
+
+
+def prose(text: object) -> str:
+    """A docstring's text as one table cell: its ``code`` (reST) or `code` spans stay code
+    spans, the rest is plain text."""
+    value = " ".join(str(text).split())
+    parts = re.split(r"``(.+?)``|`([^`]+?)`", value)
+    out = []
+    for index, part in enumerate(parts):
+        if part is None:
+            continue
+        out.append(_escape(part) if index % 3 == 0 else code(part))
+    return "".join(out)
 
 
 def code(text: object) -> str:
