@@ -78,7 +78,7 @@ def test_a_benchmark_run_with_record_appends_its_verdict(tmp_path: Path) -> None
         "x",
         "<= 1.10x",
     )
-    printed = float(re.search(r"\((\d+\.\d+)x;", row["detail"]).group(1))  # type: ignore[union-attr]
+    printed = float(re.search(r"\((\d+\.\d+)x;", row["detail"]).group(1))
     assert row["value"] == pytest.approx(printed, abs=0.006)
     assert f"{row['verdict']}: log growth: {row['detail']}" in proc.stdout
     smoke = subprocess.run(

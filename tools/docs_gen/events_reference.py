@@ -48,7 +48,7 @@ def _classes() -> dict[str, type]:
 
 def _event(name: str, node: dict[str, Any], version: int, skip: tuple[str, ...]) -> str:
     klass = _classes().get(name)
-    docs = attribute_docs(klass) if klass is not None else {}  # type: ignore[arg-type]
+    docs = attribute_docs(klass) if klass is not None else {}
     required = set(node.get("required", ()))
     rows = [
         [
