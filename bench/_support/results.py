@@ -24,6 +24,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS_FILE = ROOT / "bench" / "results.jsonl"
+RECORDED_HERE = "bench/results.jsonl"
 RESULTS_ENV = "BENCH_RESULTS_FILE"
 """Another file to record into (the tests' own), in place of ``RESULTS_FILE``."""
 FIELDS = (
@@ -46,7 +47,8 @@ the commit, machine and date taken then)."""
 
 def current_commit() -> str:
     """The short commit of the tree measured; ``+changes`` when tracked files differ
-    from it (the figure is then of a tree no commit holds)."""
+    from it (the figure is then of a tree no commit holds), the results file itself
+    aside (each recorded figure changes it)."""
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
@@ -55,7 +57,13 @@ def current_commit() -> str:
             text=True,
             check=True,
         ).stdout.strip()
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=ROOT).returncode != 0
+        dirty = (
+            subprocess.run(
+                ["git", "diff", "--quiet", "HEAD", "--", ".", f":(exclude){RECORDED_HERE}"],
+                cwd=ROOT,
+            ).returncode
+            != 0
+        )
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return f"{head}+changes" if dirty else head
