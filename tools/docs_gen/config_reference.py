@@ -158,7 +158,7 @@ def rows(model: type[BaseModel], prefix: str = "") -> list[list[str]]:
                 cell(type_name(field.annotation)),
                 cell(_default(field)),
                 cell(_limits(field)),
-                cell(first),
+                prose(first),
             ]
         )
         for inner in nested:
@@ -174,7 +174,7 @@ HEADER = ["key", "type", "default", "limits", "what it is"]
 
 def render() -> str:
     from contreact_events.config import RunConfig
-    from contreact_events.config.experiment import ExperimentConfig, ExperimentModel
+    from contreact_events.config.experiment import ExperimentConfig
 
     return "\n".join(
         [
@@ -192,8 +192,5 @@ def render() -> str:
             "## Experiment file (`ExperimentConfig`)\n",
             prose((inspect.getdoc(ExperimentConfig) or "").split("\n\n")[0]) + "\n",
             table(HEADER, rows(ExperimentConfig)),
-            "### One model of an experiment (`models[]`, `ExperimentModel`)\n",
-            prose((inspect.getdoc(ExperimentModel) or "").split("\n\n")[0]) + "\n",
-            table(HEADER, rows(ExperimentModel, "models[].")),
         ]
     )
