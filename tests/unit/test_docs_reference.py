@@ -89,4 +89,5 @@ def test_every_api_path_is_on_the_api_page() -> None:
 
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_a_generated_page_says_so(name: str) -> None:
-    assert (ROOT / name).read_text().startswith("<!-- Generated from ")
+    head = (ROOT / name).read_text().split("\n# ", 1)[0]
+    assert "<!-- Generated from " in head and "by `python -m tools.docs_gen`" in head

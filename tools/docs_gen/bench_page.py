@@ -134,6 +134,7 @@ def render(results: Path = RESULTS_FILE) -> str:
     )
     return "\n".join(
         [
+            "---\nhide:\n  - toc\n---\n",  # the site: room for the wide table
             banner("`bench/results.jsonl` and the benchmarks' docstrings"),
             INTRO,
             "## Latest figures\n",
