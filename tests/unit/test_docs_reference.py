@@ -87,6 +87,21 @@ def test_every_api_path_is_on_the_api_page() -> None:
             assert f"## `{method.upper()} {path}`" in page
 
 
+def test_every_environment_setting_is_on_the_settings_page() -> None:
+    import importlib
+
+    from tools.docs_gen.settings_reference import SETTINGS, env_names
+
+    page = (DOCS / "reference/settings.md").read_text()
+    for _title, module, name in SETTINGS:
+        model = getattr(importlib.import_module(module), name)
+        assert f"(`{name}`)" in page
+        for field_name, field in model.model_fields.items():
+            for env in env_names(model, field_name, field.validation_alias):
+                assert f"`{env}`" in page, (name, field_name)
+    assert "`CONTREACT_LLM_HOSTS`" in page and "`CONTREACT_UI_PORT`" in page
+
+
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_a_generated_page_says_so(name: str) -> None:
     head = (ROOT / name).read_text().split("\n# ", 1)[0]

@@ -9,5 +9,7 @@ what the code gives now (``tests/unit/test_docs_reference.py`` fails on the same
   its type, default and limits, from the pydantic models (``RunConfig``, ``ExperimentFile``);
 - ``docs/reference/events.md``: every event, from the JSON schemas in ``libs/events/schema``;
 - ``docs/reference/api.md``: the dashboard's JSON API, from ``services/ui/openapi.json``;
+- ``docs/reference/settings.md``: every environment setting, from each service's and the
+  CLI's settings object;
 - ``docs/benchmarks.md``: each benchmark's latest figure, from ``bench/results.jsonl``.
 """

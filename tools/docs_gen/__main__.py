@@ -14,6 +14,7 @@ from tools.docs_gen import (
     cli_reference,
     config_reference,
     events_reference,
+    settings_reference,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,6 +23,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "docs/reference/config.md": config_reference.render,
     "docs/reference/events.md": events_reference.render,
     "docs/reference/api.md": api_reference.render,
+    "docs/reference/settings.md": settings_reference.render,
     "docs/benchmarks.md": bench_page.render,
 }
 
