@@ -117,7 +117,7 @@ def _default(field: FieldInfo) -> str:
     if field.default_factory is not None:
         if field.default_factory not in (dict, list, tuple, set, frozenset):
             return "computed where it runs"  # a host name, a process id: not the page's
-        value = field.default_factory()  # type: ignore[call-arg]
+        value: object = field.default_factory()
     elif field.default is PydanticUndefined:
         return "required"
     else:
