@@ -10,7 +10,7 @@ PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: install redis chromium demo test check lint schema bench up down clean lock images-early \
-  docker-engine docker-images docker-test bench-docker bench-smoke
+  docker-engine docker-images docker-test bench-docker bench-smoke docs
 
 $(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt deploy/llama-wheel.sh
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -91,26 +91,35 @@ lock: install
 	   | sed 's/^torch==2.13.0+cpu$$/torch==2.13.0/' | sort -f; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
 
+# The documentation site (mkdocs.yml): the generated pages rewritten from the code, then
+# the site built into site/, a broken link or anchor failing it (--strict).
+docs: install
+	$(BIN)/python -m tools.docs_gen
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 schema: install
 	$(BIN)/python -m contreact_events.wire.schema
 	$(BIN)/python -m contreact_ui.schema
 
+# BENCH_ARGS=--record appends every figure to bench/results.jsonl (docs/benchmarks.md is
+# generated from it: `make docs`).
+BENCH_ARGS ?=
 bench: install
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-bench.txt
-	$(BIN)/python -m bench.bus_overhead
-	$(BIN)/python -m bench.fold_speed
-	$(BIN)/python -m bench.log.replay_speed
-	$(BIN)/python -m bench.log.what_if_speed
-	$(BIN)/python -m bench.log.log_growth
-	$(BIN)/python -m bench.services.embedder_throughput
-	$(BIN)/python -m bench.services.similarity_search
-	$(BIN)/python -m bench.services.orchestrator_scaleout
-	$(BIN)/python -m bench.services.recovery
-	$(BIN)/python -m bench.services.redis_memory
-	$(BIN)/python -m bench.research.ui_speed
-	$(BIN)/python -m bench.services.experiment_scaling
-	$(BIN)/python -m bench.services.model_swaps
-	$(BIN)/python -m bench.research.analysis_speed
+	$(BIN)/python -m bench.bus_overhead $(BENCH_ARGS)
+	$(BIN)/python -m bench.fold_speed $(BENCH_ARGS)
+	$(BIN)/python -m bench.log.replay_speed $(BENCH_ARGS)
+	$(BIN)/python -m bench.log.what_if_speed $(BENCH_ARGS)
+	$(BIN)/python -m bench.log.log_growth $(BENCH_ARGS)
+	$(BIN)/python -m bench.services.embedder_throughput $(BENCH_ARGS)
+	$(BIN)/python -m bench.services.similarity_search $(BENCH_ARGS)
+	$(BIN)/python -m bench.services.orchestrator_scaleout $(BENCH_ARGS)
+	$(BIN)/python -m bench.services.recovery $(BENCH_ARGS)
+	$(BIN)/python -m bench.services.redis_memory $(BENCH_ARGS)
+	$(BIN)/python -m bench.research.ui_speed $(BENCH_ARGS)
+	$(BIN)/python -m bench.services.experiment_scaling $(BENCH_ARGS)
+	$(BIN)/python -m bench.services.model_swaps $(BENCH_ARGS)
+	$(BIN)/python -m bench.research.analysis_speed $(BENCH_ARGS)
 
 up: install
 	$(BIN)/contreact up

@@ -4,7 +4,9 @@ timing, printing of figures, ratios and verdicts, and the smoke size.
 Every benchmark takes ``--smoke``: the same code path at a tiny size, so that
 ``tests/integration/test_bench_smoke.py`` notices within seconds when a benchmark
 no longer runs (it hangs, or stops producing its figures). Its figures then mean
-nothing and its verdicts are not judged."""
+nothing and its verdicts are not judged. And ``--record``: each verdict (and each
+figure a benchmark reports with ``figure``) is appended to ``bench/results.jsonl``
+(``bench/_support/results.py``), which ``docs/benchmarks.md`` is generated from."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from typing import Any
 
 import redis
 
+from bench._support.results import add_record_flag, record, refuse_smoke
 from contreact_bus.exceptions import RedisUnavailable
 from contreact_bus.local_redis import running_redis_server
 
@@ -40,6 +43,8 @@ SMOKE_NOTE = "   smoke size: this only checks that the benchmark runs; its figur
 
 
 def add_smoke_flag(parser: argparse.ArgumentParser) -> None:
+    """The flags every benchmark takes: ``--smoke`` and ``--record``."""
+    add_record_flag(parser)
     parser.add_argument(
         "--smoke",
         action="store_true",
@@ -62,6 +67,7 @@ def use_smoke_sizes(namespace: dict[str, Any], **sizes: Any) -> None:
         if name not in namespace:
             raise KeyError(f"bench: no size constant {name} to shrink; fix the smoke sizes")
         namespace[name] = value
+    refuse_smoke()
     print(SMOKE_NOTE)
 
 
@@ -204,5 +210,30 @@ def ratio(label: str, numerator: float, denominator: float, note: str = "") -> f
     return value
 
 
-def verdict(name: str, passed: bool, detail: str) -> None:
-    print(f"{'PASS' if passed else 'FAIL'}: {name}: {detail}")
+def verdict(
+    name: str,
+    passed: bool,
+    detail: str,
+    *,
+    value: float | str | None = None,
+    unit: str = "",
+    target: str = "",
+) -> None:
+    """Print the verdict line of a target (and record it with ``--record``: ``value``
+    in ``unit`` against ``target``, as the benchmark states them)."""
+    word = "PASS" if passed else "FAIL"
+    print(f"{word}: {name}: {detail}")
+    record(
+        name,
+        detail if value is None else value,
+        unit=unit,
+        target=target,
+        verdict=word,
+        detail=detail,
+    )
+
+
+def figure(name: str, value: float, unit: str, detail: str = "") -> None:
+    """Record a figure the benchmark reports but does not judge (no target, or a
+    retired one): no verdict line is printed for it."""
+    record(name, value, unit=unit, detail=detail)

@@ -192,6 +192,9 @@ def main(argv: list[str] | None = None) -> None:
         plans <= TARGET_PLAN_FOLDS and checks <= TARGET_CHECK_FOLDS,
         f"the plan costs {plans:.2f} folds of the parent (<= {TARGET_PLAN_FOLDS}), the CLI's "
         f"pre-check {checks:.2f} (<= {TARGET_CHECK_FOLDS})",
+        value=plans,
+        unit="folds",
+        target=f"<= {TARGET_PLAN_FOLDS} folds",
     )
 
 

@@ -159,6 +159,9 @@ def main(argv: list[str] | None = None) -> None:
         r_log <= TARGET_RATIO,
         f"cycle {LATE} adds {log_bytes[LATE]:,} B vs {log_bytes[FIRST]:,} B at cycle "
         f"{FIRST} ({r_log:.2f}x; target flat, <= {TARGET_RATIO:.2f}x)",
+        value=r_log,
+        unit="x",
+        target=f"<= {TARGET_RATIO:.2f}x",
     )
 
 

@@ -69,6 +69,9 @@ def main(argv: list[str] | None = None) -> None:
         "replay speed",
         value <= TARGET_RATIO,
         f"prompt hashes cost {value:.2f}x the replay without them (<= {TARGET_RATIO}x)",
+        value=value,
+        unit="x",
+        target=f"<= {TARGET_RATIO}x",
     )
 
 

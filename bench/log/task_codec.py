@@ -112,6 +112,9 @@ def main(argv: list[str] | None = None) -> None:
         max(first) <= TARGET,
         f"at cycle {CYCLES[0]} encoding costs {first[0]:.2f}x and decoding {first[1]:.2f}x "
         f"the plain way (<= {TARGET}x)",
+        value=max(first),
+        unit="x",
+        target=f"<= {TARGET}x",
     )
 
 

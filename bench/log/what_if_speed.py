@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> None:
         "what-if speed",
         value <= TARGET_RATIO,
         f"a what-if over the whole run costs {value:.2f}x its replay (<= {TARGET_RATIO}x)",
+        value=value,
+        unit="x",
+        target=f"<= {TARGET_RATIO}x",
     )
 
 

@@ -130,16 +130,25 @@ def main(argv: list[str] | None = None) -> None:
         "no wrong value, no false rating",
         failures == 0,
         f"{failures} answers rated with a value they do not commit to (target 0)",
+        value=failures,
+        unit="answers",
+        target="0",
     )
     verdict(
         "committed answers read by the parser alone",
         least >= TARGET_READ,
         f"{least:.1%} at least (target >= {TARGET_READ:.0%})",
+        value=least * 100,
+        unit="%",
+        target=f">= {TARGET_READ:.0%}",
     )
     verdict(
         "cost of a parse",
         cost <= TARGET_RATIO,
         f"{cost:.1f}x the normalization of the same answers (target <= {TARGET_RATIO:.0f}x)",
+        value=cost,
+        unit="x",
+        target=f"<= {TARGET_RATIO:.0f}x",
     )
 
 

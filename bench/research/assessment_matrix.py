@@ -208,6 +208,9 @@ def main(argv: list[str] | None = None) -> None:
         "assessment matrix",
         share <= TARGET and once,
         f"{share:.2f}x the lower bound (<= {TARGET}); each evaluator loaded once: {once}",
+        value=share,
+        unit="x",
+        target=f"<= {TARGET}x",
     )
 
 

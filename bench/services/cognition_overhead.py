@@ -215,18 +215,41 @@ def main(argv: list[str] | None = None) -> None:
     row("the run's model: added beyond that time / off", added, "x")
     complete = all(t.by_model == CYCLES for label in CONFIGS if "model" in label
                    for t in results[label])  # fmt: skip
-    verdict("every analysis by the model", complete, "none fell back to the heuristic")
+    verdict(
+        "every analysis by the model",
+        complete,
+        "none fell back to the heuristic",
+        value="all" if complete else "not all",
+        target="all",
+    )
     shared = ratios["model, the run's model"]
     mine = ratios["model, a model of its own"]
-    verdict("analyses on a model of their own", mine <= TARGET, f"{mine:.3f}x off (<= {TARGET})")
+    verdict(
+        "analyses on a model of their own",
+        mine <= TARGET,
+        f"{mine:.3f}x off (<= {TARGET})",
+        value=mine,
+        unit="x",
+        target=f"<= {TARGET}x",
+    )
     verdict(
         "analyses on the run's model: the scheduling's part",
         added <= SCHEDULING_TARGET,
         f"{added:+.3f}x off beyond the analyses' {on_host:.1f} s on the host "
         f"(<= {SCHEDULING_TARGET}); whole ratio {shared:.3f}x",
+        value=added,
+        unit="x",
+        target=f"<= {SCHEDULING_TARGET}x",
     )
     heuristic = ratios["heuristic"]
-    verdict("heuristic analyses", heuristic <= TARGET, f"{heuristic:.3f}x off (<= {TARGET})")
+    verdict(
+        "heuristic analyses",
+        heuristic <= TARGET,
+        f"{heuristic:.3f}x off (<= {TARGET})",
+        value=heuristic,
+        unit="x",
+        target=f"<= {TARGET}x",
+    )
 
 
 if __name__ == "__main__":

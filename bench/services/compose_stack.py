@@ -44,7 +44,16 @@ import redis
 import redis.asyncio as aioredis
 import yaml
 
-from bench._support import ROOT, add_smoke_flag, header, ratio, redis_server, row, use_smoke_sizes
+from bench._support import (
+    ROOT,
+    add_smoke_flag,
+    figure,
+    header,
+    ratio,
+    redis_server,
+    row,
+    use_smoke_sizes,
+)
 from contreact_bus.heartbeats import heartbeats
 from contreact_bus.local_redis import free_port
 from contreact_cli.config_file import load_experiment
@@ -256,7 +265,8 @@ def main(argv: list[str] | None = None) -> None:
     row("compose: experiment wall time", compose["experiment"], "s")
     row("contreact up: experiment submitted", local["submitted"], "s")
     row("contreact up: experiment wall time", local["experiment"], "s")
-    ratio("experiment: compose / contreact up", compose["experiment"], local["experiment"])
+    share = ratio("experiment: compose / contreact up", compose["experiment"], local["experiment"])
+    figure("experiment: compose / contreact up", share, "x", "the same experiment, same run")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"   load average at the end (1, 5, 15 min): {load}")
 

@@ -355,12 +355,18 @@ def main(argv: list[str] | None = None) -> None:
         "embedder throughput",
         share >= TARGET_RATIO and embedded == TASKS,
         f"{share:.0%} of raw {args.runtime} encode at batch 32 (target >= {TARGET_RATIO:.0%})",
+        value=share * 100,
+        unit="%",
+        target=f">= {TARGET_RATIO:.0%}",
     )
     verdict(
         "embedder lone-task latency",
         extra_ms <= TARGET_LONE_MS,
         f"+{extra_ms:.2f} ms over one raw encode of {raw_single * 1000:.1f} ms "
         f"(target <= +{TARGET_LONE_MS:.0f} ms)",
+        value=extra_ms,
+        unit="ms",
+        target=f"<= +{TARGET_LONE_MS:.0f} ms",
     )
 
 

@@ -171,6 +171,9 @@ def main(argv: list[str] | None = None) -> None:
         "services' logs",
         count == 0,
         f"{count} error line(s) logged by the services (0: no call failed on the way)",
+        value=count,
+        unit="lines",
+        target="0",
     )
     for latency, samples in results["single"].items():
         single = statistics.median(samples)
@@ -191,6 +194,9 @@ def main(argv: list[str] | None = None) -> None:
             f"{size} runs",
             value <= target,
             f"{value:.2f}x one run's wall time with {latency} ms calls (<= {target})",
+            value=value,
+            unit="x",
+            target=f"<= {target}x",
         )
 
 

@@ -148,7 +148,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"     loads (s, model): {result['loads']}")
     aware = results["model_aware"]["makespan"] / bound
     verdict(
-        "model swaps", aware <= TARGET, f"model-aware {aware:.2f}x the lower bound (<= {TARGET})"
+        "model swaps",
+        aware <= TARGET,
+        f"model-aware {aware:.2f}x the lower bound (<= {TARGET})",
+        value=aware,
+        unit="x",
+        target=f"<= {TARGET}x",
     )
 
 

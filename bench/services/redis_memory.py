@@ -168,6 +168,9 @@ def main(argv: list[str] | None = None) -> None:
         shrink < 0.05 and kept_entries < active_entries,
         f"a finished run keeps {shrink:.1%} of its keys' memory after retention "
         f"(target < 5%); streams hold {kept_entries} entries after housekeeping",
+        value=shrink * 100,
+        unit="%",
+        target="< 5%",
     )
 
 
