@@ -24,6 +24,7 @@ from contreact_cli.commands import (
     experiment,
     forks,
     inspect,
+    interview,
     models,
     runs,
     stack,
@@ -33,7 +34,7 @@ from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_events.exceptions import ContReActEventError
 
-GROUPS = (stack, runs, forks, inspect, corpus, models, experiment, assess, analysis)
+GROUPS = (stack, runs, forks, interview, inspect, corpus, models, experiment, assess, analysis)
 """The command groups, in the order ``contreact --help`` lists their commands."""
 
 BROKEN_PIPE_EXIT = 141

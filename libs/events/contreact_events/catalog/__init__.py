@@ -190,6 +190,7 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("RunRequested", 4): _config_with_rules_1,
     ("RunStarted", 4): _config_with_rules_1,
     ("RunForked", 1): lambda data: _adds(config_in_force=False)(_config_with_rules_1(data)),
+    ("RunForked", 2): _adds(question=""),
     ("LLMRequested", 1): _adds(prompt_sha256=None),
     ("StepLimitReached", 1): _adds(final_call=False),
     ("RegenerationRequested", 1): _adds(pinned=False),

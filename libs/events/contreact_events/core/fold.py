@@ -62,6 +62,7 @@ from contreact_events.catalog.tool import (
     ToolCallRequested,
 )
 from contreact_events.core.folding import Appended, evolve, projector, trusted
+from contreact_events.core.researcher import researcher_turn
 from contreact_events.core.state import (
     AgentState,
     Attempt,
@@ -182,6 +183,8 @@ def _(event: RunForked, state: AgentState) -> dict[str, Any]:
         changes["memory_block"] = ()
     if event.config_in_force and not config.diversity.enabled and state.next_advisory:
         changes["next_advisory"] = None
+    if event.question:
+        changes["researcher_question"] = event.question
     return changes
 
 
@@ -200,19 +203,25 @@ def _(event: CycleStarted, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "cycle_start", "cycle_end")
     if event.cycle != state.cycle_number + 1:
         raise InvalidTransition(f"cycle {event.cycle} started after cycle {state.cycle_number}")
-    history = Appended()
+    opened: list[ChatMessage] = []
     opening = state.config.cycle_start_message if state.config else ""
     if opening:
         text = opening.replace("{cycle}", str(event.cycle))
-        history = Appended(trusted(ChatMessage, role="user", content=text))
+        opened.append(trusted(ChatMessage, role="user", content=text))
+    changes: dict[str, Any] = {}
+    if state.researcher_question:  # a fork's question (``contreact ask``) opens this cycle
+        content = researcher_turn(state.researcher_question)
+        opened.append(trusted(ChatMessage, role="user", content=content))
+        changes["researcher_question"] = ""
     return {
+        **changes,
         "phase": "calling",
         "cycle_number": event.cycle,
         "step": 0,
         "advisory": event.advisory,
         "next_advisory": None,
         "attempts": (),
-        "message_history": history,
+        "message_history": Appended(*opened),
         "metrics": _NO_METRICS,
         "final_call": False,
     }

@@ -188,6 +188,9 @@ class AgentState(BaseModel):
     """The cycle the last memory retrieval was for (0: none yet)."""
     fork_prefix: int = 0
     """A fork: how many events its log copied from the parent (0: not a fork)."""
+    researcher_question: str = ""
+    """A fork's researcher question (``RunForked.question``, ``contreact ask``) until
+    the next cycle opens with it; empty: none waits."""
 
     @property
     def model_name(self) -> str:

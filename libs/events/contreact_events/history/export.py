@@ -45,6 +45,11 @@ def _record(
     options = after.config.model_options.as_options() if after.config else {}
     match event.type:
         case "CycleStarted":
+            if before.researcher_question:  # ``contreact ask``: a researcher's turn opens it
+                return "CYCLE_START", {
+                    "advisory": event.advisory,
+                    "researcher_question": before.researcher_question,
+                }
             return "CYCLE_START", {"advisory": event.advisory}
         case "LLMResponded":
             message = event.message

@@ -41,6 +41,7 @@ from contreact_events.catalog.run import RunRequested
 from contreact_events.config import RunConfig, check_identifier
 from contreact_events.config.overrides import Assignment, apply_assignments, changed_settings
 from contreact_events.core.folding import evolve
+from contreact_events.core.researcher import question_problem
 from contreact_events.core.state import AgentState
 from contreact_events.diversity.corpus import run_scope, scope_for
 from contreact_events.exceptions import ContReActEventError, ForkRefused, InvalidTransition
@@ -72,6 +73,8 @@ class ForkCheck:
     cut: list[Event]
     parent_config: RunConfig
     config: RunConfig
+    question: str = ""
+    """``contreact ask``: the question cycle K+1 opens with (empty: a plain fork)."""
 
     @property
     def prefix_len(self) -> int:
@@ -93,9 +96,11 @@ def check_fork(
     at_cycle: int,
     model: str | None = None,
     assignments: Iterable[Assignment] = (),
+    question: str = "",
 ) -> ForkCheck:
     """The fork's cut and configuration, refused (``ForkRefused``, one line) when it cannot
-    be honest or cannot be made; the whole rule but the re-key and the fold."""
+    be honest or cannot be made; the whole rule but the re-key and the fold. A
+    ``question`` (``contreact ask``) opens the child's first cycle."""
     if not parent_events:
         raise ForkRefused(f"run {child_run_id}: the parent's log is empty")
     parent_id = parent_events[0].run_id
@@ -103,13 +108,17 @@ def check_fork(
         raise ForkRefused(f"a fork needs a run id of its own, not its parent's ({parent_id})")
     if at_cycle < 1:
         raise ForkRefused(f"--at-cycle {at_cycle}: a fork starts after a whole cycle (1 or more)")
+    if question:
+        problem = question_problem(question)
+        if problem is not None:
+            raise ForkRefused(problem)
     cut = cut_at_cycle(parent_events, at_cycle)
     before = requested_config(cut)  # the configuration in force at the cut
     child_config = fork_config(before, child_run_id, model, assignments)
     refusal = fork_refusal(before, child_config, at_cycle)
     if refusal is not None:
         raise ForkRefused(refusal)
-    return ForkCheck(parent_id, child_run_id, at_cycle, cut, before, child_config)
+    return ForkCheck(parent_id, child_run_id, at_cycle, cut, before, child_config, question)
 
 
 def plan_fork(
@@ -122,6 +131,7 @@ def plan_fork(
     event_id: str = "fork",
     ts: datetime,
     version: str = "",
+    question: str = "",
 ) -> ForkPlan:
     """The fork of the run logged in ``parent_events`` at the end of cycle ``at_cycle``
     as run ``child_run_id``. Raises ``ForkRefused`` (one line) for a fork that cannot be
@@ -136,6 +146,7 @@ def plan_fork(
         at_cycle=at_cycle,
         model=model,
         assignments=assignments,
+        question=question,
     )
     parent_id = check.parent_run_id
     scope = scope_for(check.config, child_run_id)
@@ -160,6 +171,7 @@ def plan_fork(
         changes=check.changes,
         memory_calls=len(calls),
         orchestrator_version=version,
+        question=check.question,
     )
     return ForkPlan(prefix=prefix, forked=forked, state=state)
 

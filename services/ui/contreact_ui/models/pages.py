@@ -61,6 +61,23 @@ class ForkOrigin(_Model):
     parent_shown: bool
     """False when the dashboard does not hold the parent."""
     changes: list[SettingChange]
+    question: str = ""
+    """An interview (``contreact ask``): the researcher's question its first own cycle
+    opened with (untrusted text); empty for a plain fork."""
+
+
+class QueryRow(_Model):
+    """A question asked of the run's model about the run (``contreact query``), recorded
+    beside the run, never in its log."""
+
+    at: datetime
+    by: str
+    model: str
+    cycle: int
+    """The cycle of the agent's last answer in the history the model was given."""
+    question: str
+    answer: str
+    input_sha256: str
 
 
 class ForkLink(_Model):
@@ -95,6 +112,8 @@ class RunPage(_Model):
     """The run's parent, when it is a fork."""
     forks: list[ForkLink] = []
     """The runs forked from this one that the dashboard holds."""
+    queries: list[QueryRow] = []
+    """The questions asked of the run's model about it (``contreact query``)."""
 
 
 class MemoryEntry(_Model):
