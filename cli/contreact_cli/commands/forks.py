@@ -98,7 +98,9 @@ async def fork_run(
     assignments = parse_assignments(pairs)
     async with redis_client(settings) as redis:
         events = await load_events(redis, settings.archive_dir, parent)
-        child = child_id or await _free_id(redis, settings, _default_id(parent, at_cycle, id_suffix))
+        child = child_id or await _free_id(
+            redis, settings, _default_id(parent, at_cycle, id_suffix)
+        )
         check = check_fork(  # refuses here what the orchestrator would refuse
             events,
             child_run_id=child,

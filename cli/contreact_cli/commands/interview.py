@@ -145,7 +145,7 @@ def cmd_queries(args: argparse.Namespace, settings: CLISettings) -> int:
         print_json([r.model_dump(mode="json") for r in records])
         return 0
     if not records:
-        out(f"no query of run {args.run} yet: `contreact query {args.run} \"QUESTION\"`")
+        out(f'no query of run {args.run} yet: `contreact query {args.run} "QUESTION"`')
     for r in records:
         when = r.ts.strftime("%Y-%m-%d %H:%M")
         out(f"{when} {safe(r.by, 60, one_line=True)} asked {r.model} (up to cycle {r.cycle}):")
@@ -158,7 +158,9 @@ async def run_queries(settings: CLISettings, run: str) -> list[RunQueried]:
     """The run's query records (Redis, then its archive); an unknown run is one line."""
     async with redis_client(settings) as redis:
         if not await existing_runs(redis, settings.archive_dir, [run]):
-            raise CLIError(f"no run '{run}' (neither in Redis nor archived): check `contreact runs`")
+            raise CLIError(
+                f"no run '{run}' (neither in Redis nor archived): check `contreact runs`"
+            )
         return (await queries.read_queries(redis, settings.archive_dir, [run]))[run]
 
 

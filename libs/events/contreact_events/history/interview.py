@@ -108,4 +108,3 @@ def query_problem(events: Sequence[Event], recorded: RunQueried) -> str | None:
             f"rebuilt {built.input_sha256[:12]}"
         )
     return None
-
