@@ -6,6 +6,8 @@ archive holds it; every bad input one line."""
 from __future__ import annotations
 
 import json
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +112,26 @@ def test_query_and_ask_a_finished_and_an_archived_run(stack: Stack, tmp_path: Pa
         stack.cli("ask", "iv-1", "One more?", "--at-cycle", "2", "--run-id", "iv-1-b", check=True)
         assert stack.json("show", "iv-1-b")["status"] == "completed"
         assert len(stack.json("queries", "iv-1")) == 2
+        # The dashboard shows both: the queries on the run's page, the interview's question.
+        base = f"http://127.0.0.1:{stack.env['CONTREACT_UI_PORT']}"
+
+        def page(path: str) -> dict[str, Any]:
+            try:
+                with urllib.request.urlopen(f"{base}{path}", timeout=60) as response:
+                    return dict(json.loads(response.read()))
+            except urllib.error.HTTPError:  # (not projected yet)
+                return {"queries": []}
+
+        stack.wait_until(
+            lambda: len(page("/runs/iv-1.json").get("queries", [])) == 2, what="queries"
+        )
+        assert page("/runs/iv-1.json")["queries"][0]["question"] == QUESTION
+        stack.wait_until(
+            lambda: (
+                (page("/runs/iv-1-c3-ask.json").get("fork_of") or {}).get("question") == QUESTION
+            ),
+            what="the interview on the dashboard",
+        )
 
         # Bad input: one clear line each.
         one_line(stack.cli("query", "nobody", QUESTION), "nobody")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.control import SettingsChanged
 from contreact_events.catalog.run import RunRequested
 from contreact_events.config.overrides import parse_assignments, setting_paths
 from contreact_events.core.fold import fold_all
@@ -342,6 +343,11 @@ def test_a_saved_log_of_every_version_takes_a_what_if(path: Path) -> None:
     first = events[0]
     assert isinstance(first, RunRequested)
     count = requested_config(events).cycle_count  # a fork's own (RunForked), else the run's
+    set_mid_run = any(isinstance(e, SettingsChanged) and "cycle_count" in e.changes for e in events)
+    if set_mid_run:  # the logged change would hold from there: refused by name
+        with pytest.raises(ConfigError, match="cycle_count was changed while the run ran"):
+            run(events, f"cycle_count={count + 1}")
+        return
     later = run(events, f"cycle_count={count + 1}")
     state = fold_all(events)
     if state.status == "completed":

@@ -31,6 +31,7 @@ from contreact_events.catalog.cognition import (
     PersistentMemoryRequested,
     PersistentMemoryStored,
 )
+from contreact_events.catalog.control import SettingsChanged
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleStarted,
@@ -107,7 +108,8 @@ Event: TypeAlias = Annotated[
     | PersistentMemoryRequested
     | PersistentMemoryStored
     | MemoriesRetrievalRequested
-    | MemoriesRetrieved,
+    | MemoriesRetrieved
+    | SettingsChanged,
     Field(discriminator="type"),
 ]
 

@@ -16,14 +16,18 @@ from typing import Any
 
 from contreact_events.catalog import Event
 from contreact_events.catalog.cognition import OperatorMessageAnalyzed
+from contreact_events.catalog.control import SettingsChanged
 from contreact_events.catalog.delivery import TaskFailed, TaskRetried
 from contreact_events.catalog.fork import RunForked
 from contreact_events.catalog.run import RunRequested
+from contreact_events.config.live_settings import live_config
+from contreact_events.config.overrides import Assignment
 from contreact_events.core.advance import advance
 from contreact_events.core.fold import fold
 from contreact_events.core.outbox import pending_tasks
 from contreact_events.core.stamper import Stamper
 from contreact_events.core.state import AgentState, Phase
+from contreact_events.exceptions import ConfigError
 from contreact_events.wire.tasks import EmbedTask, LLMTask, MemoryTask
 
 Task = LLMTask | MemoryTask | EmbedTask
@@ -111,6 +115,8 @@ def rejection(state: AgentState, event: Event) -> str | None:
     match event.type:
         case "RunCancelled":
             return None
+        case "SettingsChanged":
+            return _settings_rejection(state, event)
         case "OperatorMessageAnalyzed":
             task = state.open_task(event.causation_id)
             answer = isinstance(event, OperatorMessageAnalyzed)
@@ -142,6 +148,18 @@ def _fork_rejection(state: AgentState, event: RunForked) -> str | None:
     if state.phase == "new":
         return f"run {state.run_id} has no copied prefix for RunForked to follow"
     return f"run {state.run_id} exists: RunForked follows only a copied prefix"
+
+
+def _settings_rejection(state: AgentState, event: Event) -> str | None:
+    """A change applies only if every key may change mid-run and the new values pass
+    the config's validation against the configuration in force (``live_config``)."""
+    assert isinstance(event, SettingsChanged) and state.config is not None
+    assignments = [Assignment(key, new) for key, (_old, new) in event.changes.items()]
+    try:
+        live_config(state.config, assignments, cycle=state.cycle_number, require_change=False)
+    except ConfigError as exc:
+        return str(exc)
+    return None
 
 
 def _failure_rejection(state: AgentState, event: TaskFailed) -> str | None:

@@ -23,6 +23,7 @@ from contreact_events.catalog.cognition import (
     PersistentMemoryRequested,
     PersistentMemoryStored,
 )
+from contreact_events.catalog.control import SettingsChanged
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleMetrics,
@@ -61,6 +62,7 @@ from contreact_events.catalog.tool import (
     ToolCallCompleted,
     ToolCallRequested,
 )
+from contreact_events.config.live_settings import applied
 from contreact_events.core.folding import Appended, evolve, projector, trusted
 from contreact_events.core.researcher import researcher_turn
 from contreact_events.core.state import (
@@ -84,7 +86,7 @@ from contreact_events.core.tools import (
     check_arguments,
     size_problem,
 )
-from contreact_events.exceptions import InvalidTransition
+from contreact_events.exceptions import ConfigError, InvalidTransition
 
 _NO_METRICS = CycleMetrics()
 """A new cycle's metrics (frozen: one instance serves every cycle)."""
@@ -550,6 +552,16 @@ def _(event: RunCancelled, state: AgentState) -> dict[str, Any]:
         "tool_queue": (),
         "open_tasks": (),
     }
+
+
+@_apply.register
+def _(event: SettingsChanged, state: AgentState) -> dict[str, Any]:
+    if state.terminal or state.phase == "new" or state.config is None:
+        raise InvalidTransition(f"SettingsChanged {event.event_id} for a run that is not active")
+    try:  # the new values are in force from the run's next decision on
+        return {"config": applied(state.config, event.changes)}
+    except ConfigError as exc:
+        raise InvalidTransition(f"SettingsChanged {event.event_id}: {exc}") from None
 
 
 WAITING_PHASES: tuple[Phase, ...] = (

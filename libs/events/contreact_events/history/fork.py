@@ -35,10 +35,12 @@ from datetime import datetime
 from typing import Any
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.control import SettingsChanged
 from contreact_events.catalog.cycle import CycleEnded
 from contreact_events.catalog.fork import RunForked
 from contreact_events.catalog.run import RunRequested
 from contreact_events.config import RunConfig, check_identifier
+from contreact_events.config.live_settings import applied
 from contreact_events.config.overrides import Assignment, apply_assignments, changed_settings
 from contreact_events.core.folding import evolve
 from contreact_events.core.researcher import question_problem
@@ -177,10 +179,17 @@ def plan_fork(
 
 
 def requested_config(events: Sequence[Event]) -> RunConfig:
-    """The run's configuration as submitted: its fork's, else its request's."""
-    for event in reversed(events):
+    """The run's configuration in force at the end of ``events``: as submitted (its
+    fork's, else its request's), with the settings changed mid-run since
+    (``SettingsChanged``, ``contreact set``) applied."""
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
         if isinstance(event, RunForked | RunRequested):
-            return event.config
+            config = event.config
+            for later in events[index + 1 :]:
+                if isinstance(later, SettingsChanged):
+                    config = applied(config, later.changes)
+            return config
     raise ForkRefused(f"run {events[0].run_id} has no RunRequested: not a run log")
 
 

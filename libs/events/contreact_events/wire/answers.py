@@ -16,6 +16,7 @@ from contreact_events.catalog.cognition import (
     PersistentMemoryStored,
     RetrievedMemory,
 )
+from contreact_events.catalog.control import SettingsChanged
 from contreact_events.catalog.cycle import LLMFailed, LLMResponded
 from contreact_events.catalog.delivery import TaskFailed
 from contreact_events.catalog.diversity import (
@@ -71,6 +72,15 @@ def run_requested(config: RunConfig, requested_by: str = "cli") -> InboxMessage:
 
 def run_cancelled(run_id: str, reason: str) -> InboxMessage:
     return input_message(RunCancelled, run_id, None, reason=reason)
+
+
+def settings_changed(
+    run_id: str, changes: dict[str, tuple[Any, Any]], *, by: str, reason: str, cycle: int
+) -> InboxMessage:
+    """``contreact set``: the run's settings changed mid-run, by whom and why."""
+    return input_message(
+        SettingsChanged, run_id, None, changes=changes, by=by, reason=reason, cycle=cycle
+    )
 
 
 def operator_replied(
