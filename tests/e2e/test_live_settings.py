@@ -41,7 +41,7 @@ def page(stack: Stack, path: str) -> dict[str, Any]:
 def test_a_live_run_goes_on_longer_with_the_reason_recorded(stack: Stack, tmp_path: Path) -> None:
     with running_fake_ollama(models=["llama3:latest"]) as fake:
         fake.auto_reply = True
-        fake.latency_s = 0.4  # (a slow model keeps the run live while it is changed)
+        fake.latency_s = 2.0  # (a slow model keeps the run live while it is changed)
         config = {
             "run_id": "set-1",
             "model_name": "llama3",
