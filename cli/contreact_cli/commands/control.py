@@ -18,6 +18,8 @@ import getpass
 import json
 import os
 import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -34,9 +36,10 @@ from contreact_cli.text import safe
 from contreact_events.config import check_identifier
 from contreact_events.config.live_settings import LIVE, live_config
 from contreact_events.config.overrides import Assignment, parse_assignments
+from contreact_events.core.decide import rejection
 from contreact_events.core.fold import fold_all
 from contreact_events.exceptions import ConfigError
-from contreact_events.wire.answers import settings_changed
+from contreact_events.wire.answers import run_paused, run_resumed, settings_changed
 from contreact_events.wire.tasks import InboxMessage
 
 BY_ENV = "CONTREACT_BY"
@@ -47,6 +50,11 @@ EPILOG = "settings a live run may change:\n" + "\n".join(
 
 
 def register(sub: Any) -> None:
+    register_setting(sub)
+    register_pausing(sub)
+
+
+def register_setting(sub: Any) -> None:
     p = add_command(
         sub,
         "set",
@@ -61,6 +69,114 @@ def register(sub: Any) -> None:
     p.add_argument("--reason", type=text, required=True, help="why (kept in the run's log)")
     p.add_argument("--by", help=f"who (default: ${BY_ENV}, else your login name)")
     p.add_argument("--wait", type=positive_seconds, default=15.0, help="seconds to wait (15)")
+
+
+def register_pausing(sub: Any) -> None:
+    for name, func, what in (
+        ("pause", cmd_pause, "pause a run, an experiment's runs, or its runs of one model"),
+        ("resume", cmd_resume, "let paused (or stepping) runs go on"),
+    ):
+        p = add_command(sub, name, func, what, listing=True)
+        p.add_argument("run", nargs="?", help="the run (or --experiment)")
+        p.add_argument("--experiment", type=experiment, help="every live run of this experiment")
+        p.add_argument("--model", help="with --experiment: only its runs of this model")
+        p.add_argument("--by", help=f"who (default: ${BY_ENV}, else your login name)")
+        p.add_argument("--wait", type=positive_seconds, default=15.0, help="seconds to wait (15)")
+        if name == "pause":
+            p.add_argument("--reason", type=text, default="", help="why (kept in the log)")
+            p.add_argument(
+                "--step", action="store_true", help="go on one model call per `contreact step`"
+            )
+    p = add_command(sub, "step", cmd_step, "let a stepping run make one more model call")
+    p.add_argument("run", help="the run")
+    p.add_argument("--by", help=f"who (default: ${BY_ENV}, else your login name)")
+    p.add_argument("--wait", type=positive_seconds, default=15.0, help="seconds to wait (15)")
+
+
+def cmd_pause(args: argparse.Namespace, settings: CLISettings) -> int:
+    by = _who(args.by)
+    return _control(
+        args,
+        settings,
+        lambda run_id: run_paused(run_id, by=by, reason=args.reason.strip(), stepping=args.step),
+        "stepping" if args.step else "paused",
+    )
+
+
+def cmd_resume(args: argparse.Namespace, settings: CLISettings) -> int:
+    by = _who(args.by)
+    return _control(args, settings, lambda run_id: run_resumed(run_id, by=by), "resumed")
+
+
+def cmd_step(args: argparse.Namespace, settings: CLISettings) -> int:
+    by = _who(args.by)
+    args.experiment = args.model = None
+    args.json = False
+    return _control(args, settings, lambda run_id: run_resumed(run_id, by=by, step=True), "stepped")
+
+
+def _who(given: str | None) -> str:
+    by = (given or os.environ.get(BY_ENV) or getpass.getuser()).strip()
+    if not by or len(by) > 200 or "\n" in by:
+        raise CLIError("say who in one line of at most 200 characters (--by NAME)")
+    return by
+
+
+def _control(
+    args: argparse.Namespace,
+    settings: CLISettings,
+    make: Callable[[str], InboxMessage],
+    done: str,
+) -> int:
+    if (args.run is None) == (args.experiment is None):
+        raise CLIError(f"{args.command}: name one run, or an experiment with --experiment")
+    if args.model is not None and args.experiment is None:
+        raise CLIError(f"{args.command}: --model picks runs of an experiment: add --experiment")
+    if args.run is not None:
+        try:
+            check_identifier("a run id", args.run)
+        except ValueError as exc:
+            raise CLIError(f"{args.command}: {exc}") from None
+    rows = asyncio.run(_send_control(settings, args, make))
+    if args.json:
+        print_json(rows)
+    else:
+        for row in rows:
+            state = done if row["applied"] else "sent, not taken yet (is the orchestrator up?)"
+            out(f"run {row['run_id']} {state} (in cycle {row['cycle']})")
+    return 0 if all(row["applied"] for row in rows) else 1
+
+
+async def _send_control(
+    settings: CLISettings, args: argparse.Namespace, make: Callable[[str], InboxMessage]
+) -> list[dict[str, Any]]:
+    """Check each target (live; ``contreact step``: stepping), then send and wait."""
+    async with redis_client(settings) as redis:
+        if args.run is not None:
+            targets = [args.run]
+        else:
+            targets = await _live_runs(redis, settings, args.experiment, model=args.model)
+        planned = []
+        for run_id in targets:
+            state = fold_all(await load_events(redis, settings.archive_dir, run_id))
+            if state.terminal:
+                raise CLIError(
+                    f"run {run_id} has ended ({state.status}): nothing to {args.command}"
+                )
+            message = make(run_id)
+            event = message.to_event(datetime.now(UTC))
+            reason = rejection(state, event)
+            if reason is not None:
+                raise CLIError(f"{args.command}: {reason}")
+            planned.append((message, {"run_id": run_id, "cycle": state.cycle_number}))
+        inbox = await Inbox.open(redis)
+        rows = []
+        for message, row in planned:
+            after = await RunLog(redis).last_id(message.run_id)
+            await inbox.send(message)
+            row["applied"] = await _logged(redis, message, after, args.wait)
+            rows.append(row)
+        return rows
 
 
 def cmd_set(args: argparse.Namespace, settings: CLISettings) -> int:
@@ -141,16 +257,20 @@ async def set_settings(
         return rows
 
 
-async def _live_runs(redis: aioredis.Redis, settings: CLISettings, name: str | None) -> list[str]:
+async def _live_runs(
+    redis: aioredis.Redis, settings: CLISettings, name: str | None, *, model: str | None = None
+) -> list[str]:
+    """The experiment's runs that have not ended (``model``: only that model's)."""
     assert name is not None
     ids = await experiment_run_ids(redis, name)
     live = []
     for run_id in ids:
         state = fold_all(await load_events(redis, settings.archive_dir, run_id))
-        if not state.terminal:
+        if not state.terminal and (model is None or state.model_name == model):
             live.append(run_id)
     if not live:
-        raise CLIError(f"experiment {name} has no live run (`contreact experiment status {name}`)")
+        of = f" of model {model}" if model is not None else ""
+        raise CLIError(f"experiment {name} has no live run{of} (`contreact runs`)")
     return live
 
 

@@ -31,7 +31,7 @@ from contreact_events.catalog.cognition import (
     PersistentMemoryRequested,
     PersistentMemoryStored,
 )
-from contreact_events.catalog.control import SettingsChanged
+from contreact_events.catalog.control import RunPaused, RunResumed, SettingsChanged
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleStarted,
@@ -109,7 +109,9 @@ Event: TypeAlias = Annotated[
     | PersistentMemoryStored
     | MemoriesRetrievalRequested
     | MemoriesRetrieved
-    | SettingsChanged,
+    | SettingsChanged
+    | RunPaused
+    | RunResumed,
     Field(discriminator="type"),
 ]
 

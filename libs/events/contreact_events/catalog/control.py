@@ -34,3 +34,28 @@ class SettingsChanged(InputEvent):
     cycle: int = 0
     """The cycle the run was in when the CLI asked (for the record; the change applies
     where the log puts it)."""
+
+
+class RunPaused(InputEvent):
+    """A researcher paused the run (input from the CLI, ``contreact pause``; ``contreact
+    run --step`` sends one with ``stepping``).
+
+    The run finishes what it waits on now (the call or tool in flight), then rests
+    before its next model call or its next cycle: it holds no LLM worker, no host slot
+    and no deadline while it rests, and its log says so (a restarted orchestrator folds
+    the same rest). ``stepping``: it rests at every model call until ``contreact step``
+    lets one more happen."""
+
+    type: Literal["RunPaused"] = "RunPaused"
+    by: str = Field(min_length=1, max_length=200)
+    reason: str = Field(default="", max_length=2000)
+    stepping: bool = False
+
+
+class RunResumed(InputEvent):
+    """A researcher let the run go on (``contreact resume``), or, ``step``, one model call
+    more and the tool calls it makes (``contreact step``, only for a stepping run)."""
+
+    type: Literal["RunResumed"] = "RunResumed"
+    by: str = Field(min_length=1, max_length=200)
+    step: bool = False

@@ -79,6 +79,8 @@ def advance(state: AgentState, stamp: Stamper) -> list[Event]:
     failed = next((t for t in state.open_tasks if t.failure is not None), None)
     if failed is not None:
         return [after_open_failure(state, failed, config, stamp)]
+    if resting(state):
+        return []
     match state.phase:
         case "starting":
             offered = offered_tools(config.tools.search_memory)
@@ -138,6 +140,21 @@ def advance(state: AgentState, stamp: Stamper) -> list[Event]:
         case "failing":
             return [stamp(RunFailed, reason=state.failure_reason or "unknown failure")]
     return []
+
+
+def resting(state: AgentState) -> bool:
+    """A paused run rests before its next model call or cycle (a stepping one before a
+    model call it has no step for): nothing is derived, so no task is sent and no
+    deadline runs (``contreact pause``, ``contreact step``)."""
+    if not (state.paused or state.stepping):
+        return False
+    if state.phase == "calling":
+        return state.paused or state.step_grants == 0
+    if state.phase == "cycle_start":
+        return state.paused
+    if state.phase == "cycle_end" and state.config is not None:
+        return state.paused and state.cycle_number < state.config.cycle_count
+    return False
 
 
 def _after_response(state: AgentState, stamp: Stamper) -> list[Event]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from contreact_events.catalog import Event
 from contreact_events.catalog.cognition import OperatorMessageAnalyzed
-from contreact_events.catalog.control import SettingsChanged
+from contreact_events.catalog.control import RunPaused, RunResumed, SettingsChanged
 from contreact_events.catalog.delivery import TaskFailed, TaskRetried
 from contreact_events.catalog.fork import RunForked
 from contreact_events.catalog.run import RunRequested
@@ -117,6 +117,20 @@ def rejection(state: AgentState, event: Event) -> str | None:
             return None
         case "SettingsChanged":
             return _settings_rejection(state, event)
+        case "RunPaused":
+            if state.paused or (state.stepping and isinstance(event, RunPaused) and event.stepping):
+                return f"run {state.run_id} is paused already"
+            return None
+        case "RunResumed":
+            step = isinstance(event, RunResumed) and event.step
+            if step and not state.stepping:
+                return (
+                    f"run {state.run_id} is not stepping: step only a run started with "
+                    f"`contreact run --step` or paused with `contreact pause {state.run_id} --step`"
+                )
+            if not step and not (state.paused or state.stepping):
+                return f"run {state.run_id} is not paused"
+            return None
         case "OperatorMessageAnalyzed":
             task = state.open_task(event.causation_id)
             answer = isinstance(event, OperatorMessageAnalyzed)

@@ -23,7 +23,7 @@ from contreact_events.catalog.cognition import (
     PersistentMemoryRequested,
     PersistentMemoryStored,
 )
-from contreact_events.catalog.control import SettingsChanged
+from contreact_events.catalog.control import RunPaused, RunResumed, SettingsChanged
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleMetrics,
@@ -171,6 +171,10 @@ def _(event: RunForked, state: AgentState) -> dict[str, Any]:
         "pending_task_id": task,
         "code_version": event.orchestrator_version,
         "fork_prefix": event.prefix_len,
+        # A fork starts running, whatever its parent's researcher did with the parent.
+        "paused": False,
+        "stepping": False,
+        "step_grants": 0,
         # The prefix's open analyses are the child's: sent again from now.
         "open_tasks": tuple(
             evolve(t, {"since": event.ts, "sends": 1, "failure": None}) for t in state.open_tasks
@@ -232,12 +236,15 @@ def _(event: CycleStarted, state: AgentState) -> dict[str, Any]:
 @_apply.register
 def _(event: LLMRequested, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "calling")
-    return {
+    changes: dict[str, Any] = {
         "phase": "awaiting_llm",
         "pending_task_id": event.task_id,
         "step": state.step + 1,
         "llm_calls": state.llm_calls + 1,
     }
+    if state.stepping:  # ``contreact step``: one grant, one model call
+        changes["step_grants"] = max(state.step_grants - 1, 0)
+    return changes
 
 
 @_apply.register
@@ -562,6 +569,22 @@ def _(event: SettingsChanged, state: AgentState) -> dict[str, Any]:
         return {"config": applied(state.config, event.changes)}
     except ConfigError as exc:
         raise InvalidTransition(f"SettingsChanged {event.event_id}: {exc}") from None
+
+
+@_apply.register
+def _(event: RunPaused, state: AgentState) -> dict[str, Any]:
+    if state.terminal or state.phase == "new":
+        raise InvalidTransition(f"RunPaused {event.event_id} for a run that is not active")
+    return {"paused": not event.stepping, "stepping": event.stepping, "step_grants": 0}
+
+
+@_apply.register
+def _(event: RunResumed, state: AgentState) -> dict[str, Any]:
+    if state.terminal or state.phase == "new":
+        raise InvalidTransition(f"RunResumed {event.event_id} for a run that is not active")
+    if event.step:
+        return {"paused": False, "step_grants": state.step_grants + 1}
+    return {"paused": False, "stepping": False, "step_grants": 0}
 
 
 WAITING_PHASES: tuple[Phase, ...] = (

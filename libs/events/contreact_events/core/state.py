@@ -188,6 +188,12 @@ class AgentState(BaseModel):
     """The cycle the last memory retrieval was for (0: none yet)."""
     fork_prefix: int = 0
     """A fork: how many events its log copied from the parent (0: not a fork)."""
+    paused: bool = False
+    """``contreact pause``: the run rests before its next model call or cycle."""
+    stepping: bool = False
+    """``contreact run --step``: the run rests at every model call until a step."""
+    step_grants: int = 0
+    """Model calls a stepping run may still make (``contreact step`` adds one)."""
     researcher_question: str = ""
     """A fork's researcher question (``RunForked.question``, ``contreact ask``) until
     the next cycle opens with it; empty: none waits."""

@@ -16,7 +16,7 @@ from contreact_events.catalog.cognition import (
     PersistentMemoryStored,
     RetrievedMemory,
 )
-from contreact_events.catalog.control import SettingsChanged
+from contreact_events.catalog.control import RunPaused, RunResumed, SettingsChanged
 from contreact_events.catalog.cycle import LLMFailed, LLMResponded
 from contreact_events.catalog.delivery import TaskFailed
 from contreact_events.catalog.diversity import (
@@ -81,6 +81,16 @@ def settings_changed(
     return input_message(
         SettingsChanged, run_id, None, changes=changes, by=by, reason=reason, cycle=cycle
     )
+
+
+def run_paused(run_id: str, *, by: str, reason: str = "", stepping: bool = False) -> InboxMessage:
+    """``contreact pause`` (``stepping``: ``contreact run --step``, ``pause --step``)."""
+    return input_message(RunPaused, run_id, None, by=by, reason=reason, stepping=stepping)
+
+
+def run_resumed(run_id: str, *, by: str, step: bool = False) -> InboxMessage:
+    """``contreact resume``; ``step``: ``contreact step`` (one model call more)."""
+    return input_message(RunResumed, run_id, None, by=by, step=step)
 
 
 def operator_replied(
