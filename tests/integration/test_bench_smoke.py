@@ -68,6 +68,9 @@ BENCHES: dict[str, Expected] = {
     "log.task_codec": Expected(
         ("encode, history known / plain", "decode, history known / plain"), ("task codec",)
     ),
+    "log.history_compaction": Expected(
+        ("per step, compact / none", "compact: largest prompt"), ("history compaction",)
+    ),
     "log.replay_speed": Expected(("events", "replay with prompt hashes"), ("replay speed",)),
     "log.what_if_speed": Expected(("events", "what-if, nothing changes"), ("what-if speed",)),
     "log.log_growth": Expected(("LLM task bytes over the run / log bytes",), ("log growth",)),

@@ -31,6 +31,7 @@ from contreact_events.catalog.cognition import (
     PersistentMemoryRequested,
     PersistentMemoryStored,
 )
+from contreact_events.catalog.compaction import HistoryCompactionRequested
 from contreact_events.catalog.control import RunPaused, RunResumed, SettingsChanged
 from contreact_events.catalog.cycle import (
     CycleEnded,
@@ -111,7 +112,8 @@ Event: TypeAlias = Annotated[
     | MemoriesRetrieved
     | SettingsChanged
     | RunPaused
-    | RunResumed,
+    | RunResumed
+    | HistoryCompactionRequested,
     Field(discriminator="type"),
 ]
 

@@ -72,6 +72,7 @@ REFUSED: Mapping[str, str] = {
     "tools": _EVERY_PROMPT + " (it changes the tools offered)",
     "diversity": _BUILT,
     "cognition": _BUILT,
+    "history": f"it decides what every later prompt carries of the earlier ones: {_FORK}",
 }
 """Settings (or whole sections) a live run may not change, with why."""
 

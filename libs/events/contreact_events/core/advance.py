@@ -44,6 +44,7 @@ from contreact_events.core.cognition_steps import (
     retrieval,
     retrieves,
 )
+from contreact_events.core.compaction import compaction_due, compaction_request
 from contreact_events.core.fold import final_call_note
 from contreact_events.core.prompt import prompt_sha256
 from contreact_events.core.stamper import Stamper
@@ -102,6 +103,8 @@ def advance(state: AgentState, stamp: Stamper) -> list[Event]:
                 )
             ]
         case "cycle_start":
+            if compaction_due(state, config):
+                return [compaction_request(state, config, stamp)]
             if retrieves(state, config):
                 return [retrieval(state, config, stamp)]
             return [stamp(CycleStarted, cycle=state.cycle_number + 1, advisory=None)]
@@ -134,6 +137,8 @@ def advance(state: AgentState, stamp: Stamper) -> list[Event]:
                 if state.open_tasks:  # each has a deadline: the wait is bounded
                     return []
                 return [stamp(RunCompleted, cycles=state.cycle_number)]
+            if compaction_due(state, config):
+                return [compaction_request(state, config, stamp)]
             if retrieves(state, config):
                 return [retrieval(state, config, stamp)]
             return [stamp(CycleStarted, cycle=state.cycle_number + 1, advisory=state.next_advisory)]
@@ -355,6 +360,7 @@ TASK_KINDS: dict[Phase, str] = {
     "checking_paragraphs": "the paragraph check",
     "tools": "the tool call",
     "retrieving": "the memory retrieval",
+    "compacting": "the history compaction",
 }
 
 

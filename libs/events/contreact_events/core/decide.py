@@ -89,8 +89,8 @@ def _sent(state: AgentState) -> set[tuple[str, int, Any]]:
 
 ANSWERED_IN: dict[str, tuple[Phase, ...]] = {
     "ModelChecked": ("checking",),
-    "LLMResponded": ("awaiting_llm",),
-    "LLMFailed": ("awaiting_llm",),
+    "LLMResponded": ("awaiting_llm", "compacting"),
+    "LLMFailed": ("awaiting_llm", "compacting"),
     "ToolCallCompleted": ("tools",),
     "ReflectionEmbedded": ("embedding",),
     "ParagraphsChecked": ("checking_paragraphs",),

@@ -23,6 +23,7 @@ from contreact_events.catalog.cognition import (
     PersistentMemoryRequested,
     PersistentMemoryStored,
 )
+from contreact_events.catalog.compaction import HistoryCompactionRequested
 from contreact_events.catalog.control import RunPaused, RunResumed, SettingsChanged
 from contreact_events.catalog.cycle import (
     CycleEnded,
@@ -248,7 +249,26 @@ def _(event: LLMRequested, state: AgentState) -> dict[str, Any]:
 
 
 @_apply.register
+def _(event: HistoryCompactionRequested, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "cycle_start", "cycle_end")
+    return {
+        "phase": "compacting",
+        "pending_task_id": event.task_id,
+        "compaction_upto": event.upto,
+        "compacting_from": state.phase,
+    }
+
+
+@_apply.register
 def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
+    if state.phase == "compacting":  # the summary: it stands for the older part from now
+        return {
+            "phase": state.compacting_from,
+            "pending_task_id": None,
+            "summary": event.message.content,
+            "summary_upto": state.compaction_upto,
+            "compactions": state.compactions + 1,
+        }
     _expect(state, event, "awaiting_llm")
     message = event.message
     m = state.metrics
@@ -275,12 +295,13 @@ def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
         "last_response": message,
         "message_history": Appended(reply),
         "metrics": metrics,
+        "last_prompt_tokens": event.usage.prompt_tokens,
     }
 
 
 @_apply.register
 def _(event: LLMFailed, state: AgentState) -> dict[str, Any]:
-    _expect(state, event, "awaiting_llm")
+    _expect(state, event, "awaiting_llm", "compacting")
     reason = f"LLM call failed after {event.attempts} attempt(s): {event.error}"
     return {"phase": "failing", "pending_task_id": None, "failure_reason": reason}
 
