@@ -262,13 +262,26 @@ def _(event: HistoryCompactionRequested, state: AgentState) -> dict[str, Any]:
 @_apply.register
 def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
     if state.phase == "compacting":  # the summary: it stands for the older part from now
-        return {
+        changes: dict[str, Any] = {
             "phase": state.compacting_from,
             "pending_task_id": None,
             "summary": event.message.content,
             "summary_upto": state.compaction_upto,
             "compactions": state.compactions + 1,
         }
+        if state.cycle_metrics:  # its tokens and time count to the cycle it follows
+            last = state.cycle_metrics[-1]
+            usage = event.usage
+            counted = evolve(
+                last,
+                {
+                    "prompt_tokens": last.prompt_tokens + usage.prompt_tokens,
+                    "completion_tokens": last.completion_tokens + usage.completion_tokens,
+                    "llm_seconds": last.llm_seconds + usage.wall_s,
+                },
+            )
+            changes["cycle_metrics"] = (*state.cycle_metrics[:-1], counted)
+        return changes
     _expect(state, event, "awaiting_llm")
     message = event.message
     m = state.metrics
