@@ -26,7 +26,6 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from contreact_bus import queries
-from contreact_bus.assessments import calls
 from contreact_bus.assessments.evaluators import BadEvaluator, evaluator_from_config
 from contreact_bus.experiments import existing_runs
 from contreact_bus.runs import load_events
@@ -35,6 +34,7 @@ from contreact_cli.commands.forks import fork_run
 from contreact_cli.connection import redis_client
 from contreact_cli.exceptions import CLIError
 from contreact_cli.output import Printer, out, print_json
+from contreact_cli.runs.model_checks import worker_call
 from contreact_cli.settings import CLISettings
 from contreact_cli.stack.service_waits import wait_for_services
 from contreact_cli.text import safe
@@ -263,32 +263,18 @@ async def _ask(redis: aioredis.Redis, made: QueryInput, chat: LLMTask, wait_s: f
     check = chat.model_copy(
         update={"kind": "check", "task_id": f"{job}/check", "messages": (), "deadline": deadline}
     )
-    checked = await _send(redis, check, wait_s, None)
+    checked = await worker_call(redis, check, wait_s, None)
     if not isinstance(checked, ModelChecked):
         raise CLIError(_no_answer("the model check", wait_s))
     if not checked.ok:
         raise CLIError(f"model {chat.model} cannot answer the query: {checked.detail}")
     ask = chat.model_copy(update={"task_id": f"{job}/chat", "call_timeout_s": wait_s})
-    answered = await _send(redis, ask, wait_s, wait_s)
+    answered = await worker_call(redis, ask, wait_s, wait_s)
     if isinstance(answered, LLMFailed):
         raise CLIError(f"model {chat.model} failed to answer the query: {answered.error}")
     if not isinstance(answered, LLMResponded):
         raise CLIError(_no_answer("the query", wait_s))
     return answered
-
-
-async def _send(
-    redis: aioredis.Redis, task: LLMTask, timeout_s: float, queue_wait_s: float | None
-) -> Any:
-    assert task.reply_to is not None
-    await calls.send_call(redis, task)
-    try:
-        reply = await calls.wait_reply(
-            redis, task.reply_to, task.task_id, timeout_s, queue_wait_s=queue_wait_s
-        )
-    finally:
-        await calls.close_call(redis, task.reply_to)
-    return None if reply is None else reply.to_event(datetime.now(UTC))
 
 
 def _no_answer(what: str, wait_s: float) -> str:

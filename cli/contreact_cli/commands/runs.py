@@ -23,6 +23,7 @@ from contreact_cli.config_file import load_config
 from contreact_cli.connection import redis_client
 from contreact_cli.exceptions import CLIError
 from contreact_cli.output import Printer, out, print_json
+from contreact_cli.runs.model_checks import compaction_model_problem
 from contreact_cli.runs.records import load_state, run_meta, runs
 from contreact_cli.settings import CLISettings
 from contreact_cli.stack.service_waits import required_services, wait_for_services
@@ -130,6 +131,9 @@ async def submit_run(
             raise CLIError(
                 f"run '{run_id}' already exists: set another run_id in the config or pass --run-id"
             )
+        problem = await compaction_model_problem(redis, config, wait_s)
+        if problem is not None:
+            raise CLIError(problem)
         request = run_requested(config)
         inbox = await Inbox.open(redis)
         await inbox.send(request)
