@@ -11,8 +11,11 @@ import pytest
 from contreact_events.catalog.compaction import HistoryCompactionRequested
 from contreact_events.config.history import SUMMARY_TURN
 from contreact_events.exceptions import ConfigError
+from contreact_events.history.evaluation import evaluator_input
 from contreact_events.history.export import export_records
+from contreact_events.history.interview import query_input
 from contreact_events.history.replay import replay_check
+from contreact_events.instruments import load_instrument
 from contreact_events.wire.codec import event_from_json, event_to_json
 from contreact_events.wire.tasks import LLMTask
 from tests.support.fork_sim import ForkSim
@@ -96,3 +99,21 @@ def test_a_policy_that_cannot_work_is_refused_with_one_line(
     with pytest.raises(ConfigError) as refused:
         make_config(run_id="x", cycle_count=2, history=rule)
     assert words in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_the_evaluator_and_a_query_see_the_history_the_agent_last_saw() -> None:
+    """PEI of a compacted run: the evaluator gets the summary and the messages after it,
+    as the agent's own prompts carried them, and its record says so."""
+    CHATS.clear()
+    rule = {"policy": "compact", "keep_last": 4, "threshold_messages": 12}
+    sim = Sim(make_config(run_id="c", cycle_count=12, history=rule))
+    sim.drive([agent])
+    made = evaluator_input(sim.log, load_instrument("pei"))
+    assert made.history_seen.startswith("summary of messages 1-")
+    assert made.messages[1].content.startswith("Summary of your earlier history")
+    assert len(made.messages) < len(sim.state.message_history)
+    queried = query_input(sim.log, "What do you remember?")
+    assert queried.messages[1] == made.messages[1]
+    whole = Sim(make_config(run_id="w", cycle_count=2))
+    whole.drive([agent])
+    assert evaluator_input(whole.log, load_instrument("pei")).history_seen == "whole"

@@ -31,6 +31,17 @@ def window(state: AgentState) -> tuple[tuple[ChatMessage, ...], int]:
     return (turn,), state.summary_upto
 
 
+def window_described(state: AgentState) -> str:
+    """Which history a prompt built in ``state`` carries, in words (an assessment and a
+    query record it): ``whole``, or what stands for the older part."""
+    lead, start = window(state)
+    if lead:
+        return f"summary of messages 1-{start} (compaction {state.compactions}), then {start + 1}-"
+    if start:
+        return f"truncated: messages {start + 1}- of {len(state.message_history)}"
+    return "whole"
+
+
 def _start(history: tuple[ChatMessage, ...], start: int) -> int:
     """``start`` (at least 0), moved on past tool results: a result whose call was cut
     would stand alone."""

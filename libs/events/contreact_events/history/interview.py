@@ -26,6 +26,7 @@ from contreact_events.catalog import Event
 from contreact_events.catalog.chat import ChatMessage
 from contreact_events.catalog.cycle import LLMResponded
 from contreact_events.catalog.query import RunQueried
+from contreact_events.core.compaction import window
 from contreact_events.core.fold import fold_all
 from contreact_events.core.prompt import sha256_of_prompt, system_message
 from contreact_events.core.researcher import question_problem
@@ -69,9 +70,11 @@ def query_input(events: Sequence[Event], question: str) -> QueryInput:
         )
     count = last + 1
     state = fold_all(events[:count])
+    lead, start = window(state)  # ``history``: what the agent's prompts carried of it
     messages = (
         system_message(state),
-        *state.message_history,
+        *lead,
+        *state.message_history[start:],
         ChatMessage(role="user", content=question),
     )
     return QueryInput(

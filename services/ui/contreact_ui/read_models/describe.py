@@ -6,6 +6,7 @@ from __future__ import annotations
 import orjson
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.compaction import HistoryCompactionRequested
 from contreact_events.catalog.control import SettingsChanged
 from contreact_events.catalog.cycle import (
     CycleEnded,
@@ -94,6 +95,11 @@ def describe(event: Event) -> str:
             text = f"forked from {event.parent_run_id} after cycle {event.at_cycle}; {changed}"
             if event.question:
                 text += f"; researcher's question: {event.question}"
+        case HistoryCompactionRequested():
+            text = (
+                f"history compacted before cycle {event.cycle}: messages 1-{event.upto} of "
+                f"{event.messages} to be summarised by {event.model}"
+            )
         case SettingsChanged():
             changed = ", ".join(
                 f"{k} {old!r} -> {new!r}" for k, (old, new) in event.changes.items()
