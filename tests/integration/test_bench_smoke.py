@@ -86,6 +86,10 @@ BENCHES: dict[str, Expected] = {
         ),
         ("text check", "text check, search part"),
     ),
+    "services.paused_experiment": Expected(
+        ("B alone", "B beside the paused A", "B beside paused A / B alone"),
+        ("paused experiment",),
+    ),
     "services.orchestrator_scaleout": Expected(("2 replicas / 1 replica",), ("scale-out",)),
     "services.recovery": Expected(("llm-worker: kill -9 -> new process beating",), ("recovery",)),
     "services.redis_memory": Expected(
