@@ -117,3 +117,23 @@ def test_the_evaluator_and_a_query_see_the_history_the_agent_last_saw() -> None:
     whole = Sim(make_config(run_id="w", cycle_count=2))
     whole.drive([agent])
     assert evaluator_input(whole.log, load_instrument("pei")).history_seen == "whole"
+
+
+def test_a_truncated_window_never_starts_with_a_result_whose_call_was_cut() -> None:
+    """Two tool calls an answer: some windows would begin between a call and its
+    results; they move on past the results instead."""
+    sent: list[LLMTask] = []
+
+    def two_calls(task: LLMTask) -> Any:
+        sent.append(task)
+        if task.step == 1:
+            return say("", ("write", {"key": f"k{task.cycle}", "value": "v"}), ("list", {}))
+        return say(f"reflection {task.cycle}")
+
+    rule = {"policy": "truncate", "keep_last": 6}
+    sim = Sim(make_config(run_id="t2", cycle_count=8, history=rule))
+    sim.drive([two_calls])
+    assert sim.state.status == "completed"
+    assert all(t.messages[1].role != "tool" for t in sent)
+    assert any(len(t.messages) < 1 + 6 for t in sent[4:])  # a window that moved on
+    replays(sim.log)
