@@ -20,10 +20,12 @@ from contreact_cli.args import Parser
 from contreact_cli.commands import (
     analysis,
     assess,
+    control,
     corpus,
     experiment,
     forks,
     inspect,
+    interview,
     models,
     runs,
     stack,
@@ -33,7 +35,19 @@ from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
 from contreact_events.exceptions import ContReActEventError
 
-GROUPS = (stack, runs, forks, inspect, corpus, models, experiment, assess, analysis)
+GROUPS = (
+    stack,
+    runs,
+    control,
+    forks,
+    interview,
+    inspect,
+    corpus,
+    models,
+    experiment,
+    assess,
+    analysis,
+)
 """The command groups, in the order ``contreact --help`` lists their commands."""
 
 BROKEN_PIPE_EXIT = 141

@@ -332,3 +332,34 @@ def test_the_dashboards_report_shows_table2_once_assessed(dashboard: Path) -> No
     table2 = page.text[page.text.index('id="table2"') : page.text.index('id="runs"')]
     assert "<th>beta</th>" in table2 and "<th>alpha</th>" in table2
     assert "4.0" in table2 and "n = 3" in table2  # beta's histories rated 2, 4, 6 by alpha
+
+
+def test_the_report_lists_the_questions_asked_of_a_run_escaped() -> None:
+    """Issue 31: a run's queries (``contreact query``, recorded beside it) show in its
+    section of the report, their untrusted text inert."""
+    from contreact_analysis.report import build_report, render_report
+    from contreact_events.catalog.query import RunQueried
+
+    logs: dict[str, Any] = experiment_logs(experiment="asked", cycles=2)
+    frames = build_frames(logs)
+    run_id = str(frames.runs["run_id"].iloc[0])
+    asked = RunQueried(
+        event_id="q1",
+        run_id=run_id,
+        ts=datetime(2026, 1, 1, tzinfo=UTC),
+        correlation_id=run_id,
+        question="What did you keep? <script>alert(1)</script>",
+        by="ana",
+        model="m",
+        backend="scripted",
+        input_sha256="ab" * 32,
+        run_events=3,
+        run_digest="d",
+        state_shape="s",
+        cycle=2,
+        answer="A note.",
+    )
+    report = build_report(frames, title="t", command="c", resamples=99, queries={run_id: [asked]})
+    html = render_report(report)
+    assert "Questions asked of the run" in html and "A note." in html
+    assert "<script>alert(1)</script>" not in html and "abababababab" in html

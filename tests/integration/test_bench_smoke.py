@@ -68,6 +68,9 @@ BENCHES: dict[str, Expected] = {
     "log.task_codec": Expected(
         ("encode, history known / plain", "decode, history known / plain"), ("task codec",)
     ),
+    "log.history_compaction": Expected(
+        ("per step, compact / none", "compact: largest prompt"), ("history compaction",)
+    ),
     "log.replay_speed": Expected(("events", "replay with prompt hashes"), ("replay speed",)),
     "log.what_if_speed": Expected(("events", "what-if, nothing changes"), ("what-if speed",)),
     "log.log_growth": Expected(("LLM task bytes over the run / log bytes",), ("log growth",)),
@@ -82,6 +85,10 @@ BENCHES: dict[str, Expected] = {
             "model time: onnx / torch",
         ),
         ("text check", "text check, search part"),
+    ),
+    "services.paused_experiment": Expected(
+        ("B alone", "B beside the paused A", "B beside paused A / B alone"),
+        ("paused experiment",),
     ),
     "services.orchestrator_scaleout": Expected(("2 replicas / 1 replica",), ("scale-out",)),
     "services.recovery": Expected(("llm-worker: kill -9 -> new process beating",), ("recovery",)),

@@ -32,6 +32,40 @@ BAD_ARGUMENTS: dict[str, list[list[str]]] = {
         ["r1", "--at-cycle", "2", "--set", "no_such_setting=1"],
         ["r1", "--at-cycle", "2", "--run-id", "a}{b:../"],
     ],
+    "ask": [
+        ["no-such-run", "why?"],
+        ["r1"],
+        ["r1", "x" * 4001],
+        ["a}{b:../", "why?"],
+        ["r1", "why?", "--at-cycle", "two"],
+    ],
+    "query": [
+        ["no-such-run", "why?"],
+        ["r1"],
+        ["r1", "x" * 4001],
+        ["r1", "why?", "--model", "bad\nmodel"],
+        ["r1", "why?", "--by", ""],
+    ],
+    "queries": [["no-such-run"], ["a}{b:../"]],
+    "set": [
+        ["no-such-run", "cycle_count=3", "--reason", "longer"],
+        ["r1", "cycle_count=3"],  # no reason
+        ["r1", "--reason", "longer"],  # no setting
+        ["r1", "nonsense", "--reason", "longer"],
+        ["a}{b:../", "cycle_count=3", "--reason", "longer"],
+        ["--experiment", "no-such-experiment", "cycle_count=3", "--reason", "longer"],
+        ["r1", "cycle_count=3", "--reason", " "],
+    ],
+    "pause": [
+        ["no-such-run"],
+        [],
+        ["r1", "--experiment", "e"],
+        ["r1", "--model", "m"],
+        ["a}{b:../"],
+        ["--experiment", "no-such-experiment"],
+    ],
+    "resume": [["no-such-run"], [], ["--experiment", "no-such-experiment", "--model", "m"]],
+    "step": [["no-such-run"], ["a}{b:../"]],
     "rebuild": [["no-such-run"], ["a b"]],
     "replay": [
         ["no-such-run"],

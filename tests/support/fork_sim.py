@@ -29,6 +29,7 @@ class ForkSim(Sim):
         *,
         model: str | None = None,
         settings: Sequence[str] = (),
+        question: str = "",
     ) -> None:
         self.plan: ForkPlan = plan_fork(
             parent_log,
@@ -39,6 +40,7 @@ class ForkSim(Sim):
             event_id="fork-1",
             ts=T0 + timedelta(days=1),
             version="test",
+            question=question,
         )
         super().__init__(self.plan.forked.config)
         self._clock = 100_000

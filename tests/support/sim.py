@@ -76,7 +76,8 @@ class Sim:
             self.log.extend(decision.events)
             gating = [t for t in decision.tasks if not _analysis(t)]
             task_id = getattr(decision.events[0], "task_id", None)
-            if gating or before.open_task(task_id) is None:  # else the cycle's wait goes on
+            control = kind in ("SettingsChanged", "RunPaused", "RunResumed")  # the wait goes on
+            if gating or (before.open_task(task_id) is None and not control):
                 self.tasks = gating
             self.analyses.update({t.task_id: t for t in decision.tasks if _analysis(t)})  # type: ignore[misc]
             if self.state.terminal:

@@ -45,8 +45,8 @@ def test_assessment_events_are_a_union_of_their_own_not_run_log_events() -> None
     assert set(ASSESSMENT_EVENT_CLASSES) == {"RunAssessed", "AssessmentFailed", "AssessmentRead"}
     assert not set(ASSESSMENT_EVENT_CLASSES) & set(EVENT_CLASSES)
     assert ASSESSMENT_SCHEMA_VERSIONS == {
-        "RunAssessed": 2,
-        "AssessmentFailed": 2,
+        "RunAssessed": 3,
+        "AssessmentFailed": 3,
         "AssessmentRead": 1,
     }
     line = (FIXTURES / "assessments-v1.jsonl").read_bytes().splitlines()[0]
@@ -67,8 +67,8 @@ def test_every_assessment_event_round_trips_through_json_and_stream_fields() -> 
 
 def test_a_newer_or_broken_assessment_record_is_refused_clearly() -> None:
     data = orjson.loads((FIXTURES / "assessments-v1.jsonl").read_bytes().splitlines()[0])
-    with pytest.raises(NewerSchemaVersion, match="schema version 3, but this code reads up to"):
-        assessment_from_json(orjson.dumps({**data, "schema_version": 3}))
+    with pytest.raises(NewerSchemaVersion, match="schema version 4, but this code reads up to"):
+        assessment_from_json(orjson.dumps({**data, "schema_version": 4}))
     with pytest.raises(CorruptEvent, match="repeat: Input should be greater than or equal to 1"):
         assessment_from_json(orjson.dumps({**data, "repeat": 0}))
     with pytest.raises(CorruptEvent, match="run_events: Input should be greater than or equal"):

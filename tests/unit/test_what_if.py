@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.control import SettingsChanged
 from contreact_events.catalog.run import RunRequested
 from contreact_events.config.overrides import parse_assignments, setting_paths
 from contreact_events.core.fold import fold_all
 from contreact_events.exceptions import ConfigError, NotReplayable
+from contreact_events.history.fork import requested_config
 from contreact_events.history.what_if import WhatIfReport, what_if
 from contreact_events.history.what_if_keys import ALLOWED, REFUSED, refusal
 from contreact_events.wire.codec import event_from_json
@@ -340,7 +342,12 @@ def test_a_saved_log_of_every_version_takes_a_what_if(path: Path) -> None:
     ]
     first = events[0]
     assert isinstance(first, RunRequested)
-    count = first.config.cycle_count
+    count = requested_config(events).cycle_count  # a fork's own (RunForked), else the run's
+    set_mid_run = any(isinstance(e, SettingsChanged) and "cycle_count" in e.changes for e in events)
+    if set_mid_run:  # the logged change would hold from there: refused by name
+        with pytest.raises(ConfigError, match="cycle_count was changed while the run ran"):
+            run(events, f"cycle_count={count + 1}")
+        return
     later = run(events, f"cycle_count={count + 1}")
     state = fold_all(events)
     if state.status == "completed":

@@ -10,6 +10,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from contreact_bus.queries import read_queries
 from contreact_cli.args import add_command, experiment, run_id
 from contreact_cli.connection import optional_redis
 from contreact_cli.exceptions import CLIError
@@ -22,6 +23,7 @@ from contreact_cli.runs.export_file import (
 )
 from contreact_cli.runs.records import SKIPPED_EXIT, skipped_line
 from contreact_cli.settings import CLISettings
+from contreact_events.catalog.query import RunQueried
 from contreact_events.config.run_places import FORK_VIEWS, ForkView
 
 REPORT_MARK = '<meta name="generator" content="contreact report">'
@@ -158,6 +160,17 @@ def cmd_analyze(args: argparse.Namespace, settings: CLISettings) -> int:
     return SKIPPED_EXIT if skipped else 0
 
 
+async def _queries(settings: CLISettings, run_ids: list[str]) -> dict[str, list[RunQueried]]:
+    """The questions asked of the report's runs (``contreact query``), by run id (the
+    archives alone when Redis does not answer)."""
+    redis = await optional_redis(settings)
+    try:
+        return await read_queries(redis, settings.archive_dir, run_ids)
+    finally:
+        if redis is not None:
+            await redis.aclose()
+
+
 def cmd_report(args: argparse.Namespace, settings: CLISettings) -> int:
     """Write the experiment's report: one HTML file that needs no server and no network.
     An existing file is written over only when it is a report (or with ``--force``),
@@ -180,6 +193,7 @@ def cmd_report(args: argparse.Namespace, settings: CLISettings) -> int:
         command=command,
         table2=pei,
         forks=args.forks,
+        queries=asyncio.run(_queries(settings, list(frames.runs["run_id"]))),
     )
     write_out_file(args.out, render_report(report), "the report")
     left_out = f"; {len(skipped)} left out, unreadable" if skipped else ""

@@ -89,24 +89,40 @@ async def fork_run(
     out: Printer = out,
     follow: bool = True,
     wait_s: float = 60.0,
+    question: str = "",
+    verb: str = "forked",
+    id_suffix: str = "fork",
 ) -> int:
+    """Fork ``parent`` at the end of ``at_cycle`` (``contreact fork``); with a
+    ``question``, the fork's first cycle opens with it (``contreact ask``)."""
     assignments = parse_assignments(pairs)
     async with redis_client(settings) as redis:
         events = await load_events(redis, settings.archive_dir, parent)
-        child = child_id or await _free_id(redis, settings, _default_id(parent, at_cycle))
+        child = child_id or await _free_id(
+            redis, settings, _default_id(parent, at_cycle, id_suffix)
+        )
         check = check_fork(  # refuses here what the orchestrator would refuse
-            events, child_run_id=child, at_cycle=at_cycle, model=model, assignments=assignments
+            events,
+            child_run_id=child,
+            at_cycle=at_cycle,
+            model=model,
+            assignments=assignments,
+            question=question,
         )
         if await existing_runs(redis, settings.archive_dir, [child]):
             raise CLIError(f"run '{child}' already exists: fork with another --run-id")
         await wait_for_services(redis, settings, wait_s, required_services(check.config))
         request = ForkRequest(
-            parent_run_id=parent, at_cycle=at_cycle, model=model, settings=tuple(pairs)
+            parent_run_id=parent,
+            at_cycle=at_cycle,
+            model=model,
+            settings=tuple(pairs),
+            question=question,
         )
         message = await send_fork(redis, child, request)
         await _logged(redis, child, message.msg_id, check.prefix_len, wait_s)
         changed = ", ".join(check.changes) or "nothing but the run id"
-        out(f"run {child} forked from {parent} at cycle {at_cycle} (changed: {changed})")
+        out(f"run {child} {verb} from {parent} at cycle {at_cycle} (changed: {changed})")
         if not follow:
             out(f"follow it with `contreact watch {child}`")
             return 0
@@ -136,9 +152,10 @@ async def _logged(
     )
 
 
-def _default_id(parent: str, at_cycle: int) -> str:
-    """``RUN-cK-fork``, when that is a run id (a long parent's may be too long)."""
-    base = f"{parent}-c{at_cycle}-fork"
+def _default_id(parent: str, at_cycle: int, suffix: str = "fork") -> str:
+    """``RUN-cK-fork`` (``RUN-cK-ask``...), when that is a run id (a long parent's may be
+    too long)."""
+    base = f"{parent}-c{at_cycle}-{suffix}"
     try:
         return check_identifier("the default fork id", base)
     except ValueError as exc:

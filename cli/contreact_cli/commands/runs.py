@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from contreact_cli.config_file import load_config
 from contreact_cli.connection import redis_client
 from contreact_cli.exceptions import CLIError
 from contreact_cli.output import Printer, out, print_json
+from contreact_cli.runs.model_checks import compaction_model_problem
 from contreact_cli.runs.records import load_state, run_meta, runs
 from contreact_cli.settings import CLISettings
 from contreact_cli.stack.service_waits import required_services, wait_for_services
@@ -31,7 +34,7 @@ from contreact_cli.views.progress import ProgressPrinter
 from contreact_events.config import RunConfig
 from contreact_events.core.fold import fold_all
 from contreact_events.core.state import AgentState
-from contreact_events.wire.answers import run_cancelled, run_requested
+from contreact_events.wire.answers import run_cancelled, run_paused, run_requested
 
 
 def register(sub: Any) -> None:
@@ -48,6 +51,11 @@ def register(sub: Any) -> None:
         type=positive_seconds,
         default=60.0,
         help="seconds to wait for the services to answer (default 60)",
+    )
+    p.add_argument(
+        "--step",
+        action="store_true",
+        help="rest before every model call: go on one call at a time with `contreact step RUN`",
     )
     p = add_command(sub, "watch", cmd_watch, "follow a run's progress")
     p.add_argument("run", type=run_id)
@@ -66,7 +74,9 @@ def register(sub: Any) -> None:
 
 def cmd_run(args: argparse.Namespace, settings: CLISettings) -> int:
     config = load_config(Path(args.config), run_id=args.run_id)
-    return asyncio.run(submit_run(settings, config, out, follow=not args.detach, wait_s=args.wait))
+    return asyncio.run(
+        submit_run(settings, config, out, follow=not args.detach, wait_s=args.wait, step=args.step)
+    )
 
 
 def cmd_watch(args: argparse.Namespace, settings: CLISettings) -> int:
@@ -110,7 +120,10 @@ async def submit_run(
     *,
     follow: bool = True,
     wait_s: float = 15.0,
+    step: bool = False,
 ) -> int:
+    """Submit the run (``step``: and pause it as stepping, in the same inbox right after
+    its request, so it rests before its first model call)."""
     async with redis_client(settings) as redis:
         await wait_for_services(redis, settings, wait_s, required_services(config))
         run_id = config.run_id
@@ -118,9 +131,18 @@ async def submit_run(
             raise CLIError(
                 f"run '{run_id}' already exists: set another run_id in the config or pass --run-id"
             )
+        problem = await compaction_model_problem(redis, config, wait_s)
+        if problem is not None:
+            raise CLIError(problem)
         request = run_requested(config)
-        await (await Inbox.open(redis)).send(request)
+        inbox = await Inbox.open(redis)
+        await inbox.send(request)
+        if step:
+            by = os.environ.get("CONTREACT_BY") or getpass.getuser()
+            await inbox.send(run_paused(run_id, by=by, reason="run --step", stepping=True))
         await _wait_for_decision(redis, run_id, request.msg_id, wait_s)
+        if step:
+            out(f"run {run_id} is stepping: `contreact step {run_id}` for each model call")
         if not follow:
             out(f"run {run_id} accepted; follow it with `contreact watch {run_id}`")
             return 0

@@ -46,3 +46,8 @@ class UnknownInstrument(ConfigError):
 
 class NotAssessable(ContReActEventError):
     """A run cannot be assessed (yet): it has not ended, or it has no completed cycle."""
+
+
+class NotQueryable(ContReActEventError):
+    """A run cannot be queried (``contreact query``): no call of its model yet, or a
+    question that cannot be asked. One line, the fix."""

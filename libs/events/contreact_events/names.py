@@ -162,6 +162,24 @@ def run_assessment_index_key(run_id: str) -> str:
     return f"run:{{{run_id}}}:assessment-index"
 
 
+def run_queries_key(run_id: str) -> str:
+    """A run's query stream (``contreact query``): ``RunQueried`` records, beside the run
+    and never in its log. Same hash tag as the run: one slot."""
+    return f"run:{{{run_id}}}:queries"
+
+
+def check_job_id(run_id: str, nonce: str) -> str:
+    """The id a model check the CLI asks for answers to (``history.model`` at
+    ``contreact run``): a gate and a reply list as an assessment job's."""
+    return f"check-{run_id.replace('.', '_')}-{nonce}"
+
+
+def query_job_id(run_id: str, nonce: str) -> str:
+    """The id a query's model calls answer to (``LLMTask.reply_to``): its reply list and
+    gate are an assessment job's (``assessment_reply_key``, ``assessment_gate_key``)."""
+    return f"query-{run_id.replace('.', '_')}-{nonce}"
+
+
 ASSESS_QUEUE = "contreact-assess"
 """The rq queue of assessment jobs (one job per run, evaluator, instrument, repeat).
 rq's own keys (``rq:queue:...``, ``rq:job:...``) live on the rq Redis

@@ -115,6 +115,7 @@ async def fork_plan(
         event_id=message.msg_id,
         ts=now,
         version=version,
+        question=request.question,
     )
 
 

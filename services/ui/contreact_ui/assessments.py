@@ -29,7 +29,10 @@ from fastapi import Depends, Request
 
 from contreact_analysis.assessments.results import AssessmentMatrix
 from contreact_bus.assessments import read_assessments
+from contreact_bus.queries import read_queries
 from contreact_events.catalog.assessment import AssessmentEvent
+from contreact_events.catalog.query import RunQueried
+from contreact_events.exceptions import CorruptEvent
 from contreact_ui.settings import UISettings
 
 __all__ = ["MAX_ROWS", "AssessmentReader", "Assessments"]
@@ -84,6 +87,26 @@ class AssessmentReader:
             left_out = f"{len(skipped)} unreadable archive line(s) left out: {lines}{more}"
             note = f"{note}. {left_out}" if note else left_out
         return records, note
+
+    def queries(self, run_id: str) -> tuple[list[RunQueried], str | None]:
+        """The run's query records (``contreact query``), and a note when Redis did not
+        answer (the archived records alone then)."""
+        return anyio.from_thread.run(self._queries, run_id)
+
+    async def _queries(self, run_id: str) -> tuple[list[RunQueried], str | None]:
+        if self._redis is None:
+            self._redis = aioredis.from_url(
+                self.settings.redis_url,
+                socket_connect_timeout=REDIS_TIMEOUT_S,
+                socket_timeout=REDIS_TIMEOUT_S,
+            )
+        try:
+            return (await read_queries(self._redis, self.archive_dir, [run_id]))[run_id], None
+        except (OSError, aioredis.RedisError):
+            found = (await read_queries(None, self.archive_dir, [run_id]))[run_id]
+            return found, "Redis does not answer: these are the archived queries alone"
+        except CorruptEvent as exc:
+            return [], f"the run's queries cannot be read: {str(exc)[:300]}"
 
     def matrix(self, key: tuple[Any, ...], build: Any) -> AssessmentMatrix:
         """The matrix of ``key`` (what it was computed from), computed by ``build()``

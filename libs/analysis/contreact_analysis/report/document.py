@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -25,6 +26,7 @@ from contreact_analysis.report.charts import trajectory_chart
 from contreact_analysis.stats.paired import paired_differences
 from contreact_analysis.stats.table1 import finished, table1
 from contreact_analysis.stats.trajectories import TRAJECTORY_METRICS, trajectories
+from contreact_events.catalog.query import RunQueried
 from contreact_events.config.run_places import ForkView, group_order, select
 from contreact_events.protocol import CITATION
 from contreact_events.protocol.table1 import TABLE1, paper_table1
@@ -133,7 +135,9 @@ def _reproduction(runs: pd.DataFrame, command: str) -> dict[str, Any]:
     }
 
 
-def _run_sections(frames: RunFrames) -> list[dict[str, Any]]:
+def _run_sections(
+    frames: RunFrames, queries: Mapping[str, Sequence[RunQueried]]
+) -> list[dict[str, Any]]:
     cycles = frames.cycles.sort_values(["run_id", "cycle"])
     operator = frames.operator.sort_values(["run_id", "sent_at"])
     by_run_cycles = {k: _records(v) for k, v in cycles.groupby("run_id", sort=False)}
@@ -146,6 +150,17 @@ def _run_sections(frames: RunFrames) -> list[dict[str, Any]]:
                 "run": run,
                 "cycles": by_run_cycles.get(run_id, []),
                 "operator": by_run_operator.get(run_id, []),
+                "queries": [
+                    {
+                        "by": q.by,
+                        "model": q.model,
+                        "cycle": q.cycle,
+                        "question": q.question,
+                        "answer": q.answer,
+                        "input_sha256": q.input_sha256,
+                    }
+                    for q in queries.get(run_id, ())
+                ],
             }
         )
     return sections
@@ -160,9 +175,11 @@ def build_report(
     forks: ForkView = "none",
     resamples: int = 9_999,
     now: datetime | None = None,
+    queries: Mapping[str, Sequence[RunQueried]] | None = None,
 ) -> Report:
     """Everything the page shows, from the runs' tables (``frames``); ``table2`` the
-    matrix of the same ``forks`` view."""
+    matrix of the same ``forks`` view; ``queries`` the questions asked of each run
+    (``contreact query``, recorded beside it), by run id."""
     runs = frames.runs
     if runs.empty:
         raise ValueError("a report needs at least one run")
@@ -217,7 +234,7 @@ def build_report(
         paper_rows=paper_rows,
         paired=paired,
         charts=charts,
-        runs=_run_sections(frames),
+        runs=_run_sections(frames, queries or {}),
         reproduction=_reproduction(runs, command),
         table2=_table2(table2) if table2 is not None else None,
         notes=notes,

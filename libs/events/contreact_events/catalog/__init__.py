@@ -31,6 +31,8 @@ from contreact_events.catalog.cognition import (
     PersistentMemoryRequested,
     PersistentMemoryStored,
 )
+from contreact_events.catalog.compaction import HistoryCompactionRequested
+from contreact_events.catalog.control import RunPaused, RunResumed, SettingsChanged
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleStarted,
@@ -107,7 +109,11 @@ Event: TypeAlias = Annotated[
     | PersistentMemoryRequested
     | PersistentMemoryStored
     | MemoriesRetrievalRequested
-    | MemoriesRetrieved,
+    | MemoriesRetrieved
+    | SettingsChanged
+    | RunPaused
+    | RunResumed
+    | HistoryCompactionRequested,
     Field(discriminator="type"),
 ]
 
@@ -190,6 +196,7 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("RunRequested", 4): _config_with_rules_1,
     ("RunStarted", 4): _config_with_rules_1,
     ("RunForked", 1): lambda data: _adds(config_in_force=False)(_config_with_rules_1(data)),
+    ("RunForked", 2): _adds(question=""),
     ("LLMRequested", 1): _adds(prompt_sha256=None),
     ("StepLimitReached", 1): _adds(final_call=False),
     ("RegenerationRequested", 1): _adds(pinned=False),

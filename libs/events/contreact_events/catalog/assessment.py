@@ -101,6 +101,10 @@ class AssessmentBase(EventBase):
     state_shape: str = ""
     """``AgentState.shape()`` of the code that made ``run_digest``: digests compare
     only between equal shapes."""
+    history_seen: str = "whole"
+    """Which history the evaluator saw: ``whole``, or, for a run with ``history:
+    truncate | compact``, the part its own prompts carried (the summary and the messages
+    after it, or the last messages). Records before version 3 saw the whole history."""
     job_id: str
     """The job that asked (one per run, evaluator, instrument, repeat)."""
     requested_by: str = "cli"
@@ -114,7 +118,7 @@ class RunAssessed(AssessmentBase):
     here too, with its raw text: it was an answer, never a guess."""
 
     type: Literal["RunAssessed"] = "RunAssessed"
-    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
+    schema_version: Literal[3] = 3  # type: ignore[assignment]  # a raised version
     run_events: int = Field(ge=1)
     """How many events of the run's log were rated (the log position)."""
     evaluator_model_ran: str = ""
@@ -163,7 +167,7 @@ class AssessmentFailed(AssessmentBase):
     ``run_digest`` are empty and ``run_events`` is 0."""
 
     type: Literal["AssessmentFailed"] = "AssessmentFailed"
-    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
+    schema_version: Literal[3] = 3  # type: ignore[assignment]  # a raised version
     error: str
     """What went wrong, in one line, and the fix where there is one."""
     attempts: int = 1
@@ -216,18 +220,22 @@ ASSESSMENT_SCHEMA_VERSIONS: dict[str, int] = {
 }
 """The current shape version of every assessment event type. ``RunAssessed`` and
 ``AssessmentFailed`` are at 2 since they hold who read a rating, its follow-up and a
-transient failure's retry (issue 27): code that knows only version 1 refuses them with
-"upgrade contreact" instead of failing on a field it does not know."""
+transient failure's retry (issue 27), at 3 since they say which history the evaluator
+saw (``history_seen``, issue 31): older code refuses them with "upgrade contreact"
+instead of failing on a field it does not know."""
 
 
 def _same_fields(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 1 to 2: the fields added have defaults, which is how version 1 reads."""
+    """Version 1 to 2, 2 to 3 (``history_seen``, issue 31): the fields added have
+    defaults, which is how the older versions read."""
     return data
 
 
 ASSESSMENT_UPCASTERS: Mapping[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("RunAssessed", 1): _same_fields,
     ("AssessmentFailed", 1): _same_fields,
+    ("RunAssessed", 2): _same_fields,
+    ("AssessmentFailed", 2): _same_fields,
 }
 """(event type, stored version) -> function returning the data at version + 1, as for
 the run log's ``UPCASTERS``. Register one whenever a ``schema_version`` is raised."""

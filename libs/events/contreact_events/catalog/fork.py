@@ -19,9 +19,10 @@ class RunForked(InputEvent):
     after reading the parent). Accepted only right after the copied prefix."""
 
     type: Literal["RunForked"] = "RunForked"
-    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
+    schema_version: Literal[3] = 3  # type: ignore[assignment]  # a raised version
     """2: the config has ``cognition.heuristic_rules`` (version 1 forks ran with rules 1),
-    and ``config_in_force`` is recorded."""
+    and ``config_in_force`` is recorded. 3: ``question`` (``contreact ask``); older forks
+    read with none, which is how they ran."""
     parent_run_id: str
     at_cycle: int
     """The parent's cycle whose end the prefix ends with; the child goes on at the next."""
@@ -45,6 +46,11 @@ class RunForked(InputEvent):
     and the child's turns off is dropped here (cycle K's memory block when
     ``cognition.memory_block`` is off, cycle K's advisory when ``diversity.enabled`` is
     off). False: a fork recorded before that (version 1), which kept both."""
+    question: str = ""
+    """A researcher's question (``contreact ask``): cycle ``at_cycle + 1`` opens with
+    it as a researcher's turn after the cycle's opening message
+    (``core.prompt.researcher_turn``), so the answer is the child's first cycle. Empty:
+    a fork without a question. Untrusted text (escape it when shown)."""
 
 
 class MemorySeeded(InputEvent):

@@ -60,6 +60,7 @@ from contreact_events.config.fields import (
     Strict,
     Text,
 )
+from contreact_events.config.history import HistoryConfig
 from contreact_events.config.hosts import CREDENTIALS_FIX, has_credentials
 from contreact_events.diversity.linear_regex import compile_linear
 from contreact_events.exceptions import ConfigError
@@ -273,6 +274,8 @@ class RunConfig(Strict):
     deadlines: DeadlinesConfig = DeadlinesConfig()
     limits: LimitsConfig = LimitsConfig()
     cognition: CognitionConfig = CognitionConfig()
+    history: HistoryConfig = HistoryConfig()
+    """What prompts carry of a history that outgrows the context (``config.history``)."""
     experiment: str | None = None
     """Name of the experiment this run belongs to (for grouping and comparison); the
     same shape as a run id, since it becomes part of Redis keys."""

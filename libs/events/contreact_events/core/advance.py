@@ -44,6 +44,7 @@ from contreact_events.core.cognition_steps import (
     retrieval,
     retrieves,
 )
+from contreact_events.core.compaction import compaction_due, compaction_request
 from contreact_events.core.fold import final_call_note
 from contreact_events.core.prompt import prompt_sha256
 from contreact_events.core.stamper import Stamper
@@ -79,6 +80,8 @@ def advance(state: AgentState, stamp: Stamper) -> list[Event]:
     failed = next((t for t in state.open_tasks if t.failure is not None), None)
     if failed is not None:
         return [after_open_failure(state, failed, config, stamp)]
+    if resting(state):
+        return []
     match state.phase:
         case "starting":
             offered = offered_tools(config.tools.search_memory)
@@ -100,6 +103,8 @@ def advance(state: AgentState, stamp: Stamper) -> list[Event]:
                 )
             ]
         case "cycle_start":
+            if compaction_due(state, config):
+                return [compaction_request(state, config, stamp)]
             if retrieves(state, config):
                 return [retrieval(state, config, stamp)]
             return [stamp(CycleStarted, cycle=state.cycle_number + 1, advisory=None)]
@@ -132,12 +137,29 @@ def advance(state: AgentState, stamp: Stamper) -> list[Event]:
                 if state.open_tasks:  # each has a deadline: the wait is bounded
                     return []
                 return [stamp(RunCompleted, cycles=state.cycle_number)]
+            if compaction_due(state, config):
+                return [compaction_request(state, config, stamp)]
             if retrieves(state, config):
                 return [retrieval(state, config, stamp)]
             return [stamp(CycleStarted, cycle=state.cycle_number + 1, advisory=state.next_advisory)]
         case "failing":
             return [stamp(RunFailed, reason=state.failure_reason or "unknown failure")]
     return []
+
+
+def resting(state: AgentState) -> bool:
+    """A paused run rests before its next model call or cycle (a stepping one before a
+    model call it has no step for): nothing is derived, so no task is sent and no
+    deadline runs (``contreact pause``, ``contreact step``)."""
+    if not (state.paused or state.stepping):
+        return False
+    if state.phase == "calling":
+        return state.paused or state.step_grants == 0
+    if state.phase == "cycle_start":
+        return state.paused
+    if state.phase == "cycle_end" and state.config is not None:
+        return state.paused and state.cycle_number < state.config.cycle_count
+    return False
 
 
 def _after_response(state: AgentState, stamp: Stamper) -> list[Event]:
@@ -338,6 +360,7 @@ TASK_KINDS: dict[Phase, str] = {
     "checking_paragraphs": "the paragraph check",
     "tools": "the tool call",
     "retrieving": "the memory retrieval",
+    "compacting": "the history compaction",
 }
 
 

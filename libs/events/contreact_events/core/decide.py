@@ -16,14 +16,18 @@ from typing import Any
 
 from contreact_events.catalog import Event
 from contreact_events.catalog.cognition import OperatorMessageAnalyzed
+from contreact_events.catalog.control import RunPaused, RunResumed, SettingsChanged
 from contreact_events.catalog.delivery import TaskFailed, TaskRetried
 from contreact_events.catalog.fork import RunForked
 from contreact_events.catalog.run import RunRequested
+from contreact_events.config.live_settings import live_config
+from contreact_events.config.overrides import Assignment
 from contreact_events.core.advance import advance
 from contreact_events.core.fold import fold
 from contreact_events.core.outbox import pending_tasks
 from contreact_events.core.stamper import Stamper
 from contreact_events.core.state import AgentState, Phase
+from contreact_events.exceptions import ConfigError
 from contreact_events.wire.tasks import EmbedTask, LLMTask, MemoryTask
 
 Task = LLMTask | MemoryTask | EmbedTask
@@ -85,8 +89,8 @@ def _sent(state: AgentState) -> set[tuple[str, int, Any]]:
 
 ANSWERED_IN: dict[str, tuple[Phase, ...]] = {
     "ModelChecked": ("checking",),
-    "LLMResponded": ("awaiting_llm",),
-    "LLMFailed": ("awaiting_llm",),
+    "LLMResponded": ("awaiting_llm", "compacting"),
+    "LLMFailed": ("awaiting_llm", "compacting"),
     "ToolCallCompleted": ("tools",),
     "ReflectionEmbedded": ("embedding",),
     "ParagraphsChecked": ("checking_paragraphs",),
@@ -110,6 +114,22 @@ def rejection(state: AgentState, event: Event) -> str | None:
         return f"run {state.run_id} was never requested"
     match event.type:
         case "RunCancelled":
+            return None
+        case "SettingsChanged":
+            return _settings_rejection(state, event)
+        case "RunPaused":
+            if state.paused or (state.stepping and isinstance(event, RunPaused) and event.stepping):
+                return f"run {state.run_id} is paused already"
+            return None
+        case "RunResumed":
+            step = isinstance(event, RunResumed) and event.step
+            if step and not state.stepping:
+                return (
+                    f"run {state.run_id} is not stepping: step only a run started with "
+                    f"`contreact run --step` or paused with `contreact pause {state.run_id} --step`"
+                )
+            if not step and not (state.paused or state.stepping):
+                return f"run {state.run_id} is not paused"
             return None
         case "OperatorMessageAnalyzed":
             task = state.open_task(event.causation_id)
@@ -142,6 +162,18 @@ def _fork_rejection(state: AgentState, event: RunForked) -> str | None:
     if state.phase == "new":
         return f"run {state.run_id} has no copied prefix for RunForked to follow"
     return f"run {state.run_id} exists: RunForked follows only a copied prefix"
+
+
+def _settings_rejection(state: AgentState, event: Event) -> str | None:
+    """A change applies only if every key may change mid-run and the new values pass
+    the config's validation against the configuration in force (``live_config``)."""
+    assert isinstance(event, SettingsChanged) and state.config is not None
+    assignments = [Assignment(key, new) for key, (_old, new) in event.changes.items()]
+    try:
+        live_config(state.config, assignments, cycle=state.cycle_number, require_change=False)
+    except ConfigError as exc:
+        return str(exc)
+    return None
 
 
 def _failure_rejection(state: AgentState, event: TaskFailed) -> str | None:

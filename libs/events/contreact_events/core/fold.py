@@ -23,6 +23,8 @@ from contreact_events.catalog.cognition import (
     PersistentMemoryRequested,
     PersistentMemoryStored,
 )
+from contreact_events.catalog.compaction import HistoryCompactionRequested
+from contreact_events.catalog.control import RunPaused, RunResumed, SettingsChanged
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleMetrics,
@@ -61,7 +63,9 @@ from contreact_events.catalog.tool import (
     ToolCallCompleted,
     ToolCallRequested,
 )
+from contreact_events.config.live_settings import applied
 from contreact_events.core.folding import Appended, evolve, projector, trusted
+from contreact_events.core.researcher import researcher_turn
 from contreact_events.core.state import (
     AgentState,
     Attempt,
@@ -83,7 +87,7 @@ from contreact_events.core.tools import (
     check_arguments,
     size_problem,
 )
-from contreact_events.exceptions import InvalidTransition
+from contreact_events.exceptions import ConfigError, InvalidTransition
 
 _NO_METRICS = CycleMetrics()
 """A new cycle's metrics (frozen: one instance serves every cycle)."""
@@ -168,6 +172,10 @@ def _(event: RunForked, state: AgentState) -> dict[str, Any]:
         "pending_task_id": task,
         "code_version": event.orchestrator_version,
         "fork_prefix": event.prefix_len,
+        # A fork starts running, whatever its parent's researcher did with the parent.
+        "paused": False,
+        "stepping": False,
+        "step_grants": 0,
         # The prefix's open analyses are the child's: sent again from now.
         "open_tasks": tuple(
             evolve(t, {"since": event.ts, "sends": 1, "failure": None}) for t in state.open_tasks
@@ -182,6 +190,8 @@ def _(event: RunForked, state: AgentState) -> dict[str, Any]:
         changes["memory_block"] = ()
     if event.config_in_force and not config.diversity.enabled and state.next_advisory:
         changes["next_advisory"] = None
+    if event.question:
+        changes["researcher_question"] = event.question
     return changes
 
 
@@ -200,19 +210,25 @@ def _(event: CycleStarted, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "cycle_start", "cycle_end")
     if event.cycle != state.cycle_number + 1:
         raise InvalidTransition(f"cycle {event.cycle} started after cycle {state.cycle_number}")
-    history = Appended()
+    opened: list[ChatMessage] = []
     opening = state.config.cycle_start_message if state.config else ""
     if opening:
         text = opening.replace("{cycle}", str(event.cycle))
-        history = Appended(trusted(ChatMessage, role="user", content=text))
+        opened.append(trusted(ChatMessage, role="user", content=text))
+    changes: dict[str, Any] = {}
+    if state.researcher_question:  # a fork's question (``contreact ask``) opens this cycle
+        content = researcher_turn(state.researcher_question)
+        opened.append(trusted(ChatMessage, role="user", content=content))
+        changes["researcher_question"] = ""
     return {
+        **changes,
         "phase": "calling",
         "cycle_number": event.cycle,
         "step": 0,
         "advisory": event.advisory,
         "next_advisory": None,
         "attempts": (),
-        "message_history": history,
+        "message_history": Appended(*opened),
         "metrics": _NO_METRICS,
         "final_call": False,
     }
@@ -221,16 +237,51 @@ def _(event: CycleStarted, state: AgentState) -> dict[str, Any]:
 @_apply.register
 def _(event: LLMRequested, state: AgentState) -> dict[str, Any]:
     _expect(state, event, "calling")
-    return {
+    changes: dict[str, Any] = {
         "phase": "awaiting_llm",
         "pending_task_id": event.task_id,
         "step": state.step + 1,
         "llm_calls": state.llm_calls + 1,
     }
+    if state.stepping:  # ``contreact step``: one grant, one model call
+        changes["step_grants"] = max(state.step_grants - 1, 0)
+    return changes
+
+
+@_apply.register
+def _(event: HistoryCompactionRequested, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "cycle_start", "cycle_end")
+    return {
+        "phase": "compacting",
+        "pending_task_id": event.task_id,
+        "compaction_upto": event.upto,
+        "compacting_from": state.phase,
+    }
 
 
 @_apply.register
 def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
+    if state.phase == "compacting":  # the summary: it stands for the older part from now
+        changes: dict[str, Any] = {
+            "phase": state.compacting_from,
+            "pending_task_id": None,
+            "summary": event.message.content,
+            "summary_upto": state.compaction_upto,
+            "compactions": state.compactions + 1,
+        }
+        if state.cycle_metrics:  # its tokens and time count to the cycle it follows
+            last = state.cycle_metrics[-1]
+            usage = event.usage
+            counted = evolve(
+                last,
+                {
+                    "prompt_tokens": last.prompt_tokens + usage.prompt_tokens,
+                    "completion_tokens": last.completion_tokens + usage.completion_tokens,
+                    "llm_seconds": last.llm_seconds + usage.wall_s,
+                },
+            )
+            changes["cycle_metrics"] = (*state.cycle_metrics[:-1], counted)
+        return changes
     _expect(state, event, "awaiting_llm")
     message = event.message
     m = state.metrics
@@ -257,12 +308,13 @@ def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
         "last_response": message,
         "message_history": Appended(reply),
         "metrics": metrics,
+        "last_prompt_tokens": event.usage.prompt_tokens,
     }
 
 
 @_apply.register
 def _(event: LLMFailed, state: AgentState) -> dict[str, Any]:
-    _expect(state, event, "awaiting_llm")
+    _expect(state, event, "awaiting_llm", "compacting")
     reason = f"LLM call failed after {event.attempts} attempt(s): {event.error}"
     return {"phase": "failing", "pending_task_id": None, "failure_reason": reason}
 
@@ -541,6 +593,32 @@ def _(event: RunCancelled, state: AgentState) -> dict[str, Any]:
         "tool_queue": (),
         "open_tasks": (),
     }
+
+
+@_apply.register
+def _(event: SettingsChanged, state: AgentState) -> dict[str, Any]:
+    if state.terminal or state.phase == "new" or state.config is None:
+        raise InvalidTransition(f"SettingsChanged {event.event_id} for a run that is not active")
+    try:  # the new values are in force from the run's next decision on
+        return {"config": applied(state.config, event.changes)}
+    except ConfigError as exc:
+        raise InvalidTransition(f"SettingsChanged {event.event_id}: {exc}") from None
+
+
+@_apply.register
+def _(event: RunPaused, state: AgentState) -> dict[str, Any]:
+    if state.terminal or state.phase == "new":
+        raise InvalidTransition(f"RunPaused {event.event_id} for a run that is not active")
+    return {"paused": not event.stepping, "stepping": event.stepping, "step_grants": 0}
+
+
+@_apply.register
+def _(event: RunResumed, state: AgentState) -> dict[str, Any]:
+    if state.terminal or state.phase == "new":
+        raise InvalidTransition(f"RunResumed {event.event_id} for a run that is not active")
+    if event.step:
+        return {"paused": False, "step_grants": state.step_grants + 1}
+    return {"paused": False, "stepping": False, "step_grants": 0}
 
 
 WAITING_PHASES: tuple[Phase, ...] = (

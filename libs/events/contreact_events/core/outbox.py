@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from contreact_events.cognition.model_answer import analysis_json_schema
 from contreact_events.cognition.policy import PERSISTENT_PREFIX, POLICY_TOOL
 from contreact_events.config import RunConfig
+from contreact_events.core.compaction import compaction_messages
 from contreact_events.core.exchange_prompt import analysis_messages
 from contreact_events.core.prompt import offered_tools_now, prompt_messages, retrieval_query
 from contreact_events.core.state import AgentState
@@ -43,7 +44,7 @@ def _deadline_s(state: AgentState, config: RunConfig) -> float:
     match state.phase:
         case "checking":
             return deadlines.check_s
-        case "awaiting_llm":
+        case "awaiting_llm" | "compacting":
             return config.llm_deadline_s
         case "embedding" | "checking_paragraphs":
             return deadlines.embed_s
@@ -147,6 +148,31 @@ def _pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
                 call_index=max(state.llm_calls - 1, 0),
                 cycle=state.cycle_number,
                 step=state.step,
+                script=config.script,
+                max_content_chars=config.limits.llm_content_chars,
+            )
+        ]
+    if state.phase == "compacting":
+        backend = state.backend or config.backend
+        hosts = config.llm_hosts(backend)
+        client = config.openai_client_config if backend == "openai" else None
+        return [
+            LLMTask(
+                kind="chat",
+                task_id=task_id,
+                run_id=state.run_id,
+                backend=backend,
+                model=config.history.model or config.model_name,
+                host=hosts[0],
+                hosts=hosts,
+                api_key_env=client.api_key_env if client else None,
+                timeout_s=client.timeout_s if client else config.ollama_client_config.timeout_s,
+                connect_timeout_s=config.ollama_client_config.connect_timeout_s,
+                messages=compaction_messages(state, config),
+                options=config.model_options.as_options(),
+                keep_alive=config.keep_alive,
+                call_index=state.llm_calls,
+                cycle=state.cycle_number + 1,
                 script=config.script,
                 max_content_chars=config.limits.llm_content_chars,
             )

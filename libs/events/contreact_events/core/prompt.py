@@ -2,7 +2,8 @@
 
 The run log stores deltas; the messages of every LLM call are rebuilt from the
 folded state: the system prompt (with the tools paragraph and the cycle's advisory)
-followed by the whole message history.
+followed by the message history (the whole of it, or the part ``history`` keeps:
+``core.compaction.window``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from contreact_events.catalog.chat import ChatMessage
 from contreact_events.catalog.cognition import RetrievedMemory
+from contreact_events.core.compaction import window
 from contreact_events.core.state import AgentState
 from contreact_events.wire.codec import dumps
 
@@ -56,12 +58,14 @@ def prompt_messages(state: AgentState) -> tuple[ChatMessage, ...]:
     again, the repetition feedback stands where the rejected answer was (pinned:
     the new attempt's tool calls and results follow it), or, for runs recorded
     before that (version-1 ``RegenerationRequested``), after the newest message."""
-    history = state.message_history
+    lead, start = window(state)  # ``history``: the part the prompts carry
+    history = state.message_history[start:]
     if not state.regeneration_feedback:
-        return (system_message(state), *history)
+        return (system_message(state), *lead, *history)
     feedback = ChatMessage(role="user", content=state.regeneration_feedback)
-    at = len(history) if state.regeneration_at is None else state.regeneration_at
-    return (system_message(state), *history[:at], feedback, *history[at:])
+    at = len(state.message_history) if state.regeneration_at is None else state.regeneration_at
+    at = max(at - start, 0)
+    return (system_message(state), *lead, *history[:at], feedback, *history[at:])
 
 
 def offered_tools_now(state: AgentState) -> tuple[dict[str, Any], ...]:
@@ -74,6 +78,9 @@ def prompt_sha256(state: AgentState) -> str:
     """SHA-256 of exactly what the next LLM call sends (its messages and tools),
     recorded in ``LLMRequested``; the same value as ``sha256_of_prompt`` over the
     call's messages, computed in time independent of the history's length."""
+    if state.config is not None and state.config.history.policy != "none":
+        # a window or a summary: hashed whole (a bounded number of messages)
+        return sha256_of_prompt(prompt_messages(state), offered_tools_now(state))
     history = state.message_history
     at = len(history)
     tail: tuple[ChatMessage, ...] = ()

@@ -38,6 +38,7 @@ Phase = Literal[
     "embedding",  # waiting for the embedder
     "assessing",  # the vector arrived: SimilarityAssessed comes next
     "closing",  # CycleEnded comes next
+    "compacting",  # history: compact: waiting for the summary of the older part
     "cycle_end",  # the next cycle or RunCompleted comes next
     "failing",  # RunFailed comes next
     "done",  # terminal
@@ -188,6 +189,26 @@ class AgentState(BaseModel):
     """The cycle the last memory retrieval was for (0: none yet)."""
     fork_prefix: int = 0
     """A fork: how many events its log copied from the parent (0: not a fork)."""
+    summary: str | None = None
+    """``history: compact``: the summary that stands for ``message_history[:summary_upto]``
+    in the prompts (None: no compaction yet)."""
+    summary_upto: int = 0
+    compaction_upto: int = 0
+    """The part a pending compaction summarises (``HistoryCompactionRequested.upto``)."""
+    compactions: int = 0
+    compacting_from: Phase = "cycle_end"
+    """Where the run goes on once the summary is in."""
+    last_prompt_tokens: int = 0
+    """The prompt tokens the backend reported for the run's last call."""
+    paused: bool = False
+    """``contreact pause``: the run rests before its next model call or cycle."""
+    stepping: bool = False
+    """``contreact run --step``: the run rests at every model call until a step."""
+    step_grants: int = 0
+    """Model calls a stepping run may still make (``contreact step`` adds one)."""
+    researcher_question: str = ""
+    """A fork's researcher question (``RunForked.question``, ``contreact ask``) until
+    the next cycle opens with it; empty: none waits."""
 
     @property
     def model_name(self) -> str:

@@ -41,3 +41,8 @@ def retrieval_task_id(run_id: str, cycle: int) -> str:
 
 def paragraph_task_id(run_id: str, cycle: int, attempt: int) -> str:
     return f"{run_id}/c{cycle}/paragraphs/a{attempt}"
+
+
+def compaction_task_id(run_id: str, cycle: int) -> str:
+    """The history compaction asked for before cycle ``cycle`` (``history: compact``)."""
+    return f"{run_id}/c{cycle}/compact"

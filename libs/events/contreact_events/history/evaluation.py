@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from contreact_events.catalog import AssessmentBase, AssessmentFailed, Event
 from contreact_events.catalog.chat import ChatMessage
 from contreact_events.catalog.cycle import CycleEnded, CycleStarted
+from contreact_events.core.compaction import window, window_described
 from contreact_events.core.fold import fold_all
 from contreact_events.core.folding import evolve
 from contreact_events.core.prompt import sha256_of_prompt, system_message
@@ -53,6 +54,9 @@ class EvaluatorInput:
     """``AgentState.digest()`` after those events."""
     state_shape: str
     """``AgentState.shape()``: the digest compares only between equal shapes."""
+    history_seen: str = "whole"
+    """Which history the evaluator saw: ``whole``, or (``history: truncate | compact``)
+    the part the agent's own prompts carried (``core.compaction.window_described``)."""
 
 
 def rated_prefix(events: Sequence[Event]) -> int:
@@ -86,9 +90,11 @@ def evaluator_input(events: Sequence[Event], instrument: Instrument) -> Evaluato
     count, state = _rated(events)
     rated = events[:count]
     advisory = next((e.advisory for e in reversed(rated) if isinstance(e, CycleStarted)), None)
+    lead, start = window(state)  # ``history``: what the agent's prompts carried of it
     messages = (
         _last_system_message(state, advisory),
-        *state.message_history,
+        *lead,
+        *state.message_history[start:],
         ChatMessage(role="user", content=instrument.prompt),
     )
     return EvaluatorInput(
@@ -97,6 +103,7 @@ def evaluator_input(events: Sequence[Event], instrument: Instrument) -> Evaluato
         run_events=count,
         run_digest=state.digest(),
         state_shape=AgentState.shape(),
+        history_seen=window_described(state),
     )
 
 

@@ -2,7 +2,9 @@
 
 Records: CYCLE_START, LLM_INVOCATION (prompt_messages, response_message,
 model_options, and the backend and model that actually answered), TOOL_CALL
-(tool_name, parameters, output), CYCLE_END (final_reflection, metrics). The run
+(tool_name, parameters, output), CYCLE_END (final_reflection, metrics); and
+SETTINGS_CHANGED (changes with old and new values, by, reason) where a researcher
+changed a setting mid-run (``contreact set``). The run
 log stores deltas; the full prompt of every LLM call is rebuilt here by folding.
 """
 
@@ -45,7 +47,18 @@ def _record(
     options = after.config.model_options.as_options() if after.config else {}
     match event.type:
         case "CycleStarted":
+            if before.researcher_question:  # ``contreact ask``: a researcher's turn opens it
+                return "CYCLE_START", {
+                    "advisory": event.advisory,
+                    "researcher_question": before.researcher_question,
+                }
             return "CYCLE_START", {"advisory": event.advisory}
+        case "SettingsChanged":  # ``contreact set``: by whom, why, old and new values
+            return "SETTINGS_CHANGED", {
+                "changes": {k: {"old": old, "new": new} for k, (old, new) in event.changes.items()},
+                "by": event.by,
+                "reason": event.reason,
+            }
         case "LLMResponded":
             message = event.message
             response: dict[str, Any] = {"role": "assistant", "content": message.content}

@@ -35,12 +35,15 @@ from datetime import datetime
 from typing import Any
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.control import SettingsChanged
 from contreact_events.catalog.cycle import CycleEnded
 from contreact_events.catalog.fork import RunForked
 from contreact_events.catalog.run import RunRequested
 from contreact_events.config import RunConfig, check_identifier
+from contreact_events.config.live_settings import applied
 from contreact_events.config.overrides import Assignment, apply_assignments, changed_settings
 from contreact_events.core.folding import evolve
+from contreact_events.core.researcher import question_problem
 from contreact_events.core.state import AgentState
 from contreact_events.diversity.corpus import run_scope, scope_for
 from contreact_events.exceptions import ContReActEventError, ForkRefused, InvalidTransition
@@ -72,6 +75,8 @@ class ForkCheck:
     cut: list[Event]
     parent_config: RunConfig
     config: RunConfig
+    question: str = ""
+    """``contreact ask``: the question cycle K+1 opens with (empty: a plain fork)."""
 
     @property
     def prefix_len(self) -> int:
@@ -93,9 +98,11 @@ def check_fork(
     at_cycle: int,
     model: str | None = None,
     assignments: Iterable[Assignment] = (),
+    question: str = "",
 ) -> ForkCheck:
     """The fork's cut and configuration, refused (``ForkRefused``, one line) when it cannot
-    be honest or cannot be made; the whole rule but the re-key and the fold."""
+    be honest or cannot be made; the whole rule but the re-key and the fold. A
+    ``question`` (``contreact ask``) opens the child's first cycle."""
     if not parent_events:
         raise ForkRefused(f"run {child_run_id}: the parent's log is empty")
     parent_id = parent_events[0].run_id
@@ -103,13 +110,17 @@ def check_fork(
         raise ForkRefused(f"a fork needs a run id of its own, not its parent's ({parent_id})")
     if at_cycle < 1:
         raise ForkRefused(f"--at-cycle {at_cycle}: a fork starts after a whole cycle (1 or more)")
+    if question:
+        problem = question_problem(question)
+        if problem is not None:
+            raise ForkRefused(problem)
     cut = cut_at_cycle(parent_events, at_cycle)
     before = requested_config(cut)  # the configuration in force at the cut
     child_config = fork_config(before, child_run_id, model, assignments)
     refusal = fork_refusal(before, child_config, at_cycle)
     if refusal is not None:
         raise ForkRefused(refusal)
-    return ForkCheck(parent_id, child_run_id, at_cycle, cut, before, child_config)
+    return ForkCheck(parent_id, child_run_id, at_cycle, cut, before, child_config, question)
 
 
 def plan_fork(
@@ -122,6 +133,7 @@ def plan_fork(
     event_id: str = "fork",
     ts: datetime,
     version: str = "",
+    question: str = "",
 ) -> ForkPlan:
     """The fork of the run logged in ``parent_events`` at the end of cycle ``at_cycle``
     as run ``child_run_id``. Raises ``ForkRefused`` (one line) for a fork that cannot be
@@ -136,6 +148,7 @@ def plan_fork(
         at_cycle=at_cycle,
         model=model,
         assignments=assignments,
+        question=question,
     )
     parent_id = check.parent_run_id
     scope = scope_for(check.config, child_run_id)
@@ -160,15 +173,23 @@ def plan_fork(
         changes=check.changes,
         memory_calls=len(calls),
         orchestrator_version=version,
+        question=check.question,
     )
     return ForkPlan(prefix=prefix, forked=forked, state=state)
 
 
 def requested_config(events: Sequence[Event]) -> RunConfig:
-    """The run's configuration as submitted: its fork's, else its request's."""
-    for event in reversed(events):
+    """The run's configuration in force at the end of ``events``: as submitted (its
+    fork's, else its request's), with the settings changed mid-run since
+    (``SettingsChanged``, ``contreact set``) applied."""
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
         if isinstance(event, RunForked | RunRequested):
-            return event.config
+            config = event.config
+            for later in events[index + 1 :]:
+                if isinstance(later, SettingsChanged):
+                    config = applied(config, later.changes)
+            return config
     raise ForkRefused(f"run {events[0].run_id} has no RunRequested: not a run log")
 
 

@@ -27,13 +27,14 @@ from itertools import zip_longest
 from typing import Any, Literal
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.control import SettingsChanged
 from contreact_events.catalog.run import RunRequested
 from contreact_events.config import RunConfig
 from contreact_events.config.overrides import Assignment
 from contreact_events.core.decide import Decision, Task, decide
 from contreact_events.core.fold import fold, fold_all
 from contreact_events.core.state import AgentState
-from contreact_events.exceptions import NotReplayable
+from contreact_events.exceptions import ConfigError, NotReplayable
 from contreact_events.history.fork import requested_config
 from contreact_events.history.replay import CopiedPart, as_recorded, copied_part, fork_cut
 from contreact_events.history.what_if_causes import explain, explain_task
@@ -159,6 +160,7 @@ def what_if(events: Sequence[Event], assignments: Sequence[Assignment]) -> WhatI
         )
     config = what_if_config(first.config, assignments)[0]
     changes = what_if_config(requested_config(events), assignments)[1]  # the run's own
+    _refuse_changed_mid_run(events, changes)
     shown = tuple(str(a) for a in assignments)
     recorded = changed = AgentState(run_id=first.run_id)
     copy = copied_part(events)
@@ -180,6 +182,20 @@ def what_if(events: Sequence[Event], assignments: Sequence[Assignment]) -> WhatI
             index += len(baseline.events)
     divergence = _history_difference(changed, recorded, len(events))
     return WhatIfReport(first.run_id, changes, len(events), decisions, divergence, shown)
+
+
+def _refuse_changed_mid_run(events: Sequence[Event], changes: dict[str, Any]) -> None:
+    """A setting a researcher changed while the run ran (``SettingsChanged``) takes the
+    logged value there, whatever the what-if began with: refused by name, one line."""
+    for index, event in enumerate(events):
+        if isinstance(event, SettingsChanged):
+            both = sorted(set(event.changes) & set(changes))
+            if both:
+                raise ConfigError(
+                    f"--what-if: {', '.join(both)} was changed while the run ran (`contreact "
+                    f"set`, event {index + 1}), so the logged value holds from there: fork "
+                    "the run after that cycle with --set instead"
+                )
 
 
 def _changed_input(

@@ -91,6 +91,11 @@ REFUSED: Mapping[str, str] = {
     "diversity.paragraph_threshold": _EMBEDDER,
     "diversity.natural_repetition_patterns": _EMBEDDER,
     "diversity.corpus_scope": _EMBEDDER + " (against the other corpus)",
+    "history": (
+        "a compaction's summary is a model's answer, recorded as it was made; a window "
+        "would change every later prompt, so no recorded answer would apply: fork the "
+        "run with --set instead"
+    ),
     "cognition": (
         "the operator exchanges' analyses, the memory policy's stores and the memory "
         "block's retrievals are recorded as the services made them (a model's answers "

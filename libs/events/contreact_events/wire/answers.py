@@ -16,6 +16,7 @@ from contreact_events.catalog.cognition import (
     PersistentMemoryStored,
     RetrievedMemory,
 )
+from contreact_events.catalog.control import RunPaused, RunResumed, SettingsChanged
 from contreact_events.catalog.cycle import LLMFailed, LLMResponded
 from contreact_events.catalog.delivery import TaskFailed
 from contreact_events.catalog.diversity import (
@@ -71,6 +72,25 @@ def run_requested(config: RunConfig, requested_by: str = "cli") -> InboxMessage:
 
 def run_cancelled(run_id: str, reason: str) -> InboxMessage:
     return input_message(RunCancelled, run_id, None, reason=reason)
+
+
+def settings_changed(
+    run_id: str, changes: dict[str, tuple[Any, Any]], *, by: str, reason: str, cycle: int
+) -> InboxMessage:
+    """``contreact set``: the run's settings changed mid-run, by whom and why."""
+    return input_message(
+        SettingsChanged, run_id, None, changes=changes, by=by, reason=reason, cycle=cycle
+    )
+
+
+def run_paused(run_id: str, *, by: str, reason: str = "", stepping: bool = False) -> InboxMessage:
+    """``contreact pause`` (``stepping``: ``contreact run --step``, ``pause --step``)."""
+    return input_message(RunPaused, run_id, None, by=by, reason=reason, stepping=stepping)
+
+
+def run_resumed(run_id: str, *, by: str, step: bool = False) -> InboxMessage:
+    """``contreact resume``; ``step``: ``contreact step`` (one model call more)."""
+    return input_message(RunResumed, run_id, None, by=by, step=step)
 
 
 def operator_replied(

@@ -1,4 +1,4 @@
-"""The JSON schema of every run-log event, assessment event and bus message, generated
+"""The JSON schema of every run-log event, assessment and query record and bus message, generated
 from the models.
 
 ``python -m contreact_events.wire.schema`` rewrites ``libs/events/schema/``; a test fails
@@ -20,6 +20,7 @@ from contreact_events.catalog import (
     EVENT_ADAPTER,
     SCHEMA_VERSIONS,
 )
+from contreact_events.catalog.query import QUERY_ADAPTER, QUERY_SCHEMA_VERSIONS
 from contreact_events.wire.tasks import InboxMessage, LLMTask, MemoryTask
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schema"
@@ -33,7 +34,14 @@ def schemas() -> dict[str, dict[str, Any]]:
     assessments = ASSESSMENT_ADAPTER.json_schema(mode="validation")
     assessments["title"] = "ContReAct assessment event (run:{RUN}:assessments)"
     assessments["x-schema-versions"] = dict(sorted(ASSESSMENT_SCHEMA_VERSIONS.items()))
-    out = {"events.schema.json": events, "assessment-events.schema.json": assessments}
+    queries = QUERY_ADAPTER.json_schema(mode="validation")
+    queries["title"] = "ContReAct query record (run:{RUN}:queries)"
+    queries["x-schema-versions"] = dict(sorted(QUERY_SCHEMA_VERSIONS.items()))
+    out = {
+        "events.schema.json": events,
+        "assessment-events.schema.json": assessments,
+        "query-events.schema.json": queries,
+    }
     for name, model in (
         ("llm-task", LLMTask),
         ("memory-task", MemoryTask),

@@ -147,6 +147,8 @@ class ForkRequest(_Frozen):
     model: str | None = None
     settings: tuple[str, ...] = ()
     """``key=value`` texts, parsed by ``config.overrides.parse_assignments``."""
+    question: str = ""
+    """``contreact ask``: a researcher's question the fork's first cycle opens with."""
 
 
 def fork_requested(child_run_id: str, request: ForkRequest) -> InboxMessage:

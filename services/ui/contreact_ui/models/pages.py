@@ -61,6 +61,45 @@ class ForkOrigin(_Model):
     parent_shown: bool
     """False when the dashboard does not hold the parent."""
     changes: list[SettingChange]
+    question: str = ""
+    """An interview (``contreact ask``): the researcher's question its first own cycle
+    opened with (untrusted text); empty for a plain fork."""
+
+
+class LiveChange(_Model):
+    """One setting changed mid-run: its value before and after."""
+
+    key: str
+    old: Any
+    new: Any
+
+
+class SettingsChangeRow(_Model):
+    """Settings of the run changed while it ran (``contreact set``, a
+    ``SettingsChanged`` event of its log), by whom and why."""
+
+    seq: int
+    """Its position in the run's log (the change applies from the next decision on)."""
+    at: datetime
+    cycle: int
+    """The cycle the run was in."""
+    by: str
+    reason: str
+    changes: list[LiveChange]
+
+
+class QueryRow(_Model):
+    """A question asked of the run's model about the run (``contreact query``), recorded
+    beside the run, never in its log."""
+
+    at: datetime
+    by: str
+    model: str
+    cycle: int
+    """The cycle of the agent's last answer in the history the model was given."""
+    question: str
+    answer: str
+    input_sha256: str
 
 
 class ForkLink(_Model):
@@ -95,6 +134,10 @@ class RunPage(_Model):
     """The run's parent, when it is a fork."""
     forks: list[ForkLink] = []
     """The runs forked from this one that the dashboard holds."""
+    queries: list[QueryRow] = []
+    """The questions asked of the run's model about it (``contreact query``)."""
+    settings_changes: list[SettingsChangeRow] = []
+    """Settings changed while it ran (``contreact set``), in log order."""
 
 
 class MemoryEntry(_Model):

@@ -26,6 +26,7 @@ from contreact_ui.projection.tables import (
     FORKS_INDEX,
     METRIC_FIELDS,
     SCHEMA,
+    SETTINGS_INDEX,
     STORE_VERSION,
     SUMMARY_FIELDS,
     TABLES,
@@ -100,6 +101,7 @@ class ProjectionStore:
             )
         else:
             conn.execute(FORKS_INDEX)
+            conn.execute(SETTINGS_INDEX)
         return store
 
     def close(self) -> None:

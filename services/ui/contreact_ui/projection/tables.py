@@ -22,6 +22,12 @@ FORKS_INDEX = (
 )
 """A run page lists its forks: a few rows, made at open where an older store lacks it."""
 
+SETTINGS_INDEX = (
+    "CREATE INDEX IF NOT EXISTS events_settings ON events (run_id, seq) "
+    "WHERE type = 'SettingsChanged'"
+)
+"""A run page lists the settings changed mid-run (``contreact set``): made at open too."""
+
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
@@ -86,6 +92,7 @@ CREATE TABLE IF NOT EXISTS events (
   PRIMARY KEY (run_id, seq)
 );
 {FORKS_INDEX};
+{SETTINGS_INDEX};
 CREATE TABLE IF NOT EXISTS texts (
   run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL,
   cycle INTEGER NOT NULL, text TEXT NOT NULL, vector BLOB,

@@ -6,6 +6,8 @@ from __future__ import annotations
 import orjson
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.compaction import HistoryCompactionRequested
+from contreact_events.catalog.control import SettingsChanged
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleStarted,
@@ -91,6 +93,18 @@ def describe(event: Event) -> str:
         case RunForked():
             changed = ", ".join(event.changes) or "nothing but the run id"
             text = f"forked from {event.parent_run_id} after cycle {event.at_cycle}; {changed}"
+            if event.question:
+                text += f"; researcher's question: {event.question}"
+        case HistoryCompactionRequested():
+            text = (
+                f"history compacted before cycle {event.cycle}: messages 1-{event.upto} of "
+                f"{event.messages} to be summarised by {event.model}"
+            )
+        case SettingsChanged():
+            changed = ", ".join(
+                f"{k} {old!r} -> {new!r}" for k, (old, new) in event.changes.items()
+            )
+            text = f"{changed} by {event.by}: {event.reason}"
         case _:
             data = event.model_dump(
                 mode="json",

@@ -167,6 +167,9 @@ class RunProjector:
         project = _PROJECTIONS.get(kind)
         if project is not None:
             project(self, event, state, cycle)
+        if kind == "LLMResponded" and state.phase == "cycle_end" and state.cycle_metrics:
+            # a history compaction's answer: its tokens count to the cycle it follows
+            self._cycle(state.cycle_number).metrics = state.cycle_metrics[-1]
         number = state.cycle_number  # the metrics of the cycle in progress, as they grow
         if number and state.phase != "cycle_end" and not state.terminal:
             row = self._cycles.get(number)

@@ -73,6 +73,7 @@ def experiment_report(
             command=command + (f" --forks {view}" if view != "none" else ""),
             table2=pei if pei is not None and pei.ratings else None,
             forks=view,
+            queries={run: reader.queries(run)[0] for run in frames.runs["run_id"]},
         )
     except (AnalysisError, ContReActEventError) as exc:
         raise BadQuery(f"experiment {experiment}: no report ({exc})") from None

@@ -14,6 +14,7 @@ from contreact_ui.models import (
     EventFilters,
     EventsPage,
     MemoryPage,
+    QueryRow,
     ReplayPage,
     RunPage,
 )
@@ -40,10 +41,27 @@ def run(
     ] = None,
 ) -> RunPage:
     """One run: per-cycle metrics, similarity, reflections, operator, regenerations,
-    its assessments."""
+    its assessments and the questions asked of it."""
     page = run_page(conn, run_id, from_cycle)
     rows, note = run_assessments(conn, reader, run_id)
-    return page.model_copy(update={"assessments": rows, "assessments_note": note})
+    asked, asked_note = reader.queries(run_id)
+    queries = [
+        QueryRow(
+            at=q.ts,
+            by=q.by,
+            model=q.model,
+            cycle=q.cycle,
+            question=q.question,
+            answer=q.answer,
+            input_sha256=q.input_sha256,
+        )
+        for q in asked
+    ]
+    if asked_note:
+        note = f"{note}. {asked_note}" if note else asked_note
+    return page.model_copy(
+        update={"assessments": rows, "assessments_note": note, "queries": queries}
+    )
 
 
 @pages.page("/runs/{run_id}/memory", "memory.html")

@@ -107,6 +107,7 @@ def _origin(conn: sqlite3.Connection, forked: dict[str, Any]) -> ForkOrigin:
         at_cycle=int(forked["at_cycle"]),
         parent_shown=shown is not None,
         changes=_changes(forked),
+        question=str(forked.get("question") or ""),
     )
 
 

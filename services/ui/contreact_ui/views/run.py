@@ -11,6 +11,7 @@ from urllib.parse import quote
 import orjson
 from pydantic import TypeAdapter
 
+from contreact_events.catalog.control import SettingsChanged
 from contreact_events.catalog.cycle import CycleMetrics
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.models import (
@@ -18,8 +19,10 @@ from contreact_ui.models import (
     CycleView,
     CycleWindow,
     Link,
+    LiveChange,
     RegenerationAttempt,
     RunPage,
+    SettingsChangeRow,
     SimilarityMatrix,
 )
 from contreact_ui.projection.tables import METRIC_FIELDS
@@ -84,7 +87,34 @@ def run_page(conn: sqlite3.Connection, run_id: str, from_cycle: int | None = Non
         exports=exports,
         fork_of=fork_origin(conn, run_id),
         forks=forks_of(conn, run_id),
+        settings_changes=settings_changes(conn, run_id),
     )
+
+
+def settings_changes(conn: sqlite3.Connection, run_id: str) -> list[SettingsChangeRow]:
+    """The settings changed while the run ran (``SettingsChanged``), in log order."""
+    out = []
+    for seq, payload in conn.execute(
+        "SELECT seq, payload FROM events INDEXED BY events_settings "
+        "WHERE run_id = ? AND type = 'SettingsChanged' ORDER BY seq",
+        (run_id,),
+    ):
+        event = event_from_json(bytes(payload))
+        assert isinstance(event, SettingsChanged)
+        out.append(
+            SettingsChangeRow(
+                seq=seq,
+                at=event.ts,
+                cycle=event.cycle,
+                by=event.by,
+                reason=event.reason,
+                changes=[
+                    LiveChange(key=key, old=old, new=new)
+                    for key, (old, new) in event.changes.items()
+                ],
+            )
+        )
+    return out
 
 
 def cycle_window(numbers: list[int], from_cycle: int | None) -> CycleWindow:

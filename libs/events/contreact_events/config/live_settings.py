@@ -1,0 +1,134 @@
+"""Which settings ``contreact set`` may change while a run runs, and why the others are
+refused by name. Pure.
+
+A change is honest mid-run when it changes only what the run does from then on, and
+the run's earlier cycles stay what they were under the old value: the cycle count
+(read at each cycle's end), the step cap and the final call (read at each step), the
+operator's mode and reply (read at the next call of the operator tool), the deadlines
+(read whenever a wait is checked) and the size caps (read as each call, tool result or
+answer comes). A setting that changes who answers, a text in every prompt, or what the
+diversity check and cognition built from the earlier cycles would make one run two
+experiments: it is refused with the reason, as a what-if refuses (``history.what_if_keys``),
+and the fix is a fork with ``--set``.
+
+Every setting of ``RunConfig`` is in exactly one of the two tables (a test holds it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from contreact_events.config import RunConfig
+from contreact_events.config.overrides import Assignment, apply_assignments, changed_settings
+from contreact_events.exceptions import ConfigError
+
+OPTION = "set"
+
+LIVE: Mapping[str, str] = {
+    "cycle_count": "read at each cycle's end: the run ends after this many cycles",
+    "max_steps_per_cycle": "read at each step: a cycle's tool calls stop at this step",
+    "final_call_at_step_cap": "read at the step cap: one more call without tools",
+    "operator.mode": "read at the next call of the operator tool",
+    "operator.auto_reply": "read at the next policy or timeout reply",
+    "operator.timeout_s": "read while a human reply is awaited",
+    "deadlines.check_s": "read whenever a wait is checked",
+    "deadlines.llm_s": "read whenever a wait is checked",
+    "deadlines.memory_s": "read whenever a wait is checked",
+    "deadlines.embed_s": "read whenever a wait is checked",
+    "deadlines.retries": "read when a task fails",
+    "limits.memory_value_chars": "read at the next write",
+    "limits.tool_argument_chars": "read at the next tool call",
+    "limits.tool_output_chars": "read as each tool result reaches the prompt",
+    "limits.llm_content_chars": "read by the LLM worker for the next call sent",
+    "limits.cut_arguments_in_history": "read as each tool call reaches the prompt",
+}
+"""The settings a live run may change, with when the run reads them."""
+
+_FORK = "fork the run with --set instead (`contreact fork RUN --at-cycle K --set ...`)"
+_WHO_ANSWERS = (
+    "it changes who answers or how (the model, its host or options): the run's answers "
+    f"so far are that model's; {_FORK}"
+)
+_EVERY_PROMPT = f"it is in every prompt from the first call: {_FORK}"
+_BUILT = (
+    "what the run built from its earlier cycles (embeddings, corpus, analyses, "
+    f"retrievals) was made under the old value: {_FORK}"
+)
+
+REFUSED: Mapping[str, str] = {
+    "run_id": "the run's identity, not a setting of its behaviour",
+    "experiment": "it names the experiment (and its shared corpus): a recorded fact",
+    "model_name": _WHO_ANSWERS,
+    "backend": _WHO_ANSWERS,
+    "ollama_client_config": _WHO_ANSWERS,
+    "openai_client_config": _WHO_ANSWERS,
+    "model_options": _WHO_ANSWERS,
+    "keep_alive": _WHO_ANSWERS,
+    "script": _WHO_ANSWERS,
+    "system_prompt": _EVERY_PROMPT,
+    "system_prompt_file": "it only records where the system prompt came from",
+    "cycle_start_message": _EVERY_PROMPT,
+    "tools": _EVERY_PROMPT + " (it changes the tools offered)",
+    "diversity": _BUILT,
+    "cognition": _BUILT,
+    "history": f"it decides what every later prompt carries of the earlier ones: {_FORK}",
+}
+"""Settings (or whole sections) a live run may not change, with why."""
+
+
+def refusal(key: str) -> str | None:
+    """Why ``key`` (a dotted setting path) may not change mid-run; None if it may."""
+    if key in LIVE:
+        return None
+    parts = key.split(".")
+    for end in range(len(parts), 0, -1):
+        reason = REFUSED.get(".".join(parts[:end]))
+        if reason is not None:
+            return reason
+    return "not a setting a live run reads"
+
+
+def live_config(
+    config: RunConfig,
+    assignments: Iterable[Assignment],
+    *,
+    cycle: int = 0,
+    require_change: bool = True,
+) -> tuple[RunConfig, dict[str, tuple[Any, Any]]]:
+    """``config`` with the assignments applied and validated as a whole, and the
+    settings that changed (``(old, new)`` by dotted path), for a run in cycle
+    ``cycle``. ConfigError, one line: a refused key with its reason, a value the
+    config's own validation refuses, a cycle count below the current cycle, or (with
+    ``require_change``: the CLI's check; the orchestrator's accepts it) no change."""
+    assignments = tuple(assignments)
+    if not assignments:
+        raise ConfigError(f"{OPTION}: give at least one KEY=VALUE")
+    refused = {a.key: reason for a in assignments if (reason := refusal(a.key)) is not None}
+    if refused:
+        raise ConfigError(_refused_line(refused))
+    changed = apply_assignments(config, assignments, source=OPTION)
+    changes = changed_settings(config, changed)
+    refused = {key: reason for key in changes if (reason := refusal(key)) is not None}
+    if refused:
+        raise ConfigError(_refused_line(refused))
+    if changed.cycle_count < cycle:
+        raise ConfigError(
+            f"{OPTION}: cycle_count={changed.cycle_count} is below the run's current cycle "
+            f"{cycle}: give {cycle} or more (or cancel the run)"
+        )
+    if require_change and not changes:
+        raise ConfigError(f"{OPTION}: every value given is the run's already: nothing to change")
+    return changed, changes
+
+
+def applied(config: RunConfig, changes: Mapping[str, tuple[Any, Any]]) -> RunConfig:
+    """``config`` with the new values of a logged change (``SettingsChanged.changes``)."""
+    return apply_assignments(
+        config, (Assignment(key, new) for key, (_old, new) in changes.items()), source=OPTION
+    )
+
+
+def _refused_line(refused: Mapping[str, str]) -> str:
+    named = "; ".join(f"{key} cannot change mid-run: {reason}" for key, reason in refused.items())
+    return f"{OPTION}: {named} (`contreact set --help` lists what can)"
