@@ -188,6 +188,9 @@ class AgentState(BaseModel):
     """The cycle the last memory retrieval was for (0: none yet)."""
     fork_prefix: int = 0
     """A fork: how many events its log copied from the parent (0: not a fork)."""
+    tool_uses: tuple[tuple[str, int], ...] = ()
+    """Per tool added as data (``tools.added``): how many of its calls ran, in the order
+    the tools were first called; the next call's index (``core.data_tools``)."""
 
     @property
     def model_name(self) -> str:
