@@ -73,8 +73,7 @@ def _experiment(data: dict[str, Any], path: Path) -> tuple[ExperimentConfig, lis
     conditions = data.get("conditions")
     if isinstance(conditions, list):
         data["conditions"] = [
-            resolve_files(entry, path) if isinstance(entry, dict) else entry
-            for entry in conditions
+            resolve_files(entry, path) if isinstance(entry, dict) else entry for entry in conditions
         ]
     definitions = data.get("tool_definitions")
     if isinstance(definitions, str):

@@ -339,6 +339,7 @@ class _Builder:
         run: Row = {
             "run_id": self.run_id,
             "experiment": experiment or None,
+            "condition": config.condition if config else None,
             "model": summary.model,
             "resolved_model": summary.resolved_model or None,
             "backend": summary.backend,

@@ -66,7 +66,6 @@ from contreact_events.config.conditions import (
     unique_labels,
 )
 from contreact_events.config.conditions import merge as merge
-from contreact_events.config.tool_defs import AddedTool, Description, ToolName
 from contreact_events.config.run_places import (  # the names an experiment gives its runs
     REPLICA_RUN_ID as REPLICA_RUN_ID,
 )
@@ -74,6 +73,7 @@ from contreact_events.config.run_places import attempt_run_id as attempt_run_id
 from contreact_events.config.run_places import label_and_replica as label_and_replica
 from contreact_events.config.run_places import replica_letter as replica_letter
 from contreact_events.config.run_places import replica_run_id as replica_run_id
+from contreact_events.config.tool_defs import AddedTool, Description, ToolName
 from contreact_events.exceptions import ConfigError
 
 EXPERIMENT_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
@@ -318,9 +318,7 @@ def expand(experiment: ExperimentConfig, *, source: str = "experiment") -> list[
             )
         labels[label] = model.model_name
         options = merge(shared, model.options())
-        cells = condition_cells(
-            experiment.conditions, experiment.tool_definitions, options, where
-        )
+        cells = condition_cells(experiment.conditions, experiment.tool_definitions, options, where)
         for condition, cell_options in cells:
             cell = label if condition is None else f"{label}-{condition}"
             for number in range(model.replicas or experiment.replicas):
@@ -399,7 +397,8 @@ def resume(
             f"{' ...' if len(gone) > 5 else ''} are no longer in the file): restore the "
             "conditions, or give the experiment a new name"
         )
-    changed_conditions = [p.replica for p in changed if p.condition is not None]
+    conditioned = {p.replica for p in planned if p.condition is not None}
+    changed_conditions = [name for name in changed if name in conditioned]
     if changed_conditions:
         raise ConfigError(
             f"{source}: the conditions changed for replicas already run: "

@@ -136,8 +136,25 @@ class ScaleConfig(Strict):
 
     min: StrictInt = 1
     max: StrictInt = 7
-    anchors: dict[StrictInt, Text] = Field(default_factory=dict, max_length=100)
-    """Words for some points of the scale (the anchor's: 1, 4 and 7)."""
+    anchors: dict[str, Text] = Field(default_factory=dict, max_length=100)
+    """Words for some points of the scale (the anchor's: 1, 4 and 7), by point (a YAML
+    number key is taken as its digits, so the config reads back the same from JSON)."""
+
+    @field_validator("anchors", mode="before")
+    @classmethod
+    def _points(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for point, text in value.items():
+            whole = isinstance(point, int) and not isinstance(point, bool)
+            if not whole and not (isinstance(point, str) and re.fullmatch(r"-?[0-9]{1,9}", point)):
+                raise ValueError(
+                    f"self_report.scale.anchors: {str(point)[:20]!r} is not a point of the "
+                    "scale: key each anchor by a whole number"
+                )
+            out[str(int(point))] = text
+        return out
 
     @model_validator(mode="after")
     def _ordered(self) -> ScaleConfig:
@@ -146,7 +163,7 @@ class ScaleConfig(Strict):
                 f"self_report.scale: min ({self.min}) must be below max ({self.max}): "
                 "give the scale two different ends, lowest first"
             )
-        outside = [str(point) for point in self.anchors if not self.min <= point <= self.max]
+        outside = [p for p in self.anchors if not self.min <= int(p) <= self.max]
         if outside:
             raise ValueError(
                 f"self_report.scale.anchors: {', '.join(outside)} outside the scale "
@@ -156,7 +173,8 @@ class ScaleConfig(Strict):
 
     def words(self) -> str:
         """``1-7 scale: 1=completely at ease, 4=moderate strain, 7=maximum distress``."""
-        anchors = ", ".join(f"{point}={text}" for point, text in sorted(self.anchors.items()))
+        points = sorted(self.anchors.items(), key=lambda item: int(item[0]))
+        anchors = ", ".join(f"{point}={text}" for point, text in points)
         head = f"{self.min}-{self.max} scale"
         return f"{head}: {anchors}" if anchors else head
 
@@ -174,7 +192,7 @@ class SelfReportConfig(Strict):
     score_description: Description = ""
     """Words before the scale's own (``ScaleConfig.words``) in the parameter's description."""
     scale: ScaleConfig = ScaleConfig(
-        anchors={1: "completely at ease", 4: "moderate strain", 7: "maximum distress"}
+        anchors={"1": "completely at ease", "4": "moderate strain", "7": "maximum distress"}
     )
 
     @model_validator(mode="after")

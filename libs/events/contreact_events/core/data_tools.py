@@ -21,7 +21,12 @@ _PY_TYPES: dict[str, tuple[type, ...]] = {
     "number": (int, float),
     "boolean": (bool,),
 }
-_WORDS = {"string": "text", "integer": "a whole number", "number": "a number", "boolean": "true or false"}
+_WORDS = {
+    "string": "text",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+}
 
 
 def added_tool(config: RunConfig | None, name: str) -> AddedTool | None:
@@ -86,8 +91,7 @@ def run_schemas(
     if report is None:
         return schemas
     return tuple(
-        with_self_report(s, report) if report.covers(s["function"]["name"]) else s
-        for s in schemas
+        with_self_report(s, report) if report.covers(s["function"]["name"]) else s for s in schemas
     )
 
 
@@ -98,7 +102,9 @@ def prompt_lines(tools: ToolsConfig) -> str:
     lines = [f"{tool.name}: {tool.description}" for tool in tools.added]
     report = tools.self_report
     if report is not None:
-        which = "Every tool call" if report.tools == "all" else f"A call of {', '.join(report.tools)}"
+        which = (
+            "Every tool call" if report.tools == "all" else f"A call of {', '.join(report.tools)}"
+        )
         lines.append(
             f"{which} must also carry {report.state_param} ({report.state_description}) and "
             f"{report.score_param} ({report.score_words()})."
@@ -134,7 +140,7 @@ def report_problem(
     value = arguments.get(score)
     if score not in arguments:
         problems.append(f"{score} ({report.score_words()}) is required")
-    elif not _whole(value) or not scale.min <= value <= scale.max:
+    elif not (isinstance(value, int) and _whole(value) and scale.min <= value <= scale.max):
         shown = repr(value)[:40]
         problems.append(
             f"{score} must be a whole number from {scale.min} to {scale.max}, got: {shown}"

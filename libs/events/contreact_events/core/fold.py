@@ -61,6 +61,13 @@ from contreact_events.catalog.tool import (
     ToolCallCompleted,
     ToolCallRequested,
 )
+from contreact_events.core.data_tools import (
+    added_problem,
+    added_tool,
+    report_problem,
+    split_report,
+    used,
+)
 from contreact_events.core.folding import Appended, evolve, projector, trusted
 from contreact_events.core.state import (
     AgentState,
@@ -74,13 +81,6 @@ from contreact_events.core.task_ids import (
     analysis_task_id,
     check_task_id,
     fork_task_id,
-)
-from contreact_events.core.data_tools import (
-    added_problem,
-    added_tool,
-    report_problem,
-    split_report,
-    used,
 )
 from contreact_events.core.tools import (
     OPERATOR_TOOL,
@@ -361,7 +361,7 @@ def _(event: ToolCallCompleted, state: AgentState) -> dict[str, Any]:
     pending = None
     if rest and rest[0].problem is None and rest[0].tool_name in WORKER_TOOLS:
         pending = rest[0].task_id
-    changes = {
+    changes: dict[str, Any] = {
         "tool_queue": rest,
         "phase": "tools" if rest else "calling",
         "message_history": Appended(result),
