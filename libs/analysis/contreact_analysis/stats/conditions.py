@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -165,3 +166,29 @@ def _mixed(rows: pd.DataFrame, condition: str) -> tuple[float, float, float, flo
         float(fit.pvalues["treated"]),
         "; ".join(notes),
     )
+
+
+def condition_summary(reports: pd.DataFrame, *, baseline: str | None = None) -> dict[str, Any]:
+    """What ``contreact conditions --json`` prints (and a page would show): the means
+    per model and condition, and the contrasts, as plain data."""
+    means = condition_means(reports)
+    contrasts = condition_contrasts(reports, baseline=baseline)
+    return {
+        "reports": len(reports),
+        "valid_reports": int(reports["valid"].sum()) if len(reports) else 0,
+        "means": [_plain(row) for row in means.to_dict(orient="records")],
+        "contrasts": [_plain(asdict(c)) for c in contrasts],
+    }
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    """NaN and NA as None, numpy numbers as Python's: JSON as the CLI prints it."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if value is None or (not isinstance(value, str) and pd.isna(value)):
+            out[str(key)] = None
+        elif isinstance(value, np.generic):
+            out[str(key)] = value.item()
+        else:
+            out[str(key)] = value
+    return out
