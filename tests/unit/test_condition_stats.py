@@ -81,8 +81,8 @@ def test_means_per_model_and_condition_have_t_intervals_over_runs() -> None:
     table = condition_means(reports)
     assert list(table["condition"]) == ["control", "placebo"]
     assert list(table["runs"]) == [10, 10] and list(table["calls"]) == [300, 300]
-    for row in table.itertuples():
-        assert row.low < row.mean < row.high
+    for low, mean, high in zip(table["low"], table["mean"], table["high"], strict=True):
+        assert float(low) < float(mean) < float(high)
     control, placebo = table["mean"]
     assert placebo < control
 

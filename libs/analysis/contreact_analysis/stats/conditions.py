@@ -12,6 +12,7 @@ tests check both against simulated experiments with a planted effect and none
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -181,7 +182,7 @@ def condition_summary(reports: pd.DataFrame, *, baseline: str | None = None) -> 
     }
 
 
-def _plain(row: dict[str, Any]) -> dict[str, Any]:
+def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
     """NaN and NA as None, numpy numbers as Python's: JSON as the CLI prints it."""
     out: dict[str, Any] = {}
     for key, value in row.items():
