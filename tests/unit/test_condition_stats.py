@@ -5,6 +5,8 @@ and the mixed model's interval covers as it claims over many simulated studies."
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -136,3 +138,44 @@ def test_the_self_report_table_is_read_from_the_runs_logs() -> None:
     assert list(reports["valid"].iloc[:3]) == [True, False, False]
     assert set(reports["condition"]) == {"placebo"} and set(reports["model_label"]) == {"M"}
     assert list(reports["state"].iloc[:2]) == ["tense", "calm"]
+
+
+def test_the_report_shows_self_reports_by_condition() -> None:
+    """The HTML report of a small study: the means, the contrast and the chart."""
+    from contreact_analysis.report import build_report, render_report
+
+    tool = {
+        "name": "reset_state",
+        "description": "Reset.",
+        "behaviour": "placebo",
+        "replies": ["ok"],
+    }
+    logs = {}
+    for condition, shift in (("control", 0), ("placebo", -1)):
+        for r in range(3):
+            run_id = f"e-M-{condition}-{'ABC'[r]}"
+
+            def reply(task: Any, r: int = r, shift: int = shift) -> Any:
+                if task.step > 1:
+                    return say("reflection")
+                report = {"phenom_state": "<b>tense</b>", "phenom_aversive": 4 + shift + r % 2}
+                return say("", ("reset_state", report))
+
+            config = make_config(
+                run_id=run_id,
+                experiment="e",
+                condition=condition,
+                cycle_count=2,
+                tools={"added": [tool], "self_report": {}},
+            )
+            sim = Sim(config)
+            sim.drive([reply])
+            logs[run_id] = sim.log
+    report = build_report(build_frames(logs), title="e", command="contreact report e", resamples=99)
+    assert report.self_reports is not None
+    (contrast,) = report.self_reports["contrasts"]
+    assert (contrast["model"], contrast["condition"]) == ("M", "placebo")
+    assert contrast["difference"] == pytest.approx(-1.0)
+    html = render_report(report)
+    assert 'id="self-reports"' in html and 'id="chart-self-report"' in html
+    assert "placebo \u2212 control" in html
