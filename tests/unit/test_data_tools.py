@@ -161,3 +161,22 @@ def test_a_description_is_set_by_name_and_an_unknown_one_refused() -> None:
     assert changed.tools.added[0] == base.tools.added[0]
     with pytest.raises(ConfigError, match="adds no tool named nope"):
         apply_assignments(base, parse_assignments(["tools.nope.description=x"]))
+
+
+def test_the_lineage_shows_a_reworded_tool_parent_beside_fork() -> None:
+    from contreact_events.config.overrides import changed_settings
+    from contreact_ui.views.lineage import _changes
+
+    base = config("submit_data", "reset_state")
+    words = ["tools.reset_state.description=Check system status."]
+    child = apply_assignments(base, parse_assignments(words))
+    changes = _changes({"changes": changed_settings(base, child)})
+    assert [(c.key, c.parent, c.fork) for c in changes] == [
+        (
+            "tools.reset_state.description",
+            TOOLS["reset_state"]["description"],
+            "Check system status.",
+        )
+    ]
+    other = apply_assignments(base, parse_assignments(["tools.added=[]"]))
+    assert [c.key for c in _changes({"changes": changed_settings(base, other)})] == ["tools.added"]
