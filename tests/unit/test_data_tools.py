@@ -152,6 +152,8 @@ def test_rebuild_replay_what_if_and_export_stay_exact() -> None:
 def test_a_what_if_refuses_the_tools_words() -> None:
     with pytest.raises(ConfigError, match=r"tools\.added is refused"):
         what_if(drive_study().log, parse_assignments(["tools.added=[]"]))
+    with pytest.raises(ConfigError, match="in every prompt from the first call"):
+        what_if(drive_study().log, parse_assignments(["tools.submit_data.description=x"]))
 
 
 def test_a_description_is_set_by_name_and_an_unknown_one_refused() -> None:

@@ -23,6 +23,7 @@ from contreact_events.config.overrides import (
     Assignment,
     apply_assignments,
     changed_settings,
+    tool_description_key,
 )
 from contreact_events.exceptions import ConfigError
 
@@ -107,6 +108,8 @@ def refusal(key: str) -> str | None:
     """Why ``key`` (a dotted setting path) may not be changed; None if it may."""
     if key in ALLOWED:
         return None
+    if tool_description_key(key):
+        return REFUSED["tools.added"]
     parts = key.split(".")
     for end in range(len(parts), 0, -1):
         reason = REFUSED.get(".".join(parts[:end]))
