@@ -2,15 +2,19 @@
 and how long its statistics take.
 
 1. Per call through the services (orchestrator, one LLM worker, memory service as
-   processes, over a private Redis): the same grid with and without conditions. Both:
+   processes, over a private Redis): the same grid with and without conditions, and
+   with the study's tools and reports given to every run alike (the placebo's set, no
+   conditions: what the axis itself costs). Each:
    4 models, 2 x R runs each, ``CYCLES`` cycles, each cycle a memory ``write`` and a
    reflection from the scripted backend with no latency (so the services' own work is
    what is timed). With conditions: 2 conditions x R replicas, each run offered the
    study's tools (``configs/tools/self-explanations.yaml``: the stressor, and the
    control or the placebo) and a self-report on every call (the ``write`` carries it,
-   the orchestrator takes it off before the memory service gets the call). Wall time
-   per LLM call of each experiment, from submission until every run completed;
-   alternated, medians of ``REPEATS``. Target: with conditions at most 1.1x without.
+   the orchestrator takes it off before the memory service gets the call). The
+   services' CPU time (user + system, ``/proc``) and the wall time per LLM call of each
+   experiment, from submission until every run completed; alternated, medians of
+   ``REPEATS``. Target: the services' CPU per call with conditions at most 1.1x without
+   (CPU, not wall time: on a shared machine the wall time measures the neighbours).
 2. The statistics of 80 runs x 10 cycles (4 models x 2 conditions x 10 runs; each
    cycle two self-reported calls; scores known), folded with the platform's fold into
    the dataframes, then ``condition_summary`` (means with intervals, permutation tests,
@@ -20,6 +24,7 @@ and how long its statistics take.
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import tempfile
 import time
@@ -67,9 +72,15 @@ HOST = "http://bench-conditions:11434"
 REPORT = {"phenom_state": "strained", "phenom_aversive": 4}
 
 
-def grid(name: str, *, conditions: bool) -> dict[str, Any]:
+KINDS = ("plain", "tools", "conditions")
+"""The grids: without conditions or added tools; the study's tools and self-reports
+given to every run alike (the placebo's set), no conditions; with conditions."""
+
+
+def grid(name: str, kind: str) -> dict[str, Any]:
+    conditions = kind == "conditions"
     arguments: dict[str, Any] = {"key": "k{cycle}", "value": "note of cycle {cycle}"}
-    if conditions:
+    if kind != "plain":
         arguments.update(REPORT)
     script = {
         "repeat": True,
@@ -88,6 +99,10 @@ def grid(name: str, *, conditions: bool) -> dict[str, Any]:
         "script": script,
         "models": [{"label": f"m{i}", "model_name": f"model-{i}"} for i in range(MODELS)],
     }
+    if kind == "tools":
+        library = {t["name"]: t for t in load_yaml(TOOLS.read_text())["tools"]}
+        added = [library["submit_data"], library["reset_state"]]
+        data["tools"] = {"added": added, "self_report": {"tools": "all"}}
     if conditions:
         data["tool_definitions"] = str(TOOLS)
         data["tools"] = {"self_report": {"tools": "all"}}
@@ -96,6 +111,16 @@ def grid(name: str, *, conditions: bool) -> dict[str, Any]:
             {"label": "placebo", "add_tools": ["submit_data", "reset_state"]},
         ]
     return data
+
+
+def cpu_seconds(procs: dict[str, Any]) -> float:
+    """User and system CPU the service processes have used so far (``/proc``)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for proc in procs.values():
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
 
 
 async def timed(settings: CLISettings, client: aioredis.Redis, path: Path) -> float:
@@ -126,23 +151,25 @@ async def measure_services(url: str, workdir: Path) -> dict[str, Any]:
         "CONTREACT_LLM_CONCURRENCY": str(max(64, runs)),
     }
     settings = CLISettings(redis_url=url, data_dir=workdir / "data")
-    times: dict[str, list[float]] = {"plain": [], "conditions": []}
-    with services(url, workdir / "data", extra_env=env):
+    times: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    cpu: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    with services(url, workdir / "data", extra_env=env) as procs:
         client = aioredis.Redis.from_url(url)
         try:
-            for n in range(REPEATS):  # alternated, so noise hits both alike
-                for kind in ("plain", "conditions"):
+            for n in range(REPEATS):  # alternated, so noise hits each alike
+                for kind in KINDS:
                     path = workdir / f"{kind}{n}.yaml"
-                    data = grid(f"{kind}{n}", conditions=kind == "conditions")
-                    path.write_text(yaml.safe_dump(data))
+                    path.write_text(yaml.safe_dump(grid(f"{kind}{n}", kind)))
+                    before = cpu_seconds(procs)
                     times[kind].append(await timed(settings, client, path))
+                    cpu[kind].append(cpu_seconds(procs) - before)
         finally:
             await client.aclose()
     calls = runs * CYCLES * 2
     return {
         "calls": calls,
-        "plain": statistics.median(times["plain"]) / calls,
-        "conditions": statistics.median(times["conditions"]) / calls,
+        **{f"wall_{k}": statistics.median(v) / calls for k, v in times.items()},
+        **{f"cpu_{k}": statistics.median(v) / calls for k, v in cpu.items()},
         "problems": logged_problems(workdir / "data"),
     }
 
@@ -221,19 +248,26 @@ def main(argv: list[str] | None = None) -> None:
         m = asyncio.run(measure_services(url, Path(tmp)))
     count = sum(len(lines) for lines in m["problems"].values())
     row("errors in the services' logs", count, "lines")
-    row(
-        "without conditions: wall time per LLM call",
-        m["plain"] * 1000,
-        "ms",
-        f"({m['calls']} calls)",
+    words = {
+        "plain": "without conditions",
+        "tools": "the tools and reports, no conditions",
+        "conditions": "with conditions",
+    }
+    for kind in KINDS:
+        row(f"{words[kind]}: services' CPU per LLM call", m[f"cpu_{kind}"] * 1000, "ms")
+        row(f"{words[kind]}: wall time per LLM call", m[f"wall_{kind}"] * 1000, "ms")
+    ratio("with conditions / without, wall per call", m["wall_conditions"], m["wall_plain"])
+    ratio(
+        "conditions / the same tools without them, CPU per call",
+        m["cpu_conditions"],
+        m["cpu_tools"],
     )
-    row("with conditions: wall time per LLM call", m["conditions"] * 1000, "ms")
-    value = ratio("with conditions / without, per call", m["conditions"], m["plain"])
+    value = ratio("with conditions / without, CPU per call", m["cpu_conditions"], m["cpu_plain"])
     verdict(
         "conditions per call",
         value <= TARGET_RATIO,
-        f"{value:.2f}x the cost per call of the same grid without conditions "
-        f"(target <= {TARGET_RATIO})",
+        f"{value:.2f}x the services' CPU per call of the same grid without conditions "
+        f"(target <= {TARGET_RATIO}; {m['calls']} calls per grid)",
     )
     s = measure_stats()
     row("study runs folded into dataframes", s["frames_s"], "s", f"({s['runs']} runs)")

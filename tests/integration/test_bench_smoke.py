@@ -130,7 +130,7 @@ BENCHES: dict[str, Expected] = {
     ),
     "research.condition_study": Expected(
         (
-            "with conditions / without, per call",
+            "with conditions / without, CPU per call",
             "statistics: means, permutation tests, mixed models",
         ),
         ("conditions per call", "condition statistics"),
