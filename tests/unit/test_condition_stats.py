@@ -132,6 +132,8 @@ def test_the_self_report_table_is_read_from_the_runs_logs() -> None:
     )
     frames = build_frames({config.run_id: sim.log})
     assert list(frames.runs["condition"]) == ["placebo"]
+    assert list(frames.cycles["calls_added"]) == [2, 2]  # counted as the run's tools,
+    assert list(frames.cycles["calls_unknown"]) == [0, 0]  # never as made-up ones
     reports = frames.self_reports
     assert list(reports["tool"]) == ["reset_state", "reset_state", "write"] * 2
     assert list(reports["score"].iloc[:3]) == [5, pd.NA, pd.NA]
