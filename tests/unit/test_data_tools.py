@@ -182,3 +182,12 @@ def test_the_lineage_shows_a_reworded_tool_parent_beside_fork() -> None:
     ]
     other = apply_assignments(base, parse_assignments(["tools.added=[]"]))
     assert [c.key for c in _changes({"changes": changed_settings(base, other)})] == ["tools.added"]
+
+
+def test_the_saved_log_of_tools_as_data_still_replays_the_same() -> None:
+    from contreact_events.wire.codec import event_from_json
+
+    path = ROOT / "tests/fixtures/runlog-v5-conditions.jsonl"
+    saved = [event_from_json(line) for line in path.read_bytes().splitlines()]
+    assert replay_check(saved).ok
+    assert fold_all(saved) == drive_study().state
