@@ -190,4 +190,4 @@ def test_the_saved_log_of_tools_as_data_still_replays_the_same() -> None:
     path = ROOT / "tests/fixtures/runlog-v5-conditions.jsonl"
     saved = [event_from_json(line) for line in path.read_bytes().splitlines()]
     assert replay_check(saved).ok
-    assert fold_all(saved) == drive_study().state
+    assert fold_all(saved) == drive_study(run_id="fixture-v5-conditions").state
