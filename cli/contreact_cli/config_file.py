@@ -70,6 +70,19 @@ def _experiment(data: dict[str, Any], path: Path) -> tuple[ExperimentConfig, lis
         data["models"] = [
             resolve_files(entry, path) if isinstance(entry, dict) else entry for entry in models
         ]
+    conditions = data.get("conditions")
+    if isinstance(conditions, list):
+        data["conditions"] = [
+            resolve_files(entry, path) if isinstance(entry, dict) else entry for entry in conditions
+        ]
+    definitions = data.get("tool_definitions")
+    if isinstance(definitions, str):
+        loaded = _read_yaml(_resolve(path, definitions), what="tool_definitions file")
+        if not isinstance(loaded, dict) or not isinstance(loaded.get("tools"), list):
+            raise ConfigError(
+                f"{path}: tool_definitions file {definitions} must hold a 'tools' list"
+            )
+        data["tool_definitions"] = loaded["tools"]
     experiment = parse_experiment(data, source=str(path))
     return experiment, expand(experiment, source=str(path))
 

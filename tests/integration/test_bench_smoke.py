@@ -135,6 +135,13 @@ BENCHES: dict[str, Expected] = {
             "cost of a parse",
         ),
     ),
+    "research.condition_study": Expected(
+        (
+            "with conditions / without, CPU per call",
+            "statistics: means, permutation tests, mixed models",
+        ),
+        ("conditions per call", "condition statistics"),
+    ),
     "services.compose_stack": Expected(
         ("compose plan: runs of the experiment", "contreact up: experiment wall time")
     ),

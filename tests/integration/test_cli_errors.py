@@ -117,6 +117,11 @@ BAD_ARGUMENTS: dict[str, list[list[str]]] = {
         ["r1", "--out", "tables", "--format", "xlsx"],
         ["--experiment", "a}{b:../", "--out", "tables"],
     ],
+    "conditions": [
+        ["no-such-experiment"],
+        ["a}{b:../"],
+        ["exp", "--baseline"],  # no value
+    ],
     "report": [
         ["no-such-experiment", "--out", "r.html"],
         ["a}{b:../", "--out", "r.html"],

@@ -61,6 +61,9 @@ class FakeOllama:
     and the ``format`` schema), when nothing is queued."""
     respond: Callable[[dict[str, Any]], str] | None = None
     """The text answer to any other chat request (its body in), when nothing is queued."""
+    answer_with: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """The whole answer (``message`` with tool calls, counts) to a chat request that
+    asks for no structured output, when nothing is queued (``respond`` gives text only)."""
 
     def has_model(self, name: str) -> bool:
         return name in self.models or tagged(name) in self.models
@@ -271,6 +274,8 @@ def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
             asks_schema = isinstance(body.get("format"), dict)
             if answer is None and asks_schema and fake.structured is not None:
                 answer = structured_answer(body, fake.structured(body))
+            elif answer is None and not asks_schema and fake.answer_with is not None:
+                answer = fake.answer_with(body)
             elif answer is None and not asks_schema and fake.respond is not None:
                 answer = text_answer(body, fake.respond(body))
             if answer is None and fake.auto_reply and self.path == "/api/chat":

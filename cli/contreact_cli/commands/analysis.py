@@ -23,6 +23,7 @@ from contreact_cli.runs.export_file import (
 )
 from contreact_cli.runs.records import SKIPPED_EXIT, skipped_line
 from contreact_cli.settings import CLISettings
+from contreact_cli.text import safe
 from contreact_events.catalog.query import RunQueried
 from contreact_events.config.run_places import FORK_VIEWS, ForkView
 
@@ -49,6 +50,21 @@ def register(sub: Any) -> None:
         action="store_true",
         help="a fork's rows and figures with the cycles it copied from its parent too "
         "(default: its own cycles, K+1 on)",
+    )
+    p = add_command(
+        sub,
+        "conditions",
+        cmd_conditions,
+        "an experiment's self-reports by condition: per model and condition the mean "
+        "score with its interval over runs; per model each condition against the baseline "
+        "(a permutation test over runs, a mixed model with a random intercept per run)",
+        listing=True,
+    )
+    p.add_argument("experiment", type=experiment)
+    p.add_argument(
+        "--baseline",
+        help="the condition the others are compared with (default: the first "
+        "in alphabetical order)",
     )
     p = add_command(
         sub,
@@ -198,4 +214,51 @@ def cmd_report(args: argparse.Namespace, settings: CLISettings) -> int:
     write_out_file(args.out, render_report(report), "the report")
     left_out = f"; {len(skipped)} left out, unreadable" if skipped else ""
     out(f"{args.out}  ({len(frames.runs)} runs{left_out})")
+    return SKIPPED_EXIT if skipped else 0
+
+
+def cmd_conditions(args: argparse.Namespace, settings: CLISettings) -> int:
+    """The self-report statistics of an experiment's runs (``stats.conditions``)."""
+    from contreact_analysis.stats.conditions import condition_summary
+
+    skipped: dict[str, str] = {}
+    frames, _matrix = asyncio.run(_frames(settings, [], args.experiment, skipped))
+    for run, reason in sorted(skipped.items()):
+        warn(skipped_line(run, reason))
+    reports = frames.self_reports
+    if not len(reports):
+        raise CLIError(
+            f"experiment {args.experiment}: no self-reports (its runs' configs have no "
+            "tools.self_report)"
+        )
+    known = set(reports["condition"].dropna())
+    if args.baseline is not None and args.baseline not in known:
+        raise CLIError(
+            f"--baseline {args.baseline!r}: no such condition in {args.experiment} "
+            f"(conditions: {', '.join(sorted(known)) or 'none'})"
+        )
+    summary = condition_summary(reports, baseline=args.baseline)
+    if args.json:
+        print_json({"experiment": args.experiment, **summary, "skipped": skipped})
+        return SKIPPED_EXIT if skipped else 0
+    out(f"{summary['valid_reports']} of {summary['reports']} self-reports accepted")
+    out(f"{'MODEL':<18}  {'CONDITION':<12}  {'RUNS':>4}  {'MEAN':>5}  95% INTERVAL")
+    for row in summary["means"]:
+        interval = (
+            f"{row['low']:.2f} .. {row['high']:.2f}"
+            if row["low"] is not None
+            else f"none ({row['no_interval']})"
+        )
+        out(
+            f"{safe(row['model'], 18, one_line=True):<18}  "
+            f"{safe(row['condition'], 12, one_line=True):<12}  {row['runs']:>4}  "
+            f"{row['mean']:>5.2f}  {interval}"
+        )
+    for c in summary["contrasts"]:
+        out(
+            f"{safe(c['model'], 40, one_line=True)}: {c['condition']} - {c['baseline']} = "
+            f"{c['difference']:+.2f} (permutation p = {c['permutation_p']:.4f}); mixed model "
+            f"{c['mixed_estimate']:+.2f} [{c['mixed_low']:.2f}, {c['mixed_high']:.2f}], "
+            f"p = {c['mixed_p']:.4f}"
+        )
     return SKIPPED_EXIT if skipped else 0

@@ -77,6 +77,11 @@ class RunView:
         return {
             "replica": entry.replica,
             "label": entry.label,
+            "condition": (
+                self.state.config.condition
+                if self.state is not None and self.state.config is not None
+                else None
+            ),
             "letter": entry.letter,
             "model": entry.model,
             "run_id": entry.run_id,

@@ -54,7 +54,10 @@ from contreact_events.protocol.table1 import run_table1
 
 Row = dict[str, Any]
 
-TOOL_COLUMNS = {name: f"calls_{name}" for name in KNOWN_TOOLS} | {"(unknown tool)": "calls_unknown"}
+TOOL_COLUMNS = {name: f"calls_{name}" for name in KNOWN_TOOLS} | {
+    "(added tool)": "calls_added",
+    "(unknown tool)": "calls_unknown",
+}
 """The per-cycle count of each kind of tool call (made-up tools counted together)."""
 METRIC_FIELDS = tuple(CycleMetrics.model_fields)
 ROW_TYPES = frozenset(
@@ -221,7 +224,7 @@ class _Builder:
                 row["started_at"], row["advisory"] = event.ts, event.advisory
                 self.message_starts.append((self.cycle_start_index, event.cycle))
             case ToolCallRequested():
-                kind = tool_kind(event.tool_name)
+                kind = tool_kind(event.tool_name, state.config)
                 self.cycle(event.cycle)[TOOL_COLUMNS[kind]] += 1
                 self.tool_calls[event.task_id] = {
                     "run_id": self.run_id,
@@ -339,6 +342,7 @@ class _Builder:
         run: Row = {
             "run_id": self.run_id,
             "experiment": experiment or None,
+            "condition": config.condition if config else None,
             "model": summary.model,
             "resolved_model": summary.resolved_model or None,
             "backend": summary.backend,

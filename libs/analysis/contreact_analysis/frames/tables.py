@@ -26,6 +26,7 @@ from contreact_analysis.frames.run_rows import (
     run_facts,
     run_rows,
 )
+from contreact_analysis.frames.self_reports import SELF_REPORTS, report_rows
 from contreact_events.catalog import Event
 from contreact_events.catalog.cycle import CycleMetrics
 from contreact_events.config.run_places import Kind, RunPlace, run_places
@@ -38,6 +39,7 @@ STR = "string"
 RUNS: dict[str, str] = {
     "run_id": STR,
     "experiment": STR,
+    "condition": STR,
     "label": STR,
     "replica": STR,
     "kind": STR,
@@ -165,6 +167,8 @@ class RunFrames:
     events: pd.DataFrame
     operator: pd.DataFrame
     memory: pd.DataFrame
+    self_reports: pd.DataFrame
+    """One row per call of a tool that carries a self-report (``self_reports``)."""
 
     def tables(self) -> dict[str, pd.DataFrame]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -199,6 +203,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "events": EVENTS,
     "operator": OPERATOR,
     "memory": MEMORY,
+    "self_reports": SELF_REPORTS,
 }
 
 
@@ -230,6 +235,9 @@ def frames_from_rows(runs: Iterable[RunRows]) -> RunFrames:
         collected["events"].extend(rows.events)
         collected["operator"].extend(rows.operator)
         collected["memory"].extend(rows.memory)
+        collected["self_reports"].extend(
+            report_rows(rows.run, rows.tool_calls, places[rows.run["run_id"]].group)
+        )
     return RunFrames(**{name: frame(collected[name], SCHEMAS[name]) for name in SCHEMAS})
 
 

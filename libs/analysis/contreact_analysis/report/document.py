@@ -23,6 +23,7 @@ from contreact_analysis.assessments.results import PEIMatrix
 from contreact_analysis.exceptions import NotEnoughData
 from contreact_analysis.frames.tables import RunFrames
 from contreact_analysis.report.charts import trajectory_chart
+from contreact_analysis.report.self_reports import self_report_section
 from contreact_analysis.stats.paired import paired_differences
 from contreact_analysis.stats.table1 import finished, table1
 from contreact_analysis.stats.trajectories import TRAJECTORY_METRICS, trajectories
@@ -73,6 +74,8 @@ class Report:
     table2: dict[str, Any] | None = None
     """The PEI matrix (``assessments``' ``PEIMatrix``) when the runs were assessed."""
     notes: list[str] = field(default_factory=list)
+    self_reports: dict[str, Any] | None = None
+    """Self-reports by condition (``report.self_reports``), when the runs carry them."""
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -238,6 +241,9 @@ def build_report(
         reproduction=_reproduction(runs, command),
         table2=_table2(table2) if table2 is not None else None,
         notes=notes,
+        self_reports=self_report_section(
+            frames.self_reports[frames.self_reports["run_id"].isin(done["run_id"])]
+        ),
     )
 
 

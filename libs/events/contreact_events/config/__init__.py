@@ -24,6 +24,7 @@ from pydantic import (
     StrictInt,
     StringConstraints,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -62,6 +63,13 @@ from contreact_events.config.fields import (
 )
 from contreact_events.config.history import HistoryConfig
 from contreact_events.config.hosts import CREDENTIALS_FIX, has_credentials
+from contreact_events.config.tool_defs import (
+    BUILT_IN_TOOLS,
+    MAX_ADDED_TOOLS,
+    AddedTool,
+    SelfReportConfig,
+    tools_problem,
+)
 from contreact_events.diversity.linear_regex import compile_linear
 from contreact_events.exceptions import ConfigError
 
@@ -80,6 +88,7 @@ __all__ = [
     "MAX_PROMPT_CHARS",
     "MAX_TEXT_CHARS",
     "RUN_ID_PATTERN",
+    "AddedTool",
     "Backend",
     "CognitionConfig",
     "DeadlinesConfig",
@@ -97,6 +106,7 @@ __all__ = [
     "ScriptConfig",
     "ScriptedReply",
     "ScriptedToolCall",
+    "SelfReportConfig",
     "Text",
     "ToolsConfig",
     "check_identifier",
@@ -218,6 +228,16 @@ class ToolsConfig(Strict):
     closest in meaning to the query."""
     search_k: StrictInt = Field(default=5, ge=1, le=20)
     """Results when the model does not say how many."""
+    added: tuple[AddedTool, ...] = Field(default=(), max_length=MAX_ADDED_TOOLS)
+    """Tools defined as data (``config.tool_defs``): offered after the paper's, answered
+    by the orchestrator from the call's index alone."""
+    self_report: SelfReportConfig | None = None
+    """Self-reports on tool calls (``config.tool_defs.SelfReportConfig``); None: off."""
+
+    def offered(self) -> tuple[str, ...]:
+        """The names of every tool a run with these settings offers, in order."""
+        built_in = BUILT_IN_TOOLS if self.search_memory else BUILT_IN_TOOLS[:-1]
+        return (*built_in, *(tool.name for tool in self.added))
 
 
 class LimitsConfig(Strict):
@@ -279,6 +299,9 @@ class RunConfig(Strict):
     experiment: str | None = None
     """Name of the experiment this run belongs to (for grouping and comparison); the
     same shape as a run id, since it becomes part of Redis keys."""
+    condition: str | None = None
+    """The experiment's condition this run belongs to (``conditions:`` of an experiment
+    file; see docs/conditions.md): a label, the same shape as a run id."""
 
     @property
     def llm_deadline_s(self) -> float:
@@ -314,10 +337,10 @@ class RunConfig(Strict):
                 raise ValueError(CREDENTIALS_FIX)
         return value
 
-    @field_validator("experiment")
+    @field_validator("experiment", "condition")
     @classmethod
-    def _experiment_shape(cls, value: str | None) -> str | None:
-        return None if value is None else check_identifier("experiment", value)
+    def _experiment_shape(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else check_identifier(str(info.field_name), value)
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:
@@ -361,6 +384,10 @@ def inconsistency(config: RunConfig) -> str | None:
                 f"diversity.natural_repetition_patterns: {pattern!r} is not a valid "
                 f"regular expression ({exc})"
             )
+    tools = config.tools
+    problem = tools_problem(tools.added, tools.self_report, tools.offered())
+    if problem is not None:
+        return problem
     if config.backend == "scripted" and config.script is None:
         return "backend 'scripted' needs a 'script' (a file or replies)"
     return None

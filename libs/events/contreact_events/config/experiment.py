@@ -59,6 +59,13 @@ from contreact_events.config import (
     describe_validation_error,
     parse_run_config,
 )
+from contreact_events.config.conditions import (
+    MAX_CONDITIONS,
+    check_condition_label,
+    condition_cells,
+    unique_labels,
+)
+from contreact_events.config.conditions import merge as merge
 from contreact_events.config.run_places import (  # the names an experiment gives its runs
     REPLICA_RUN_ID as REPLICA_RUN_ID,
 )
@@ -66,6 +73,7 @@ from contreact_events.config.run_places import attempt_run_id as attempt_run_id
 from contreact_events.config.run_places import label_and_replica as label_and_replica
 from contreact_events.config.run_places import replica_letter as replica_letter
 from contreact_events.config.run_places import replica_run_id as replica_run_id
+from contreact_events.config.tool_defs import AddedTool, Description, ToolName
 from contreact_events.exceptions import ConfigError
 
 EXPERIMENT_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
@@ -73,7 +81,7 @@ LABEL_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 """Short enough that every run id they make is valid (48 + 40 + 2 letters + attempt)."""
 MAX_REPLICAS = 26 * 27
 """A..Z, then AA..ZZ: two letters at most."""
-RUN_ONLY_KEYS = frozenset({"run_id", "model_name", "experiment"})
+RUN_ONLY_KEYS = frozenset({"run_id", "model_name", "experiment", "condition"})
 """Run-config keys an experiment sets itself, per run (not run options)."""
 
 
@@ -169,6 +177,20 @@ def _refuse(problem: str) -> NoReturn:
     raise ValueError(problem)
 
 
+class ExperimentCondition(RunOptions):
+    """One condition of the grid (``config.conditions``): a label, the tools it adds
+    from ``tool_definitions``, the descriptions it replaces, and run options of its own."""
+
+    label: str
+    add_tools: tuple[ToolName, ...] = ()
+    descriptions: dict[ToolName, Description] = Field(default_factory=dict)
+
+    @field_validator("label")
+    @classmethod
+    def _label_shape(cls, value: str) -> str:
+        return check_condition_label(value)
+
+
 class ExperimentConfig(RunOptions):
     experiment: str
     description: str = ""
@@ -180,6 +202,10 @@ class ExperimentConfig(RunOptions):
     models: tuple[ExperimentModel, ...] = Field(min_length=1)
     fork: ForkSection | None = None
     """Forks of the replicas at a cycle, to the other models (see ``ForkSection``)."""
+    tool_definitions: tuple[AddedTool, ...] = Field(default=(), max_length=100)
+    """Tools the conditions may add by name (the CLI reads a file name into the list)."""
+    conditions: tuple[ExperimentCondition, ...] = Field(default=(), max_length=MAX_CONDITIONS)
+    """The grid's third axis (``config.conditions``); none: models x replicas."""
 
     @field_validator("experiment")
     @classmethod
@@ -190,6 +216,15 @@ class ExperimentConfig(RunOptions):
                 "letter or digit"
             )
         return value
+
+    @model_validator(mode="after")
+    def _conditions_once(self) -> ExperimentConfig:
+        twice = unique_labels([condition.label for condition in self.conditions])
+        if twice:
+            _refuse(f"conditions: {', '.join(twice)} named twice: give each condition a label")
+        if self.conditions and self.fork is not None:
+            _refuse("fork: an experiment with conditions takes no fork section (not yet)")
+        return self
 
     @model_validator(mode="after")
     def _forks_made(self) -> ExperimentConfig:
@@ -221,10 +256,12 @@ class PlannedRun:
     """One replica of one model: what to run (its first attempt's config)."""
 
     replica: str
-    """``{label}-{letter}``: the replica's name within the experiment."""
+    """``{label}-{letter}``: the replica's name within the experiment (with conditions,
+    the label is ``{model label}-{condition}``)."""
     label: str
     letter: str
     config: RunConfig
+    condition: str | None = None
 
     @property
     def config_sha256(self) -> str:
@@ -281,32 +318,25 @@ def expand(experiment: ExperimentConfig, *, source: str = "experiment") -> list[
             )
         labels[label] = model.model_name
         options = merge(shared, model.options())
-        for number in range(model.replicas or experiment.replicas):
-            letter = replica_letter(number)
-            run_id = replica_run_id(experiment.experiment, label, letter)
-            data = {
-                **options,
-                "run_id": run_id,
-                "model_name": model.model_name,
-                "experiment": experiment.experiment,
-            }
-            seed = options.get("model_options", {}).get("seed")
-            if isinstance(seed, int) and experiment.replica_seeds == "offset":
-                data["model_options"] = {**options["model_options"], "seed": seed + number}
-            config = parse_run_config(data, source=where)
-            runs.append(PlannedRun(f"{label}-{letter}", label, letter, config))
+        cells = condition_cells(experiment.conditions, experiment.tool_definitions, options, where)
+        for condition, cell_options in cells:
+            cell = label if condition is None else f"{label}-{condition}"
+            for number in range(model.replicas or experiment.replicas):
+                letter = replica_letter(number)
+                data = {
+                    **cell_options,
+                    "run_id": replica_run_id(experiment.experiment, cell, letter),
+                    "model_name": model.model_name,
+                    "experiment": experiment.experiment,
+                }
+                if condition is not None:
+                    data["condition"] = condition
+                seed = cell_options.get("model_options", {}).get("seed")
+                if isinstance(seed, int) and experiment.replica_seeds == "offset":
+                    data["model_options"] = {**cell_options["model_options"], "seed": seed + number}
+                config = parse_run_config(data, source=where)
+                runs.append(PlannedRun(f"{cell}-{letter}", cell, letter, config, condition))
     return runs
-
-
-def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """``override`` on ``base``, key by key; mappings merge, everything else replaces."""
-    out = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = value
-    return out
 
 
 ACTIVE_STATUSES = frozenset({"new", "checking", "running", "waiting_operator"})
@@ -359,6 +389,23 @@ def resume(
         for p in planned
         if p.replica in records and records[p.replica].config_sha256 != p.config_sha256
     ]
+    planned_names = {p.replica for p in planned}
+    gone = sorted(name for name in records if name not in planned_names)
+    if gone and any(p.condition is not None for p in planned):
+        raise ConfigError(
+            f"{source}: the conditions changed for replicas already run ({', '.join(gone[:5])}"
+            f"{' ...' if len(gone) > 5 else ''} are no longer in the file): restore the "
+            "conditions, or give the experiment a new name"
+        )
+    conditioned = {p.replica for p in planned if p.condition is not None}
+    changed_conditions = [name for name in changed if name in conditioned]
+    if changed_conditions:
+        raise ConfigError(
+            f"{source}: the conditions changed for replicas already run: "
+            f"{', '.join(changed_conditions[:5])}{' ...' if len(changed_conditions) > 5 else ''} "
+            "would run with other settings than their recorded runs: restore the file, or "
+            "give the experiment a new name"
+        )
     if changed:
         raise ConfigError(
             f"{source}: the configuration of {', '.join(changed)} differs from when this "

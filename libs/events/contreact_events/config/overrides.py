@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from contreact_events.config import RunConfig, parse_run_config
+from contreact_events.config import RunConfig, ToolsConfig, parse_run_config
 from contreact_events.config.strict_yaml import load_yaml
 from contreact_events.exceptions import ConfigError
 
@@ -72,7 +72,7 @@ def parse_assignments(pairs: Iterable[str], *, option: str = "--set") -> tuple[A
                 f"{option} {pair!r}: expected key=value (for example "
                 f"{option} diversity.moderate_threshold=0.75)"
             )
-        if key not in known:
+        if key not in known and not tool_description_key(key):
             near = difflib.get_close_matches(key, known, n=3, cutoff=0.5)
             hint = f"; did you mean {', '.join(near)}?" if near else ""
             raise ConfigError(f"{option} {pair!r}: {key!r} is not a run setting{hint}")
@@ -98,8 +98,35 @@ def apply_assignments(
     pydantic's report as one line, prefixed by ``source``)."""
     data = config.model_dump(mode="json")
     for assignment in assignments:
-        _put(data, assignment.path, assignment.value)
+        tool = tool_description_key(assignment.key)
+        if tool:
+            _put_description(data, tool, assignment.value, source)
+        else:
+            _put(data, assignment.path, assignment.value)
     return parse_run_config(data, source=source)
+
+
+def tool_description_key(key: str) -> str:
+    """The tool a ``tools.NAME.description`` key names (a framing-only change of a tool
+    added as data, ``config.tool_defs``), or "" for any other key."""
+    parts = key.split(".")
+    if len(parts) != 3 or parts[0] != "tools" or parts[2] != "description":
+        return ""
+    return "" if parts[1] in ToolsConfig.model_fields else parts[1]
+
+
+def _put_description(data: dict[str, Any], tool: str, value: Any, source: str) -> None:
+    added = data.get("tools", {}).get("added", [])
+    entry = next((t for t in added if t.get("name") == tool), None)
+    if entry is None:
+        names = ", ".join(str(t.get("name")) for t in added) or "none"
+        raise ConfigError(
+            f"{source} tools.{tool}.description: the run adds no tool named {tool} "
+            f"(tools added as data: {names})"
+        )
+    if not isinstance(value, str):
+        raise ConfigError(f"{source} tools.{tool}.description: give a text (quote it)")
+    entry["description"] = value
 
 
 def changed_settings(before: RunConfig, after: RunConfig) -> dict[str, tuple[Any, Any]]:

@@ -9,6 +9,7 @@ steps (memory retrieval, an exchange's analysis, the memory policy) are in
 from __future__ import annotations
 
 import hashlib
+import json
 
 from contreact_events.catalog import Event
 from contreact_events.catalog.cognition import MemoriesRetrieved
@@ -45,6 +46,7 @@ from contreact_events.core.cognition_steps import (
     retrieves,
 )
 from contreact_events.core.compaction import compaction_due, compaction_request
+from contreact_events.core.data_tools import added_tool, prompt_lines, run_schemas, uses_of
 from contreact_events.core.fold import final_call_note
 from contreact_events.core.prompt import prompt_sha256
 from contreact_events.core.stamper import Stamper
@@ -85,8 +87,10 @@ def advance(state: AgentState, stamp: Stamper) -> list[Event]:
     match state.phase:
         case "starting":
             offered = offered_tools(config.tools.search_memory)
-            prompt = system_prompt_with_tools(config.system_prompt, offered)
-            tools = tool_schemas(offered)
+            prompt = system_prompt_with_tools(
+                config.system_prompt, offered, prompt_lines(config.tools)
+            )
+            tools = run_schemas(tool_schemas(offered), config.tools)
             return [
                 stamp(
                     RunStarted,
@@ -326,6 +330,10 @@ def _next_tool_step(state: AgentState, stamp: Stamper) -> list[Event]:
     done = {"task_id": head.task_id, "tool_name": head.tool_name, "causation_id": head.task_id}
     if head.problem is not None:
         return [stamp(ToolCallCompleted, output=head.problem, ok=False, **done)]
+    added = added_tool(state.config, head.tool_name)
+    if added is not None:  # answered from the call's index alone
+        reply = added.reply(uses_of(state.tool_uses, head.tool_name))
+        return [stamp(ToolCallCompleted, output=reply, ok=True, **done)]
     if head.tool_name != OPERATOR_TOOL:
         return []  # a memory tool: the memory service answers
     if not head.message_sent:
@@ -400,4 +408,12 @@ def prompt_hashes(config: RunConfig, prompt: str) -> dict[str, str]:
         "regeneration_request": augment_prompt_with_feedback(REGENERATE_REQUEST, "{feedback}"),
         "final_call_note": final_call_note(0),
     }
+    for tool in config.tools.added:  # what the model was shown of each added tool
+        texts[f"tool:{tool.name}"] = tool.description
+    if config.tools.added or config.tools.self_report is not None:
+        offered = offered_tools(config.tools.search_memory)
+        schemas = run_schemas(tool_schemas(offered), config.tools)
+        texts["tool_schemas"] = json.dumps(schemas, sort_keys=True, ensure_ascii=False)
+    if config.tools.self_report is not None:
+        texts["self_report"] = prompt_lines(config.tools.model_copy(update={"added": ()}))
     return {name: hashlib.sha256(text.encode()).hexdigest() for name, text in texts.items()}

@@ -64,6 +64,13 @@ from contreact_events.catalog.tool import (
     ToolCallRequested,
 )
 from contreact_events.config.live_settings import applied
+from contreact_events.core.data_tools import (
+    added_problem,
+    added_tool,
+    report_problem,
+    split_report,
+    used,
+)
 from contreact_events.core.folding import Appended, evolve, projector, trusted
 from contreact_events.core.researcher import researcher_turn
 from contreact_events.core.state import (
@@ -326,7 +333,15 @@ def _(event: ToolCallRequested, state: AgentState) -> dict[str, Any]:
         f"Error: the arguments of {event.tool_name} could not be read: {event.arguments_error}"
     )
     offered = _offered(state.tools)
-    problem = problem or check_arguments(event.tool_name, event.arguments, offered)
+    report = state.config.tools.self_report if state.config is not None else None
+    arguments, _ = split_report(event.arguments, report, event.tool_name)
+    added = added_tool(state.config, event.tool_name) if event.tool_name in offered else None
+    if added is not None:
+        problem = problem or added_problem(added, arguments)
+    else:
+        problem = problem or check_arguments(event.tool_name, arguments, offered)
+    if problem is None and event.tool_name in offered:
+        problem = report_problem(event.tool_name, event.arguments, report)
     problem = problem or _size_problem(state, event)
     call = trusted(
         QueuedToolCall,
@@ -335,7 +350,7 @@ def _(event: ToolCallRequested, state: AgentState) -> dict[str, Any]:
         step=event.step,
         index=event.index,
         tool_name=event.tool_name,
-        arguments=event.arguments,
+        arguments=arguments,
         problem=problem,
         requested_at=event.ts,
     )
@@ -388,7 +403,7 @@ def _(event: OperatorReplied, state: AgentState) -> dict[str, Any]:
 
 @_apply.register
 def _(event: ToolCallCompleted, state: AgentState) -> dict[str, Any]:
-    _head(state, event, event.task_id)
+    head = _head(state, event, event.task_id)
     rest = state.tool_queue[1:]
     cap = state.config.limits.tool_output_chars if state.config and event.ok else None
     output = bounded_output(event.output, cap)  # errors are short and must stay whole
@@ -398,13 +413,16 @@ def _(event: ToolCallCompleted, state: AgentState) -> dict[str, Any]:
     pending = None
     if rest and rest[0].problem is None and rest[0].tool_name in WORKER_TOOLS:
         pending = rest[0].task_id
-    return {
+    changes: dict[str, Any] = {
         "tool_queue": rest,
         "phase": "tools" if rest else "calling",
         "message_history": Appended(result),
         "metrics": metrics,
         "pending_task_id": pending,
     }
+    if head.problem is None and added_tool(state.config, event.tool_name) is not None:
+        changes["tool_uses"] = used(state.tool_uses, event.tool_name)
+    return changes
 
 
 @_apply.register

@@ -209,6 +209,9 @@ class AgentState(BaseModel):
     researcher_question: str = ""
     """A fork's researcher question (``RunForked.question``, ``contreact ask``) until
     the next cycle opens with it; empty: none waits."""
+    tool_uses: tuple[tuple[str, int], ...] = ()
+    """Per tool added as data (``tools.added``): how many of its calls ran, in the order
+    the tools were first called; the next call's index (``core.data_tools``)."""
 
     @property
     def model_name(self) -> str:

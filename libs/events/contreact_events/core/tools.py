@@ -121,11 +121,17 @@ def tool_schemas(names: tuple[str, ...] = ALL_TOOLS) -> tuple[dict[str, Any], ..
     return tuple(TOOL_SPECS[name].schema() for name in names)
 
 
-def system_prompt_with_tools(prompt: str, offered: tuple[str, ...] = ALL_TOOLS) -> str:
-    """The prompt with the tools paragraph after the paper's marker (or at the end)."""
+def system_prompt_with_tools(
+    prompt: str, offered: tuple[str, ...] = ALL_TOOLS, added: str = ""
+) -> str:
+    """The prompt with the tools paragraph after the paper's marker (or at the end);
+    ``added``: the lines on the tools a config adds as data and on the self-report
+    (``core.data_tools.prompt_lines``), after the paragraph."""
     paragraph = TOOLS_PARAGRAPH
     if SEARCH_TOOL in offered:
         paragraph = paragraph.replace(" A cycle ends", f"{SEARCH_SENTENCE} A cycle ends", 1)
+    if added:
+        paragraph = f"{paragraph}\n{added}"
     text = prompt.rstrip()
     if MARKER in text:
         return text.replace(MARKER, f"{MARKER}\n{paragraph}", 1)

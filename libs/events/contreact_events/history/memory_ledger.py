@@ -12,10 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
+from contreact_events.config import RunConfig
 from contreact_events.core.tools import ALL_TOOLS, SEARCH_TOOL
 
 KNOWN_TOOLS = (*ALL_TOOLS, SEARCH_TOOL)
 UNKNOWN_TOOL = "(unknown tool)"
+ADDED_TOOL = "(added tool)"
+"""Calls of the tools a run's config adds as data (``tools.added``) are counted under
+this name (their names are in the tool calls' rows)."""
 """Calls of tools the agent made up are counted under this name (their names, agent
 text, stay in the event log)."""
 
@@ -30,9 +34,15 @@ class MemoryEffect(NamedTuple):
     value: str | None
 
 
-def tool_kind(tool_name: str) -> str:
-    """The name a call is counted under: the tool's, or ``UNKNOWN_TOOL`` for a made-up one."""
-    return tool_name if tool_name in KNOWN_TOOLS else UNKNOWN_TOOL
+def tool_kind(tool_name: str, config: RunConfig | None = None) -> str:
+    """The name a call is counted under: the tool's, ``ADDED_TOOL`` for a tool the run's
+    config adds as data (``config``: the run's, if known), or ``UNKNOWN_TOOL`` for a
+    made-up one."""
+    if tool_name in KNOWN_TOOLS:
+        return tool_name
+    if config is not None and any(tool.name == tool_name for tool in config.tools.added):
+        return ADDED_TOOL
+    return UNKNOWN_TOOL
 
 
 def memory_effect(

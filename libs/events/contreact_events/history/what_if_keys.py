@@ -23,6 +23,7 @@ from contreact_events.config.overrides import (
     Assignment,
     apply_assignments,
     changed_settings,
+    tool_description_key,
 )
 from contreact_events.exceptions import ConfigError
 
@@ -84,6 +85,9 @@ REFUSED: Mapping[str, str] = {
     "system_prompt_file": "it only records where the system prompt came from",
     "cycle_start_message": _EVERY_PROMPT,
     "tools.search_memory": _EVERY_PROMPT + " (it changes the tools offered)",
+    "tools.added": _EVERY_PROMPT + " (the tools offered and their words)",
+    "tools.self_report": _EVERY_PROMPT + " (the tools' parameters)",
+    "condition": "it names the run's condition in its experiment: a recorded fact",
     "deadlines": _CLOCK,
     "operator.timeout_s": _CLOCK,
     "tools.search_k": _EMBEDDER,
@@ -109,6 +113,8 @@ def refusal(key: str) -> str | None:
     """Why ``key`` (a dotted setting path) may not be changed; None if it may."""
     if key in ALLOWED:
         return None
+    if tool_description_key(key):
+        return REFUSED["tools.added"]
     parts = key.split(".")
     for end in range(len(parts), 0, -1):
         reason = REFUSED.get(".".join(parts[:end]))

@@ -74,6 +74,8 @@ class ReplicaRow(_Model):
     """The replica's name: LABEL-LETTER."""
     label: str
     letter: str
+    condition: str | None = None
+    """The experiment's condition the replica runs under (``conditions:``), if any."""
     model: str
     """The configured model."""
     resolved_model: str

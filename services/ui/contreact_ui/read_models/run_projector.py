@@ -223,7 +223,7 @@ class RunProjector:
             self._delta.snapshots.append(Snapshot(state.seq, event.cycle, snapshot_bytes(state)))
 
     def _tool_requested(self, event: ToolCallRequested, state: AgentState, cycle: int) -> None:
-        tool = tool_kind(event.tool_name)
+        tool = tool_kind(event.tool_name, state.config)
         row = self._cycle(event.cycle)
         row.tools[tool] = row.tools.get(tool, 0) + 1
         self._requests[event.task_id] = (event.tool_name, dict(event.arguments), "agent")

@@ -89,6 +89,7 @@ def experiment_page(conn: sqlite3.Connection, name: str) -> ExperimentPage:
                 replica=key,
                 label=label,
                 letter=letter,
+                condition=configs[run.run_id].get("condition"),
                 model=run.model,
                 resolved_model=run.resolved_model,
                 run_id=run.run_id,

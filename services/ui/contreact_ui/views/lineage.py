@@ -112,10 +112,32 @@ def _origin(conn: sqlite3.Connection, forked: dict[str, Any]) -> ForkOrigin:
 
 
 def _changes(forked: dict[str, Any]) -> list[SettingChange]:
-    return [
-        SettingChange(key=key, parent=pair[0], fork=pair[1])
-        for key, pair in dict(forked.get("changes") or {}).items()
-    ]
+    out: list[SettingChange] = []
+    for key, pair in dict(forked.get("changes") or {}).items():
+        words = _description_changes(pair) if key == "tools.added" else None
+        out.extend(words or [SettingChange(key=key, parent=pair[0], fork=pair[1])])
+    return out
+
+
+def _description_changes(pair: Any) -> list[SettingChange] | None:
+    """A framing-only fork (``--set tools.NAME.description=...``): the tools added as
+    data are the same but for descriptions, shown one per tool, the parent's words
+    beside the fork's. None when anything else about the tools changed."""
+    before, after = pair
+    if not isinstance(before, list) or not isinstance(after, list) or len(before) != len(after):
+        return None
+    changes = []
+    for mine, theirs in zip(before, after, strict=True):
+        if not isinstance(mine, dict) or not isinstance(theirs, dict):
+            return None
+        if {**mine, "description": None} != {**theirs, "description": None}:
+            return None
+        if mine.get("description") != theirs.get("description"):
+            key = f"tools.{mine.get('name')}.description"
+            changes.append(
+                SettingChange(key=key, parent=mine["description"], fork=theirs["description"])
+            )
+    return changes or None
 
 
 def _cycles(conn: sqlite3.Connection, run_id: str, after: int) -> dict[int, CycleSide]:
