@@ -132,24 +132,54 @@ def test_ollama_takes_its_limits_from_the_environment_and_no_gpu_unless_asked() 
     assert device["capabilities"] == ["gpu"]
 
 
+def stages(dockerfile: str) -> dict[str, str]:
+    """The named stages of a Dockerfile: name -> its text (FROM line included)."""
+    named = {}
+    for part in re.split(r"^(?=FROM )", dockerfile, flags=re.M)[1:]:
+        match = re.match(r"FROM \S+ AS (\S+)", part)
+        if match:
+            named[match.group(1)] = part
+    return named
+
+
+def chain(named: dict[str, str], target: str) -> str:
+    """The text of every stage a target is built from (its FROM and COPY --from)."""
+    seen: list[str] = []
+    todo = [target]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in named:
+            continue
+        seen.append(name)
+        text = named[name]
+        todo += re.findall(r"^FROM (\S+) AS", text, re.M) + re.findall(r"--from=(\S+)", text)
+    return "".join(named[name] for name in seen)
+
+
 def test_every_image_is_built_multi_stage_non_root_on_the_base_image_argument() -> None:
     assert (ROOT / ".dockerignore").is_file()
     for name in [*SERVICE_MODULES, "cli"]:
         build = SERVICES[name]["build"]
         assert build["context"] == "."
         assert build["args"]["BASE_IMAGE"] == "${BASE_IMAGE:-python:3.11-slim}", name
+        assert build["target"] == name
         dockerfile = (ROOT / build["dockerfile"]).read_text()
         assert "ARG BASE_IMAGE=python:3.11-slim" in dockerfile, name
-        assert len(re.findall(r"^FROM ", dockerfile, re.M)) >= 3, name
-        users = re.findall(r"^USER (\S+)", dockerfile, re.M)
+        assert chain(stages(dockerfile), name).count("FROM ") >= 3, name
+        users = re.findall(r"^USER (\S+)", stages(dockerfile)[name], re.M)
         assert users and users[-1] not in ("root", "0"), name
 
 
 def test_only_the_embedder_carries_torch_and_the_model() -> None:
+    """One Dockerfile, a target per service: only the stages the embedder's target is
+    built from install PyTorch or the embedder package; the analysis stack only the
+    dashboard's and the CLI's."""
     for name in [*SERVICE_MODULES, "cli"]:
         dockerfile = (ROOT / SERVICES[name]["build"]["dockerfile"]).read_text()
-        assert ("torch" in dockerfile) == (name == "embedder"), name
-        assert ("services/embedder" in dockerfile) == (name == "embedder"), name
+        own = chain(stages(dockerfile), name)
+        assert ("torch" in own) == (name == "embedder"), name
+        assert ("services/embedder" in own) == (name == "embedder"), name
+        assert ("libs/analysis" in own) == (name in ("ui", "cli")), name
     cli = (ROOT / "cli/pyproject.toml").read_text()
     core = cli.split("[project.optional-dependencies]")[0]
     assert "contreact-embedder" not in core and "contreact-llm-worker" not in core
