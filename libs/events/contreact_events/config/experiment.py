@@ -66,6 +66,7 @@ from contreact_events.config.conditions import (
     unique_labels,
 )
 from contreact_events.config.conditions import merge as merge
+from contreact_events.config.history import HistoryConfig
 from contreact_events.config.run_places import (  # the names an experiment gives its runs
     REPLICA_RUN_ID as REPLICA_RUN_ID,
 )
@@ -109,6 +110,7 @@ class RunOptions(BaseModel):
     deadlines: DeadlinesConfig | None = None
     limits: LimitsConfig | None = None
     cognition: CognitionConfig | None = None
+    history: HistoryConfig | None = None
 
     def options(self) -> dict[str, Any]:
         """The run options that were set, as data (nested blocks: their set keys)."""
