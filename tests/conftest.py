@@ -74,6 +74,28 @@ def _announce(config: pytest.Config, line: str) -> None:
         reporter.write_line(line)
 
 
+_LONG_FIRST = ("docker", "e2e", "browser", "slow")
+"""Marks of the files that take minutes, longest kind first."""
+
+
+def _rank(item: pytest.Item) -> int:
+    marks = {mark.name for mark in item.iter_markers()}
+    return next((i for i, name in enumerate(_LONG_FIRST) if name in marks), len(_LONG_FIRST))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files that take minutes first, so that `-n N --dist loadfile` hands them out
+    while the quick ones can still fill the gaps (longest first): in collection order a
+    150-second call came last and one worker ran it alone for three minutes. A file
+    keeps its place by its longest kind and its tests their order (a stable sort)."""
+    rank: dict[str, int] = {}
+    for item in items:
+        rank[item.nodeid.split("::")[0]] = min(
+            rank.get(item.nodeid.split("::")[0], len(_LONG_FIRST)), _rank(item)
+        )
+    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     line = terminalreporter.config.stash.get(_CHOICE_KEY, None)
     if line:
