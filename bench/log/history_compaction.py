@@ -15,7 +15,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from bench._support import header, median_time, ratio, row, smoke_args, use_smoke_sizes, verdict
+from bench._support import (
+    figure,
+    header,
+    median_time,
+    ratio,
+    row,
+    smoke_args,
+    use_smoke_sizes,
+    verdict,
+)
 from contreact_events.history.replay import replay_check
 from contreact_events.wire.tasks import LLMTask
 from tests.support.sim import Sim, make_config, say
@@ -83,8 +92,13 @@ def main(argv: list[str] | None = None) -> None:
         row(f"{name}: largest prompt", chars, "chars")
     _sim, _none_calls, none_step, none_replay, _ok = runs["none"]
     sim, calls, step, replay_s, ok = runs["compact"]
-    ratio("per step, compact / none", step, none_step)
-    ratio("replay, compact / none", replay_s, none_replay)
+    figure(
+        "per step, compact / none",
+        ratio("per step, compact / none", step, none_step),
+        "x",
+        f"the platform's time per model call of a {CYCLES}-cycle run",
+    )
+    figure("replay, compact / none", ratio("replay, compact / none", replay_s, none_replay), "x")
     budget = 1 + 1 + THRESHOLD + PER_CYCLE
     largest = max(len(t.messages) for t in calls)
     verdict(
@@ -92,6 +106,9 @@ def main(argv: list[str] | None = None) -> None:
         ok and largest <= budget and sim.state.compactions > 0,
         f"every prompt of the compacted run has at most {largest} messages (budget {budget}), "
         f"{sim.state.compactions} compactions, replay exact: {ok}",
+        value=largest,
+        unit="messages",
+        target=f"every prompt <= {budget} messages, replay exact",
     )
 
 

@@ -116,6 +116,9 @@ def main(argv: list[str] | None = None) -> None:
         "paused experiment",
         value <= TARGET,
         f"B took {value:.2f}x its time alone beside {PAUSED_RUNS} paused runs (<= {TARGET})",
+        value=value,
+        unit="x",
+        target=f"<= {TARGET}x B alone",
     )
 
 
