@@ -58,6 +58,7 @@ from contreact_events.catalog.fork import MemorySeeded, RunForked
 from contreact_events.catalog.run import (
     ModelChecked,
     RunCancelled,
+    RunStopped,
     RunCompleted,
     RunFailed,
     RunRequested,
@@ -78,6 +79,7 @@ Event: TypeAlias = Annotated[
     | RunCompleted
     | RunFailed
     | RunCancelled
+    | RunStopped
     | CycleStarted
     | LLMRequested
     | LLMResponded
@@ -118,7 +120,7 @@ EVENT_CLASSES: dict[str, type[EventBase]] = {
 }
 """Every event class by its ``type`` tag, derived from the union (written out once, above)."""
 
-TERMINAL_TYPES = frozenset({"RunCompleted", "RunFailed", "RunCancelled"})
+TERMINAL_TYPES = frozenset({"RunCompleted", "RunFailed", "RunCancelled", "RunStopped"})
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -191,6 +193,7 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("RunStarted", 4): _config_with_rules_1,
     ("RunForked", 1): lambda data: _adds(config_in_force=False)(_config_with_rules_1(data)),
     ("LLMRequested", 1): _adds(prompt_sha256=None),
+    ("LLMResponded", 1): _unchanged,
     ("StepLimitReached", 1): _adds(final_call=False),
     ("RegenerationRequested", 1): _adds(pinned=False),
     ("ReflectionEmbedded", 1): _adds(runtime=TORCH_RUNTIME),

@@ -61,6 +61,7 @@ from contreact_events.config.fields import (
     Text,
 )
 from contreact_events.config.hosts import CREDENTIALS_FIX, has_credentials
+from contreact_events.config.spend import Budget, ModelPrice, price_table_shape
 from contreact_events.diversity.linear_regex import compile_linear
 from contreact_events.exceptions import ConfigError
 
@@ -276,6 +277,21 @@ class RunConfig(Strict):
     experiment: str | None = None
     """Name of the experiment this run belongs to (for grouping and comparison); the
     same shape as a run id, since it becomes part of Redis keys."""
+    budget: Budget | None = None
+    """What the run may spend (tokens, cost, wall time); reached: ``stopped: budget``."""
+    prices: dict[str, ModelPrice] | None = Field(default=None, max_length=10_000)
+    """The user's price table (model -> per million input/output tokens; the CLI reads
+    a file name): a call's cost when the provider gives none (``config/spend.py``)."""
+
+    @property
+    def price(self) -> ModelPrice | None:
+        """The price of this run's model in the table, if any."""
+        return (self.prices or {}).get(self.model_name)
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _price_table(cls, value: Any) -> Any:
+        return price_table_shape(value)
 
     @property
     def llm_deadline_s(self) -> float:

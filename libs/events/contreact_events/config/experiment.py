@@ -59,6 +59,7 @@ from contreact_events.config import (
     describe_validation_error,
     parse_run_config,
 )
+from contreact_events.config.spend import Budget, ModelPrice, price_table_shape
 from contreact_events.config.run_places import (  # the names an experiment gives its runs
     REPLICA_RUN_ID as REPLICA_RUN_ID,
 )
@@ -101,6 +102,13 @@ class RunOptions(BaseModel):
     deadlines: DeadlinesConfig | None = None
     limits: LimitsConfig | None = None
     cognition: CognitionConfig | None = None
+    budget: Budget | None = None
+    prices: dict[str, ModelPrice] | None = None
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _price_table(cls, value: Any) -> Any:
+        return price_table_shape(value)
 
     def options(self) -> dict[str, Any]:
         """The run options that were set, as data (nested blocks: their set keys)."""
@@ -180,6 +188,12 @@ class ExperimentConfig(RunOptions):
     models: tuple[ExperimentModel, ...] = Field(min_length=1)
     fork: ForkSection | None = None
     """Forks of the replicas at a cycle, to the other models (see ``ForkSection``)."""
+    experiment_budget: Budget | None = None
+    """What the whole experiment may spend: once its runs' spend reaches it, ``experiment
+    run`` starts no more runs (``budget`` is each run's own)."""
+    parallel: int | None = Field(default=None, ge=1, le=10_000)
+    """At most this many of its runs going at once (None: all at once); the others are
+    started as runs end, while the experiment's budget allows."""
 
     @field_validator("experiment")
     @classmethod

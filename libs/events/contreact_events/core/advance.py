@@ -29,7 +29,7 @@ from contreact_events.catalog.diversity import (
     SimilarityAssessed,
     TopicExhausted,
 )
-from contreact_events.catalog.run import RunCompleted, RunFailed, RunStarted
+from contreact_events.catalog.run import RunCompleted, RunFailed, RunStarted, RunStopped
 from contreact_events.catalog.tool import (
     OperatorMessageSent,
     OperatorReplied,
@@ -37,6 +37,7 @@ from contreact_events.catalog.tool import (
     ToolCallRequested,
 )
 from contreact_events.config import RunConfig
+from contreact_events.config.spend import budget_reached
 from contreact_events.core.cognition_steps import (
     after_open_failure,
     exchange_analysis,
@@ -104,6 +105,9 @@ def advance(state: AgentState, stamp: Stamper) -> list[Event]:
                 return [retrieval(state, config, stamp)]
             return [stamp(CycleStarted, cycle=state.cycle_number + 1, advisory=None)]
         case "calling":
+            over = over_budget(state, config, stamp)
+            if over is not None:
+                return [stamp(RunStopped, detail=over, cycle=state.cycle_number)]
             step = state.step + 1
             return [
                 stamp(
@@ -138,6 +142,18 @@ def advance(state: AgentState, stamp: Stamper) -> list[Event]:
         case "failing":
             return [stamp(RunFailed, reason=state.failure_reason or "unknown failure")]
     return []
+
+
+def over_budget(state: AgentState, config: RunConfig, stamp: Stamper) -> str | None:
+    """Which limit of the run's budget its spend has reached before the next call, in
+    words (the time is the deciding input's: pure); None: the call may go."""
+    if config.budget is None:
+        return None
+    started = state.started_at
+    elapsed = (stamp.ts - started).total_seconds() if started is not None else None
+    return budget_reached(
+        config.budget, tokens=state.spent_tokens, cost=state.spent_cost, elapsed_s=elapsed
+    )
 
 
 def _after_response(state: AgentState, stamp: Stamper) -> list[Event]:
