@@ -27,6 +27,7 @@ from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleMetrics,
     CycleStarted,
+    LLMResponded,
     ReflectionRecorded,
 )
 from contreact_events.catalog.diversity import SimilarityAssessed
@@ -71,6 +72,7 @@ ROW_TYPES = frozenset(
         "PersistentMemoryRequested",
         "PersistentMemoryStored",
         "RunForked",
+        "LLMResponded",
     }
 )
 """The event types that add or change a row besides the events table's."""
@@ -188,6 +190,8 @@ class _Builder:
                 "most_similar_cycle": None,
                 "advisory_given": None,
                 **dict.fromkeys(TOOL_COLUMNS.values(), 0),
+                "cost": 0.0,
+                "uncosted_calls": 0,
             }
         return row
 
@@ -205,6 +209,7 @@ class _Builder:
                 "ts": event.ts,
                 "cycle": fields.get("cycle") or state.cycle_number,
                 "task_id": fields.get("task_id") or event.causation_id,
+                "cost": fields["usage"].cost if event.type == "LLMResponded" else None,
             }
         )
         if event.type in ROW_TYPES:
@@ -216,6 +221,12 @@ class _Builder:
                 self.started = event
             case RunForked():
                 self.forked, self.own_first_ts = event, event.ts
+            case LLMResponded():
+                row = self.cycle(state.cycle_number)
+                if event.usage.cost is None:
+                    row["uncosted_calls"] += 1
+                else:
+                    row["cost"] += event.usage.cost
             case CycleStarted():
                 row = self.cycle(event.cycle)
                 row["started_at"], row["advisory"] = event.ts, event.advisory
@@ -359,6 +370,8 @@ class _Builder:
             "completion_tokens": summary.completion_tokens,
             "tokens": summary.tokens,
             "llm_seconds": summary.llm_seconds,
+            "cost": summary.cost,
+            "uncosted_calls": summary.uncosted_calls,
             "events": summary.events,
             "memory_keys": len(self.memory) - len(self.platform_keys),
             "platform_memory_keys": len(self.platform_keys),

@@ -98,6 +98,27 @@ def budget_reached(
     return None
 
 
+def cost_text(cost: float, uncosted_calls: int) -> str:
+    """A spend as shown: ``$0.0123``; ``?`` when no call's cost is known; ``>=$0.01``
+    when some are not (the sum is then a lower bound). Never a zero for unknown."""
+    if uncosted_calls and not cost:
+        return "?"
+    shown = f"${cost:.4f}" if cost < 100 else f"${cost:,.2f}"
+    return f">={shown}" if uncosted_calls else shown
+
+
+def budget_text(budget: Budget) -> str:
+    """``200,000 tokens, 0.5 USD, 3600 s``: the limits set."""
+    parts = []
+    if budget.tokens is not None:
+        parts.append(f"{budget.tokens:,} tokens")
+    if budget.cost is not None:
+        parts.append(f"{budget.cost:g} {COST_UNIT}")
+    if budget.wall_s is not None:
+        parts.append(f"{budget.wall_s:g} s")
+    return ", ".join(parts) or "none"
+
+
 def missing_price(prices: dict[str, ModelPrice] | None, model_name: str) -> str | None:
     """One line when a price table is given and lacks the run's model, else None."""
     if prices is None or model_name in prices:

@@ -193,7 +193,7 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str, *, index: 
     values["updated_at"] = _ts(delta.updated_at)
     values["last_entry_id"] = delta.last_entry_id
     values["source"] = source
-    values["terminal"] = int(s.status in ("completed", "failed", "cancelled"))
+    values["terminal"] = int(s.terminal)
     columns = ", ".join(values)
     updates = ", ".join(f"{c} = excluded.{c}" for c in values if c != "run_id")
     conn.execute(

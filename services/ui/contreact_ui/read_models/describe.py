@@ -24,6 +24,7 @@ from contreact_events.catalog.fork import RunForked
 from contreact_events.catalog.run import (
     ModelChecked,
     RunCancelled,
+    RunStopped,
     RunCompleted,
     RunFailed,
     RunRequested,
@@ -78,6 +79,8 @@ def describe(event: Event) -> str:
             text = f"{event.cycles} cycles"
         case RunFailed() | RunCancelled():
             text = event.reason
+        case RunStopped():
+            text = f"stopped: {event.reason}: {event.detail}"
         case ParagraphsChecked():
             text = (
                 f"attempt {event.attempt}: {len(event.paragraphs)} paragraph(s), "

@@ -125,7 +125,7 @@
   // figures: left out of the series (null, not 0) and shaded with what it is.
   function unfinished(data) {
     const status = data.run ? data.run.status : "";
-    const what = status === "failed" ? "failed" : status === "cancelled" ? "cancelled"
+    const what = ["failed", "cancelled", "stopped"].includes(status) ? status
       : ["completed"].includes(status) ? "unfinished" : "running";
     return data.cycles.filter((c) => !c.ended_by).map((c) => ({ cycle: c.cycle, what: what }));
   }
