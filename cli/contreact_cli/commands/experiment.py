@@ -25,12 +25,13 @@ from contreact_bus.experiments import (
     run_statuses,
 )
 from contreact_bus.streams.inbox import Inbox
-from contreact_cli.args import add_command, positive_seconds, text
+from contreact_cli.args import add_command, bounded_int, positive_seconds, text
 from contreact_cli.args import experiment as experiment_name
 from contreact_cli.config_file import load_experiment
 from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
 from contreact_cli.output import Printer, out, warn
+from contreact_cli.runs.experiment_budget import HeldRuns
 from contreact_cli.runs.experiment_forks import ForkSender
 from contreact_cli.runs.export_file import write_export
 from contreact_cli.runs.records import SKIPPED_EXIT, events_or_skip, skipped_line
@@ -40,6 +41,12 @@ from contreact_cli.text import safe
 from contreact_cli.views.experiment import ExperimentProgress, LiveTable, summary, table
 from contreact_events.config.experiment import ACTIVE_STATUSES, Submission, resume
 from contreact_events.history.experiment_forks import planned_forks
+from contreact_events.history.spend_plan import (
+    Assumptions,
+    ExperimentPlan,
+    plan_experiment,
+    plan_lines,
+)
 from contreact_events.wire.answers import run_cancelled, run_requested
 
 REFRESH_S = 0.5
@@ -68,18 +75,36 @@ async def run_experiment(
                 f"{path}: run id(s) {', '.join(taken)} exist already outside this experiment's "
                 "record: give the experiment another name"
             )
-        await _send(redis, name, plan)
+        sending, held = HeldRuns.split(experiment, plan)
+        if experiment.experiment_budget is not None and entries:
+            before = ExperimentProgress.of(list(entries.values()), settings.archive_dir)
+            while await before.poll(redis):
+                pass
+            reached = held.reached(before.rows(), time.time())
+            if reached is not None:
+                held.held, sending = [*sending, *held.held], []
+                held.release(before.rows(), time.time())
+        await _send(redis, name, sending)
         for line in _plan_lines(name, plan):
             out(line)
+        if held.held:
+            out(
+                f"{len(held.held)} run(s) wait their turn (parallel: {experiment.parallel}, "
+                "budget permitting)"
+            )
+        if held.stopped:
+            warn(held.stopped)
         if forks.forks:
             sent = await forks.send_ready(redis)
             out(f"{len(forks.forks)} fork(s) at cycle {forks.forks[0].at_cycle}, {len(sent)} sent")
         if not follow:
+            if held.held:
+                out("runs held back are started only while `experiment run` follows them")
             if forks.forks:
                 out("forks are sent once their parents end their cycle: run the file again")
             out(f"follow it with `contreact experiment status {name}`")
             return 0
-        return await _follow(redis, settings, name, out, forks)
+        return await _follow(redis, settings, name, out, forks, held)
 
 
 async def _send(redis: Any, name: str, plan: list[Submission]) -> None:
@@ -116,7 +141,12 @@ def _plan_lines(name: str, plan: list[Submission]) -> list[str]:
 
 
 async def _follow(
-    redis: Any, settings: CLISettings, name: str, out: Printer, forks: ForkSender
+    redis: Any,
+    settings: CLISettings,
+    name: str,
+    out: Printer,
+    forks: ForkSender,
+    held: HeldRuns,
 ) -> int:
     """The live table until every run has ended (sending the forks as their parents get
     there), then the summary. Ctrl-C stops following; the runs go on."""
@@ -127,8 +157,25 @@ async def _follow(
 
     progress = await everything()
     live = LiveTable(out)
+    stop_said = held.stopped is not None
     try:
         while True:
+            released = held.release(progress.rows(), time.time())
+            if released:
+                await _send(redis, name, released)
+                progress = await everything()
+            if held.stopped and not stop_said:
+                warn(held.stopped)
+                stop_said = True
+            reached = held.reached(progress.rows(), time.time()) if forks.forks else None
+            unsent = [
+                f.replica
+                for f in forks.forks
+                if f.replica not in forks.given_up and f.replica not in forks.sent
+            ]
+            if reached is not None and unsent:
+                forks.given_up.update(unsent)
+                warn(f"experiment {name}: its budget is reached ({reached}): forks not started")
             if forks.forks:
                 sent = await forks.send_ready(redis)
                 refused = await forks.refused(redis)
@@ -138,6 +185,8 @@ async def _follow(
                     progress = await everything()
             if await progress.poll(redis):
                 live.show(progress.rows())
+            if held.held and progress.done:
+                continue  # the next round starts the held runs (or says why not)
             if progress.done and not (forks.forks and await forks.send_ready(redis)):
                 break  # every run ended, and no fork is due any more
             if progress.done:
@@ -153,10 +202,14 @@ async def _follow(
     out("")
     for line in summary(rows):
         out(line)
+    if held.stopped:
+        out(held.stopped)
     out(
         f"next: `contreact experiment export {name}`; resubmitting the file runs again only "
         "what failed or was cancelled"
     )
+    if held.stopped:
+        return 1
     return 0 if all(row["status"] == "completed" for row in rows) else 1
 
 
@@ -265,6 +318,41 @@ def register(sub: Any) -> None:
         help="seconds to wait for the services to answer (default 60)",
     )
     p = add_command(
+        actions,
+        "plan",
+        cmd_plan,
+        "the runs, LLM calls, tokens and cost an experiment file calls for, before anything "
+        "runs, with the assumptions",
+    )
+    p.add_argument("file", help="experiment YAML")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    defaults = Assumptions()
+    p.add_argument(
+        "--calls-per-cycle",
+        type=bounded_int(1, 10_000),
+        default=defaults.calls_per_cycle,
+        help="LLM calls a cycle of a model that is not scripted "
+        f"(default {defaults.calls_per_cycle})",
+    )
+    p.add_argument(
+        "--answer-tokens",
+        type=bounded_int(1, 1_000_000),
+        default=defaults.answer_tokens,
+        help=f"tokens of each answer (default {defaults.answer_tokens})",
+    )
+    p.add_argument(
+        "--tool-call-chars",
+        type=bounded_int(0, 1_000_000),
+        default=defaults.tool_call_chars,
+        help=f"characters of a tool call's arguments (default {defaults.tool_call_chars})",
+    )
+    p.add_argument(
+        "--tool-result-chars",
+        type=bounded_int(0, 1_000_000),
+        default=defaults.tool_result_chars,
+        help=f"characters of a tool's result (default {defaults.tool_result_chars})",
+    )
+    p = add_command(
         actions, "status", cmd_status, "the table of an experiment's runs and a summary"
     )
     p.add_argument("name", type=experiment_name)
@@ -291,6 +379,31 @@ def cmd_run(args: argparse.Namespace, settings: CLISettings) -> int:
     return asyncio.run(
         run_experiment(settings, Path(args.file), out, follow=not args.detach, wait_s=args.wait)
     )
+
+
+def experiment_plan(path: Path, assumptions: Assumptions) -> ExperimentPlan:
+    """The file's plan (no Redis, no service: it reads the file alone)."""
+    experiment, planned = load_experiment(path)
+    forks = planned_forks(experiment, planned, source=str(path))
+    return plan_experiment(experiment, planned, forks, assumptions)
+
+
+def cmd_plan(args: argparse.Namespace, settings: CLISettings) -> int:
+    assumptions = Assumptions(
+        calls_per_cycle=args.calls_per_cycle,
+        answer_tokens=args.answer_tokens,
+        tool_call_chars=args.tool_call_chars,
+        tool_result_chars=args.tool_result_chars,
+    )
+    plan = experiment_plan(Path(args.file), assumptions)
+    for line in plan.warnings:
+        warn(f"{args.file}: {line}")
+    if args.json:
+        out(json.dumps(plan.as_json(), indent=2))
+        return 0
+    for line in plan_lines(plan):
+        out(line)
+    return 0
 
 
 def cmd_status(args: argparse.Namespace, settings: CLISettings) -> int:

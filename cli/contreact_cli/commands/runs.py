@@ -20,7 +20,7 @@ from contreact_cli.args import text as free_text
 from contreact_cli.config_file import load_config
 from contreact_cli.connection import redis_client
 from contreact_cli.exceptions import CLIError
-from contreact_cli.output import Printer, out, print_json
+from contreact_cli.output import Printer, out, print_json, warn
 from contreact_cli.runs.records import load_state, run_meta, runs
 from contreact_cli.settings import CLISettings
 from contreact_cli.stack.service_waits import required_services, wait_for_services
@@ -29,10 +29,9 @@ from contreact_cli.views.follower import exit_code, follow_run
 from contreact_cli.views.operator_prompt import send_reply
 from contreact_cli.views.progress import ProgressPrinter
 from contreact_events.config import RunConfig
-from contreact_events.config.spend import COST_UNIT, budget_text, cost_text
+from contreact_events.config.spend import COST_UNIT, budget_text, cost_text, missing_price
 from contreact_events.core.fold import fold_all
-from contreact_events.core.state import TERMINAL_STATUSES
-from contreact_events.core.state import AgentState
+from contreact_events.core.state import TERMINAL_STATUSES, AgentState
 from contreact_events.wire.answers import run_cancelled, run_requested
 
 
@@ -68,6 +67,9 @@ def register(sub: Any) -> None:
 
 def cmd_run(args: argparse.Namespace, settings: CLISettings) -> int:
     config = load_config(Path(args.config), run_id=args.run_id)
+    unpriced = missing_price(config.prices, config.model_name)
+    if unpriced is not None:
+        warn(f"{args.config}: {unpriced}")
     return asyncio.run(submit_run(settings, config, out, follow=not args.detach, wait_s=args.wait))
 
 

@@ -94,6 +94,7 @@ class RunView:
             "backend": run.backend if run else "",
             "resolved_model": run.resolved_model if run else "",
             "failure_reason": self.unreadable or (run.failure_reason if run else ""),
+            "requested_at": self.started_at,
             "wall_seconds": (
                 round(self.ended_at - self.started_at, 3)
                 if self.started_at is not None and self.ended_at is not None

@@ -59,7 +59,6 @@ from contreact_events.config import (
     describe_validation_error,
     parse_run_config,
 )
-from contreact_events.config.spend import Budget, ModelPrice, price_table_shape
 from contreact_events.config.run_places import (  # the names an experiment gives its runs
     REPLICA_RUN_ID as REPLICA_RUN_ID,
 )
@@ -67,6 +66,7 @@ from contreact_events.config.run_places import attempt_run_id as attempt_run_id
 from contreact_events.config.run_places import label_and_replica as label_and_replica
 from contreact_events.config.run_places import replica_letter as replica_letter
 from contreact_events.config.run_places import replica_run_id as replica_run_id
+from contreact_events.config.spend import Budget, ModelPrice, price_table_shape
 from contreact_events.exceptions import ConfigError
 
 EXPERIMENT_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
@@ -325,6 +325,9 @@ def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 
 ACTIVE_STATUSES = frozenset({"new", "checking", "running", "waiting_operator"})
 DONE_STATUS = "completed"
+ENDED_FOR_GOOD = frozenset({DONE_STATUS, "stopped"})
+"""A replica whose run completed, or was stopped by its budget (running it again would
+spend it again), is not run again by resubmitting the file."""
 
 
 @dataclass(frozen=True)
@@ -385,7 +388,7 @@ def resume(
             out.append(Submission(run, "submit", 1, run.config))
             continue
         status = statuses.get(record.run_id)
-        if status == DONE_STATUS:
+        if status in ENDED_FOR_GOOD:
             action, attempt = "done", record.attempt
         elif status in ACTIVE_STATUSES:
             action, attempt = "running", record.attempt

@@ -15,6 +15,8 @@ the one call that reached it.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import Field, StrictFloat, StrictInt
@@ -83,6 +85,22 @@ works with, and the token count the scripted backend reports for a prompt."""
 def estimated_tokens(text: str) -> int:
     """About how many tokens ``text`` is (``CHARS_PER_TOKEN``), rounded up."""
     return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def message_text(content: str, tool_calls: Iterable[tuple[str, Mapping[str, Any]]] = ()) -> str:
+    """What one message puts before a model: its text and each tool call's name and
+    JSON arguments."""
+    calls = "".join(
+        name + json.dumps(dict(arguments), default=str) for name, arguments in tool_calls
+    )
+    return content + calls
+
+
+def prompt_tokens(texts: Iterable[str], tools: Sequence[Mapping[str, Any]]) -> int:
+    """About how many tokens a prompt of these messages (``message_text``) and tool
+    definitions is: what the scripted backend reports reading, and what
+    ``experiment plan`` counts for every call it foresees."""
+    return estimated_tokens("".join(texts) + json.dumps([dict(t) for t in tools], default=str))
 
 
 def budget_reached(

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import Any
 
 from contreact_events.catalog.chat import AssistantMessage, LLMUsage, ToolCall
 from contreact_events.config import ResolvedBackend, ScriptConfig, ScriptedReply
-from contreact_events.config.spend import estimated_tokens
+from contreact_events.config.spend import message_text
+from contreact_events.config.spend import prompt_tokens as estimated_prompt
 from contreact_events.wire.tasks import LLMTask
 from contreact_llm.backends import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
 from contreact_llm.exceptions import (
@@ -48,8 +48,11 @@ def prompt_tokens(task: LLMTask) -> int:
     """What the scripted "model" reports reading: the messages' text and the tools'
     definitions at about four characters a token (``estimated_tokens``), so a scripted
     run's prompts grow with its history as a model's do, and cost what they would."""
-    text = "".join(m.content for m in task.messages) + json.dumps(list(task.tools))
-    return estimated_tokens(text)
+    texts = (
+        message_text(m.content, ((c.name, c.arguments) for c in m.tool_calls))
+        for m in task.messages
+    )
+    return estimated_prompt(texts, task.tools)
 
 
 class ScriptedBackend:

@@ -24,11 +24,11 @@ from contreact_events.catalog.fork import RunForked
 from contreact_events.catalog.run import (
     ModelChecked,
     RunCancelled,
-    RunStopped,
     RunCompleted,
     RunFailed,
     RunRequested,
     RunStarted,
+    RunStopped,
 )
 from contreact_events.catalog.tool import (
     OperatorMessageSent,
