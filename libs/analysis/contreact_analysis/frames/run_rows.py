@@ -222,11 +222,8 @@ class _Builder:
             case RunForked():
                 self.forked, self.own_first_ts = event, event.ts
             case LLMResponded():
-                row = self.cycle(state.cycle_number)
-                if event.usage.cost is None:
-                    row["uncosted_calls"] += 1
-                else:
-                    row["cost"] += event.usage.cost
+                row, cost = self.cycle(state.cycle_number), event.usage.cost
+                row["uncosted_calls" if cost is None else "cost"] += 1 if cost is None else cost
             case CycleStarted():
                 row = self.cycle(event.cycle)
                 row["started_at"], row["advisory"] = event.ts, event.advisory
