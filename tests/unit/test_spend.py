@@ -31,7 +31,7 @@ def drive(sim: Sim, costs: list[float | None], *, tokens: int = 10) -> None:
     for cost in costs:
         if sim.state.terminal:
             return
-        usage = {"prompt_tokens": tokens, "completion_tokens": 5}
+        usage: dict[str, object] = {"prompt_tokens": tokens, "completion_tokens": 5}
         if cost is not None:
             usage |= {"cost": cost, "cost_source": "provider"}
         sim.answer_llm(WRITE, **usage)
@@ -53,7 +53,7 @@ def test_a_run_stops_at_its_cost_budget_before_the_call_past_it() -> None:
     assert not sim.tasks  # nothing more is asked of any worker
     summary = run_summary(state)
     assert summary.failure_reason == "stopped: budget: cost 0.06 USD reached the budget of 0.05 USD"
-    assert (summary.cost, summary.uncosted_calls) == (pytest.approx(0.06), 0)
+    assert summary.cost == pytest.approx(0.06) and summary.uncosted_calls == 0
     report = replay_check(sim.log)
     assert report.ok and report.state == state
 
@@ -83,7 +83,7 @@ def test_calls_of_unknown_cost_are_counted_never_summed_as_zero() -> None:
     drive(sim, [None, 0.01, None])
     state = sim.state
     assert state.status == "running"  # 0.01 known, two unknown: the budget is not reached
-    assert (state.uncosted_calls, state.spent_cost) == (2, pytest.approx(0.01))
+    assert state.uncosted_calls == 2 and state.spent_cost == pytest.approx(0.01)
     assert cost_text(state.spent_cost, state.uncosted_calls) == ">=$0.0100"
     assert cost_text(0.0, 3) == "?"
     assert cost_text(0.0, 0) == "$0.0000"
@@ -156,13 +156,13 @@ def test_a_price_table_without_the_runs_model_says_so_in_one_line() -> None:
 
 
 def reply(**usage: object) -> ChatReply:
-    return ChatReply(AssistantMessage(content="hi"), LLMUsage(**usage), "m")  # type: ignore[arg-type]
+    return ChatReply(AssistantMessage(content="hi"), LLMUsage.model_validate(usage), "m")
 
 
 def test_the_worker_prices_a_call_from_the_table_only_without_a_provider_figure() -> None:
     price = ModelPrice(input=2.0, output=8.0)  # per million tokens
     table = priced(reply(prompt_tokens=1_000, completion_tokens=500), price).usage
-    assert (table.cost, table.cost_source) == (pytest.approx(0.006), "price_table")
+    assert table.cost == pytest.approx(0.006) and table.cost_source == "price_table"
     own = priced(reply(prompt_tokens=1_000, cost=0.25, cost_source="provider"), price).usage
     assert (own.cost, own.cost_source) == (0.25, "provider")
     unknown = priced(reply(prompt_tokens=1_000), None).usage
