@@ -182,3 +182,23 @@ def test_the_config_round_trips_through_the_run_request() -> None:
     data = make_config(budget={"cost": 0.5}, prices={"m": {"input": 1, "output": 2}})
     again = parse_run_config(data.model_dump(mode="json"))
     assert again == data
+
+
+def test_the_dataframes_and_the_report_show_the_spend_per_call_cycle_run_and_model() -> None:
+    from contreact_analysis.frames.tables import build_frames
+    from contreact_analysis.report import build_report, render_report
+    from tests.unit.test_saved_logs import FIXTURES, load
+
+    events = load(FIXTURES / "runlog-v5-budget-stop.jsonl")
+    frames = build_frames({"fixture-budget-stop": events})
+    (run,) = frames.runs.to_dict("records")
+    assert (run["status"], run["uncosted_calls"]) == ("stopped", 1)
+    assert run["cost"] == pytest.approx(0.055)
+    assert str(run["failure_reason"]).startswith("stopped: budget: cost 0.055 USD")
+    calls = frames.events[frames.events["type"] == "LLMResponded"]["cost"]
+    assert calls.isna().tolist() == [False, False, True, False]
+    assert calls.dropna().tolist() == [0.02, 0.015, 0.02]
+    assert frames.cycles["cost"].sum() == pytest.approx(0.055)
+    assert frames.cycles["uncosted_calls"].sum() == 1
+    html = render_report(build_report(frames, title="spend", command="c", resamples=99))
+    assert "Spend in all: 31000 tokens, &gt;=$0.0550 USD" in html  # 5000+...+8000 + 4 x 1250
