@@ -34,6 +34,7 @@ from contreact_cli.output import Printer, out, warn
 from contreact_cli.runs.experiment_budget import HeldRuns
 from contreact_cli.runs.experiment_forks import ForkSender
 from contreact_cli.runs.export_file import write_export
+from contreact_cli.runs.inspect_export import export_experiment_inspect
 from contreact_cli.runs.records import SKIPPED_EXIT, events_or_skip, skipped_line
 from contreact_cli.settings import CLISettings
 from contreact_cli.stack.service_waits import required_services, wait_for_services
@@ -373,6 +374,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("name", type=experiment_name)
     p.add_argument("--out", default="logs", help="output folder (default: logs; NAME/ inside)")
+    p.add_argument(
+        "--format",
+        choices=("seed003", "inspect"),
+        default="seed003",
+        help="seed003: JSONL per run and experiment.json (default); inspect: one .eval per "
+        "model, runs as samples, replicas as epochs (needs contreact-cli[inspect])",
+    )
 
 
 def cmd_run(args: argparse.Namespace, settings: CLISettings) -> int:
@@ -421,6 +429,12 @@ def cmd_cancel(args: argparse.Namespace, settings: CLISettings) -> int:
 
 
 def cmd_export(args: argparse.Namespace, settings: CLISettings) -> int:
+    if args.format == "inspect":
+        paths = asyncio.run(export_experiment_inspect(settings, args.name, Path(args.out)))
+        for written in paths:
+            out(f"wrote {written}")
+        out(f"open them with `inspect view --log-dir {Path(args.out) / args.name}`")
+        return 0
     skipped: dict[str, str] = {}
     folder, files = asyncio.run(export_experiment(settings, args.name, Path(args.out), skipped))
     for run_id, reason in sorted(skipped.items()):

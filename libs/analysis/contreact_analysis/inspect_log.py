@@ -1,0 +1,482 @@
+"""Runs as Inspect logs (``.eval``), built with inspect_ai's own types and written with
+its ``write_eval_log`` (its maintainers say the file format is not a frozen spec, so it
+is never written by hand). A view of the run logs: nothing here feeds back into a run.
+
+One log per (experiment, model): each run a sample, a replica its epoch (A = 1, B = 2
+...), a fork of the experiment's file a sample of its own (``fork of LABEL at K``) in its
+target model's log. A sample's messages are the run's whole history (the system prompt
+first); its events: a span per cycle, a model event per LLM call (the exact messages
+and tools sent, the answer, usage with cost, timing), a tool event per tool call, the
+operator exchanges and the diversity advisories as info events, an anchor after every
+cycle (a run can be forked there) and, in a fork, a branch event where its own events
+begin (those before are its parent's, copied). PEI ratings are the sample's score (one
+value per evaluator), and the experiment's agreement figures (Krippendorff's alpha,
+ICC) the score's metrics.
+
+inspect_ai is an optional extra (``pip install 'contreact-cli[inspect]'``): importing
+this module does not need it; ``eval_logs`` says how to install it when it is missing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from contreact_analysis.assessments.frame import evaluator_labels, rated_runs, ratings_frame
+from contreact_analysis.assessments.matrix import places_matrix
+from contreact_analysis.exceptions import AnalysisError
+from contreact_events.catalog import Event
+from contreact_events.catalog.assessment import AssessmentEvent
+from contreact_events.catalog.chat import ChatMessage
+from contreact_events.config.run_places import RunPlace
+from contreact_events.core.fold import fold
+from contreact_events.core.prompt import offered_tools_now, prompt_messages
+from contreact_events.core.state import AgentState
+
+INSTALL = (
+    "inspect_ai is not installed: `pip install 'contreact-cli[inspect]'` "
+    "(or `pip install inspect-ai`), then export again"
+)
+TASK = "contreact"
+PEI = "pei"
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """One run to export: its place in its experiment and its log."""
+
+    place: RunPlace
+    events: Sequence[Event]
+
+
+def require_inspect() -> None:
+    """AnalysisError, one line, when inspect_ai cannot be imported."""
+    try:
+        import inspect_ai.log  # noqa: F401
+    except ImportError:
+        raise AnalysisError(INSTALL) from None
+
+
+def eval_logs(
+    runs: Sequence[RunInput],
+    records: Mapping[str, Sequence[AssessmentEvent]],
+    *,
+    resamples: int = 999,
+) -> dict[str, Any]:
+    """File name -> ``EvalLog`` for each (experiment, model) of ``runs``."""
+    require_inspect()
+    places = [run.place for run in runs]
+    scores = _pei_scores(places, records)
+    metrics = _agreement(places, records, resamples)
+    groups: dict[tuple[str, str], list[RunInput]] = {}
+    for run in runs:
+        groups.setdefault((run.place.experiment, _log_model(run.place)), []).append(run)
+    return {
+        _file_name(experiment, model): _eval_log(experiment, model, members, scores, metrics)
+        for (experiment, model), members in sorted(groups.items())
+    }
+
+
+def write_eval_logs(logs: Mapping[str, Any], folder: Path) -> list[Path]:
+    """Each log into ``folder`` through ``write_eval_log``; the paths written."""
+    from inspect_ai.log import write_eval_log
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, log in logs.items():
+        path = folder / name
+        write_eval_log(log, str(path), format="eval")
+        paths.append(path)
+    return paths
+
+
+def _log_model(place: RunPlace) -> str:
+    """The model whose log a run goes in: a fork's target's, anyone else's own."""
+    return place.model
+
+
+def _file_name(experiment: str, model: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in model)
+    return f"{experiment or 'runs'}_{safe}.eval"
+
+
+def _sample_id(place: RunPlace) -> str:
+    if place.kind == "fork" and place.at_cycle:
+        return f"fork of {place.group.split(' -> ')[0]} at {place.at_cycle}"
+    return place.label or place.group or place.model
+
+
+def _epoch(place: RunPlace) -> int | None:
+    """A replica's letter as an epoch (A, B, ... Z, AA ...: 1, 2, ... 26, 27 ...); None
+    for a run that is no replica (it is numbered among its sample's runs)."""
+    letter = place.letter
+    if not (1 <= len(letter) <= 2 and letter.isalpha() and letter.isupper()):
+        return None
+    number = 0
+    for char in letter:
+        number = number * 26 + (ord(char) - ord("A") + 1)
+    return number
+
+
+def _pei_scores(
+    places: Sequence[RunPlace], records: Mapping[str, Sequence[AssessmentEvent]]
+) -> dict[str, dict[str, float]]:
+    """Run id -> evaluator label -> its PEI rating (the mean of its repeats in force)."""
+    rated = rated_runs(places)
+    mine = [r for place in places for r in records.get(place.run_id, ())]
+    if not mine:
+        return {}
+    frame = ratings_frame(mine, rated, labels=evaluator_labels(rated))
+    frame = frame[(frame["instrument"] == PEI) & frame["value"].notna()]
+    out: dict[str, dict[str, float]] = {}
+    for (run_id, evaluator), values in frame.groupby(["run_id", "evaluator"])["value"]:
+        out.setdefault(str(run_id), {})[str(evaluator)] = float(values.mean())
+    return out
+
+
+def _agreement(
+    places: Sequence[RunPlace], records: Mapping[str, Sequence[AssessmentEvent]], resamples: int
+) -> dict[str, float]:
+    """The PEI agreement figures of the experiment, as the dashboard computes them."""
+    if not any(records.get(p.run_id) for p in places):
+        return {}
+    pei = places_matrix(places, records, forks="as-rows", resamples=resamples).pei
+    if pei is None:
+        return {}
+    agreement = pei.agreement
+    figures = {
+        "krippendorff_alpha": agreement.alpha.alpha,
+        "icc2_1": agreement.icc2.icc,
+        "icc3_1": agreement.icc3.icc,
+        "mean_pairwise_spearman": agreement.spearman.mean,
+    }
+    return {k: float(v) for k, v in figures.items() if v is not None and math.isfinite(v)}
+
+
+def _eval_log(
+    experiment: str,
+    model: str,
+    runs: Sequence[RunInput],
+    scores: Mapping[str, Mapping[str, float]],
+    metrics: Mapping[str, float],
+) -> Any:
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalMetric,
+        EvalResults,
+        EvalScore,
+        EvalSpec,
+        EvalStats,
+    )
+    from inspect_ai.model import ModelUsage
+
+    taken: dict[str, set[int]] = {}
+    epochs = []
+    for run in sorted(runs, key=lambda r: r.place.run_id):
+        sample_id, epoch = _sample_id(run.place), _epoch(run.place)
+        used = taken.setdefault(sample_id, set())
+        if epoch is None or epoch in used:
+            epoch = next(n for n in range(1, len(runs) + 2) if n not in used)
+        used.add(epoch)
+        epochs.append((run, epoch))
+    samples = [_sample(run, epoch, scores.get(run.place.run_id)) for run, epoch in epochs]
+    samples.sort(key=lambda s: (str(s.id), s.epoch))
+    created = min(s.started_at for s in samples if s.started_at) if samples else None
+    usage = ModelUsage()
+    for sample in samples:
+        for one in sample.model_usage.values():
+            usage = usage + one
+    rated = [s for s in samples if s.scores]
+    pei_means = [
+        sum(v.values()) / len(v) for s in rated if isinstance(v := s.scores[PEI].value, dict) and v
+    ]
+    results_metrics = {
+        name: EvalMetric(name=name, value=value) for name, value in sorted(metrics.items())
+    }
+    if pei_means:
+        results_metrics["mean"] = EvalMetric(name="mean", value=sum(pei_means) / len(pei_means))
+    status = "success" if all(s.error is None for s in samples) else "error"
+    return EvalLog(
+        status=status,
+        eval=EvalSpec(
+            created=created or "1970-01-01T00:00:00+00:00",
+            task=f"{TASK}/{experiment}" if experiment else TASK,
+            dataset=EvalDataset(
+                name=experiment or None,
+                samples=len({s.id for s in samples}),
+                sample_ids=sorted({str(s.id) for s in samples}),
+            ),
+            model=model,
+            config=EvalConfig(epochs=max((s.epoch for s in samples), default=1)),
+            metadata={
+                "contreact_experiment": experiment,
+                "contreact_runs": [run.place.run_id for run in runs],
+            },
+        ),
+        results=EvalResults(
+            total_samples=len(samples),
+            completed_samples=sum(s.error is None for s in samples),
+            scores=[
+                EvalScore(
+                    name=PEI,
+                    scorer="contreact-pei",
+                    scored_samples=len(rated),
+                    unscored_samples=len(samples) - len(rated),
+                    metrics=results_metrics,
+                )
+            ]
+            if rated or metrics
+            else [],
+        ),
+        stats=EvalStats(
+            started_at=str(created or ""),
+            completed_at=max((s.completed_at for s in samples if s.completed_at), default=""),
+            model_usage={model: usage},
+        ),
+        samples=samples,
+    )
+
+
+def _sample(run: RunInput, epoch: int, pei: Mapping[str, float] | None) -> Any:
+    from inspect_ai.log import EvalError, EvalSample
+    from inspect_ai.model import ModelOutput
+    from inspect_ai.scorer import Score
+
+    place = run.place
+    builder = _Transcript(place)
+    for event in run.events:
+        builder.add(event)
+    state = builder.state
+    model = state.resolved_model or state.model_name
+    last = state.reflection_history[-1] if state.reflection_history else ""
+    events = run.events
+    failure = state.failure_reason or state.stop_reason
+    return EvalSample(
+        id=_sample_id(place),
+        epoch=epoch,
+        input=builder.input,
+        target="",
+        messages=[_message(m, i, model) for i, m in enumerate(builder.history(state))],
+        output=ModelOutput.from_content(model, last),
+        scores={
+            PEI: Score(
+                value=dict(pei),
+                explanation="PEI ratings of this run by each evaluator (their label)",
+            )
+        }
+        if pei
+        else None,
+        metadata={
+            "run_id": place.run_id,
+            "status": state.status,
+            "replica": place.letter,
+            "kind": place.kind,
+            "parent_run_id": place.parent_run_id or None,
+            "at_cycle": place.at_cycle or None,
+            "cycles": len(state.cycle_metrics),
+            "reflections": list(state.reflection_history),
+            "cost": state.spent_cost,
+            "uncosted_calls": state.uncosted_calls,
+            "failure_reason": failure,
+        },
+        events=builder.events,
+        model_usage={model: builder.usage},
+        started_at=events[0].ts if events else None,
+        completed_at=events[-1].ts if events and state.terminal else None,
+        total_time=(events[-1].ts - events[0].ts).total_seconds() if events else None,
+        error=EvalError(message=failure, traceback="", traceback_ansi="")
+        if state.status == "failed" and failure
+        else None,
+    )
+
+
+def _message(message: ChatMessage, index: int, model: str) -> Any:
+    from inspect_ai.model import (
+        ChatMessageAssistant,
+        ChatMessageSystem,
+        ChatMessageTool,
+        ChatMessageUser,
+    )
+    from inspect_ai.tool import ToolCall
+
+    match message.role:
+        case "system":
+            return ChatMessageSystem(content=message.content)
+        case "user":
+            return ChatMessageUser(content=message.content)
+        case "tool":
+            return ChatMessageTool(
+                content=message.content,
+                tool_call_id=message.tool_name and f"call_{index}",
+                function=message.tool_name,
+            )
+    calls = [
+        ToolCall(id=f"call_{index}_{n}", function=call.name, arguments=dict(call.arguments))
+        for n, call in enumerate(message.tool_calls)
+    ]
+    return ChatMessageAssistant(content=message.content, tool_calls=calls or None, model=model)
+
+
+class _Transcript:
+    """Folds one run's log and builds its Inspect events as it goes."""
+
+    def __init__(self, place: RunPlace) -> None:
+        from inspect_ai.model import ModelUsage
+
+        self.place = place
+        self.state = AgentState(run_id=place.run_id)
+        self.events: list[Any] = []
+        self.input: list[Any] = []
+        self.usage = ModelUsage()
+        self._request: tuple[Any, list[Any], list[Any]] | None = None
+        self._tools: dict[str, Any] = {}
+        self._span: str | None = None
+
+    def history(self, state: AgentState) -> tuple[ChatMessage, ...]:
+        return (ChatMessage(role="system", content=state.system_prompt), *state.message_history)
+
+    def add(self, event: Event) -> None:
+        before = self.state
+        self.state = fold(self.state, event)
+        handler = getattr(self, f"_on_{event.type}", None)
+        if handler is not None:
+            handler(event, before)
+
+    def _stamp(self, item: Any, event: Event) -> Any:
+        item.timestamp = event.ts
+        item.span_id = self._span
+        item.working_start = 0.0
+        self.events.append(item)
+        return item
+
+    def _on_CycleStarted(self, event: Any, _before: AgentState) -> None:
+        from inspect_ai.event import SpanBeginEvent
+
+        self._span = f"{self.place.run_id}/cycle-{event.cycle}"
+        span = SpanBeginEvent(id=self._span, name=f"cycle {event.cycle}", type="cycle")
+        self._stamp(span, event)
+        if event.advisory:
+            self._info(event, "advisory", {"cycle": event.cycle, "advisory": event.advisory})
+        if not self.input:
+            messages = prompt_messages(self.state)
+            self.input = [_message(m, i, "") for i, m in enumerate(messages)]
+
+    def _on_CycleEnded(self, event: Any, _before: AgentState) -> None:
+        from inspect_ai.event import AnchorEvent, SpanEndEvent
+
+        if self._span is not None:
+            self._stamp(SpanEndEvent(id=self._span), event)
+        self._span = None
+        anchor = AnchorEvent(anchor_id=f"{self.place.run_id}/c{event.cycle}", source="CycleEnded")
+        self._stamp(anchor, event)
+
+    def _on_RunForked(self, event: Any, _before: AgentState) -> None:
+        from inspect_ai.event import BranchEvent
+
+        branch = BranchEvent(from_anchor=f"{event.parent_run_id}/c{event.at_cycle}")
+        self._stamp(branch, event)
+
+    def _on_LLMRequested(self, event: Any, _before: AgentState) -> None:
+        from inspect_ai.tool import ToolInfo, ToolParams
+
+        state = self.state
+        messages = prompt_messages(state)
+        model = state.resolved_model or state.model_name
+        tools = [
+            ToolInfo(
+                name=spec["function"]["name"],
+                description=spec["function"].get("description", ""),
+                parameters=ToolParams.model_validate(spec["function"].get("parameters", {})),
+            )
+            for spec in offered_tools_now(state)
+            if isinstance(spec.get("function"), dict)
+        ]
+        self._request = (event, [_message(m, i, model) for i, m in enumerate(messages)], tools)
+
+    def _on_LLMResponded(self, event: Any, _before: AgentState) -> None:
+        from inspect_ai.event import ModelEvent
+        from inspect_ai.model import GenerateConfig, ModelOutput, ModelUsage
+
+        if self._request is None:
+            return
+        requested, messages, tools = self._request
+        self._request = None
+        model = event.model or self.state.resolved_model or self.state.model_name
+        usage = ModelUsage(
+            input_tokens=event.usage.prompt_tokens,
+            output_tokens=event.usage.completion_tokens,
+            total_tokens=event.usage.prompt_tokens + event.usage.completion_tokens,
+            total_cost=event.usage.cost,
+        )
+        self.usage = self.usage + usage
+        index = len(self.state.message_history) - 1
+        reply = _message(self.state.message_history[-1], index, model)
+        output = ModelOutput.from_content(
+            model, event.message.content, stop_reason="tool_calls" if reply.tool_calls else "stop"
+        )
+        output.choices[0].message = reply
+        output.usage = usage
+        output.time = event.usage.wall_s
+        call = ModelEvent(
+            model=model,
+            input=messages,
+            tools=tools,
+            tool_choice="auto" if tools else "none",
+            config=GenerateConfig(),
+            output=output,
+            completed=event.ts,
+            working_time=event.usage.wall_s,
+            metadata={"task_id": requested.task_id, "cost_source": event.usage.cost_source},
+        )
+        self._stamp(call, requested)
+        call.completed = event.ts
+
+    def _on_ToolCallRequested(self, event: Any, _before: AgentState) -> None:
+        self._tools[event.task_id] = event
+
+    def _on_ToolCallCompleted(self, event: Any, _before: AgentState) -> None:
+        from inspect_ai.event import ToolEvent
+        from inspect_ai.tool import ToolCallError
+
+        requested = self._tools.pop(event.task_id, None)
+        if requested is None:
+            return
+        tool = ToolEvent(
+            id=requested.task_id,
+            function=requested.tool_name,
+            arguments=dict(requested.arguments),
+            result=event.output,
+            error=None if event.ok else ToolCallError("unknown", event.output),
+            completed=event.ts,
+            working_time=(event.ts - requested.ts).total_seconds(),
+        )
+        self._stamp(tool, requested)
+
+    def _on_OperatorMessageSent(self, event: Any, _before: AgentState) -> None:
+        self._info(event, "operator", {"cycle": event.cycle, "agent": event.message})
+
+    def _on_OperatorReplied(self, event: Any, _before: AgentState) -> None:
+        self._info(event, "operator", {"reply": event.text, "by": event.by})
+
+    def _on_SimilarityAssessed(self, event: Any, _before: AgentState) -> None:
+        if event.advisory:
+            data = {
+                "cycle": event.cycle,
+                "level": event.level,
+                "max_similarity": event.max_similarity,
+                "advisory for the next cycle": event.advisory,
+            }
+            self._info(event, "advisory", data)
+
+    def _on_RunStopped(self, event: Any, _before: AgentState) -> None:
+        self._info(event, "budget", {"stopped": f"{event.reason}: {event.detail}"})
+
+    def _info(self, event: Event, source: str, data: dict[str, Any]) -> None:
+        from inspect_ai.event import InfoEvent
+
+        self._stamp(InfoEvent(source=source, data=data), event)
