@@ -15,95 +15,16 @@ import pytest
 from fastapi.testclient import TestClient
 from inspect_ai.log import EvalLog, read_eval_log
 
-from contreact_bus.assessments import append_archive
 from contreact_cli.main import main
-from contreact_events.catalog import Event
-from contreact_events.catalog.assessment import RunAssessed
-from contreact_events.catalog.chat import AssistantMessage
-from contreact_events.wire.tasks import LLMTask, MemoryTask
-from tests.support.fork_sim import ForkSim
-from tests.support.ratings import record_fields
-from tests.support.sim import Sim, make_config, say
-from tests.support.ui_client import app_client, get, rebuilt
+from tests.support.inspect_runs import FORK, RATINGS, REPLICAS, archived_experiment
+from tests.support.ui_client import app_client, get
 
 pytestmark = [pytest.mark.redis]
-
-MODELS = {"GPT5": "m/gpt5", "Opus": "m/opus"}
-REPLICAS = [f"insp-{label}-{letter}" for label in MODELS for letter in "AB"]
-FORK = "insp-GPT5-A-to-Opus"
-RATINGS = {  # run -> evaluator model -> PEI level
-    "insp-GPT5-A": {"m/gpt5": 3, "m/opus": 6},
-    "insp-GPT5-B": {"m/gpt5": 4, "m/opus": 7},
-    "insp-Opus-A": {"m/gpt5": 2, "m/opus": 8},
-    "insp-Opus-B": {"m/gpt5": 3, "m/opus": 8},
-}
-
-
-def drive(sim: Sim, seed: int) -> None:
-    """Each cycle: a write, a message to the operator (answered by policy), then the
-    reflection; every call with its tokens and the provider's cost."""
-    calls = 0
-    for _ in range(200):
-        if sim.state.terminal or not sim.tasks:
-            return
-        task = sim.tasks[0]
-        if isinstance(task, MemoryTask):
-            sim.answer_memory()
-            continue
-        assert isinstance(task, LLMTask)
-        if task.kind == "check":  # a fork's check of its new model
-            sim.send("ModelChecked", task.task_id, ok=True, backend="scripted", model=task.model)
-            continue
-        step = task.step
-        reply: AssistantMessage
-        if step == 1:
-            reply = say("", ("write", {"key": f"c{task.cycle}", "value": f"note {seed}"}))
-        elif step == 2:
-            reply = say("", ("send_message_to_operator", {"message": "Is anyone there?"}))
-        else:
-            reply = say(f"Cycle {task.cycle} of run {seed}: I kept a note and asked.")
-        calls += 1
-        sim.answer_llm(
-            reply,
-            prompt_tokens=100 * calls + seed,
-            completion_tokens=10 + seed,
-            wall_s=0.25,
-            cost=0.001 * calls,
-            cost_source="provider",
-        )
-
-
-def logs() -> dict[str, list[Event]]:
-    out: dict[str, list[Event]] = {}
-    for seed, run_id in enumerate(REPLICAS, start=1):
-        label = run_id.split("-")[1]
-        config = make_config(
-            run_id=run_id, model_name=MODELS[label], experiment="insp", cycle_count=2
-        )
-        sim = Sim(config)
-        sim.start()
-        drive(sim, seed)
-        assert sim.state.status == "completed"
-        out[run_id] = sim.log
-    fork = ForkSim(out["insp-GPT5-A"], FORK, 1, model=MODELS["Opus"])
-    drive(fork, 9)
-    assert fork.state.status == "completed"
-    out[FORK] = fork.log
-    return out
 
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = rebuilt(tmp_path_factory.mktemp("inspect-export"), logs())
-    for run_id, by in RATINGS.items():
-        records = [
-            RunAssessed(
-                **record_fields(run_id, evaluator), raw_answer=f"Level {v}", value=v, status="rated"
-            )
-            for evaluator, v in by.items()
-        ]
-        append_archive(data / "runs", run_id, records)
-    return data
+    return archived_experiment(tmp_path_factory.mktemp("inspect-export"))
 
 
 @pytest.fixture(scope="module")
@@ -169,6 +90,11 @@ def test_the_eval_files_read_back_into_the_dashboards_numbers(
         assert spans == [f"cycle {c}" for c in range(1, 3)]
         reflections = [c["reflection"] for c in cycles]
         assert sample.metadata["reflections"] == reflections
+        called = {
+            c.id for m in sample.messages if m.role == "assistant" for c in m.tool_calls or ()
+        }
+        answered = [m.tool_call_id for m in sample.messages if m.role == "tool"]
+        assert len(answered) == len(called) and set(answered) == called  # each result its call
         said = [m.text for m in sample.messages if m.role == "assistant" and m.text]
         assert said == reflections  # the whole history: every reflection in its place
         operator = [e.data for e in sample.events if e.event == "info" and e.source == "operator"]

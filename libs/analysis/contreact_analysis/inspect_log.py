@@ -174,6 +174,7 @@ def _eval_log(
         EvalStats,
     )
     from inspect_ai.model import ModelUsage
+    from inspect_ai.viewer import ViewerConfig
 
     taken: dict[str, set[int]] = {}
     epochs = []
@@ -195,11 +196,11 @@ def _eval_log(
     pei_means = [
         sum(v.values()) / len(v) for s in rated if isinstance(v := s.scores[PEI].value, dict) and v
     ]
-    results_metrics = {
-        name: EvalMetric(name=name, value=value) for name, value in sorted(metrics.items())
-    }
-    if pei_means:
+    results_metrics = {}
+    if pei_means:  # first: the viewer's headline figure
         results_metrics["mean"] = EvalMetric(name="mean", value=sum(pei_means) / len(pei_means))
+    for name, value in sorted(metrics.items()):
+        results_metrics[name] = EvalMetric(name=name, value=value)
     status = "success" if all(s.error is None for s in samples) else "error"
     return EvalLog(
         status=status,
@@ -213,6 +214,7 @@ def _eval_log(
             ),
             model=model,
             config=EvalConfig(epochs=max((s.epoch for s in samples), default=1)),
+            viewer=ViewerConfig(trust_content=False),  # agent text: shown as plain text
             metadata={
                 "contreact_experiment": experiment,
                 "contreact_runs": [run.place.run_id for run in runs],
@@ -261,7 +263,7 @@ def _sample(run: RunInput, epoch: int, pei: Mapping[str, float] | None) -> Any:
         epoch=epoch,
         input=builder.input,
         target="",
-        messages=[_message(m, i, model) for i, m in enumerate(builder.history(state))],
+        messages=_messages(builder.history(state), model),
         output=ModelOutput.from_content(model, last),
         scores={
             PEI: Score(
@@ -295,7 +297,10 @@ def _sample(run: RunInput, epoch: int, pei: Mapping[str, float] | None) -> Any:
     )
 
 
-def _message(message: ChatMessage, index: int, model: str) -> Any:
+def _messages(messages: Sequence[ChatMessage], model: str) -> list[Any]:
+    """The conversation as Inspect's messages: each assistant tool call gets an id from
+    its place (``call_{message}_{n}``, as the OpenAI backend sends them) and each tool
+    result names the call it answers (results follow their calls in order)."""
     from inspect_ai.model import (
         ChatMessageAssistant,
         ChatMessageSystem,
@@ -304,22 +309,33 @@ def _message(message: ChatMessage, index: int, model: str) -> Any:
     )
     from inspect_ai.tool import ToolCall
 
-    match message.role:
-        case "system":
-            return ChatMessageSystem(content=message.content)
-        case "user":
-            return ChatMessageUser(content=message.content)
-        case "tool":
-            return ChatMessageTool(
-                content=message.content,
-                tool_call_id=message.tool_name and f"call_{index}",
-                function=message.tool_name,
-            )
-    calls = [
-        ToolCall(id=f"call_{index}_{n}", function=call.name, arguments=dict(call.arguments))
-        for n, call in enumerate(message.tool_calls)
-    ]
-    return ChatMessageAssistant(content=message.content, tool_calls=calls or None, model=model)
+    out: list[Any] = []
+    waiting: list[str] = []
+    for index, message in enumerate(messages):
+        match message.role:
+            case "system":
+                out.append(ChatMessageSystem(content=message.content))
+            case "user":
+                out.append(ChatMessageUser(content=message.content))
+            case "tool":
+                answered = waiting.pop(0) if waiting else f"call_{index}_0"
+                out.append(
+                    ChatMessageTool(
+                        content=message.content, tool_call_id=answered, function=message.tool_name
+                    )
+                )
+            case _:
+                calls = [
+                    ToolCall(id=f"call_{index}_{n}", function=c.name, arguments=dict(c.arguments))
+                    for n, c in enumerate(message.tool_calls)
+                ]
+                waiting = [call.id for call in calls]
+                out.append(
+                    ChatMessageAssistant(
+                        content=message.content, tool_calls=calls or None, model=model
+                    )
+                )
+    return out
 
 
 class _Transcript:
@@ -364,7 +380,7 @@ class _Transcript:
             self._info(event, "advisory", {"cycle": event.cycle, "advisory": event.advisory})
         if not self.input:
             messages = prompt_messages(self.state)
-            self.input = [_message(m, i, "") for i, m in enumerate(messages)]
+            self.input = _messages(messages, "")
 
     def _on_CycleEnded(self, event: Any, _before: AgentState) -> None:
         from inspect_ai.event import AnchorEvent, SpanEndEvent
@@ -396,7 +412,7 @@ class _Transcript:
             for spec in offered_tools_now(state)
             if isinstance(spec.get("function"), dict)
         ]
-        self._request = (event, [_message(m, i, model) for i, m in enumerate(messages)], tools)
+        self._request = (event, _messages(messages, model), tools)
 
     def _on_LLMResponded(self, event: Any, _before: AgentState) -> None:
         from inspect_ai.event import ModelEvent
@@ -414,8 +430,7 @@ class _Transcript:
             total_cost=event.usage.cost,
         )
         self.usage = self.usage + usage
-        index = len(self.state.message_history) - 1
-        reply = _message(self.state.message_history[-1], index, model)
+        reply = _messages(self.history(self.state), model)[-1]
         output = ModelOutput.from_content(
             model, event.message.content, stop_reason="tool_calls" if reply.tool_calls else "stop"
         )
