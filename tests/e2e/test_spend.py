@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from inspect_ai.log import read_eval_log
 
 from tests.support.fake_openai import FakeOpenAI, running_fake_openai
 from tests.support.stack import Stack
@@ -123,6 +124,21 @@ def test_the_plan_is_within_a_quarter_of_what_the_scripted_runs_record(
         assert abs(run["cost"] - row["cost"]) <= 0.25 * row["cost"], (run, row)
     total = sum(row["cost"] for row in recorded.values())
     assert abs(plan["cost"] - total) <= 0.25 * total
+
+    # the same runs as Inspect logs: one per model, the replicas as epochs, the spend kept
+    out = tmp_path / "inspect"
+    stack.cli(
+        "experiment", "export", "planned", "--format", "inspect", "--out", str(out), check=True
+    )
+    logs = {p.name: read_eval_log(str(p)) for p in sorted((out / "planned").glob("*.eval"))}
+    assert sorted(logs) == ["planned_terse-model.eval", "planned_wordy-model.eval"]
+    for log in logs.values():
+        for sample in log.samples or []:
+            row = recorded[sample.metadata["run_id"]]
+            (usage,) = sample.model_usage.values()
+            assert usage.total_tokens == row["tokens"]
+            assert usage.total_cost == pytest.approx(row["cost"], abs=1e-6)  # the row rounds
+            assert sample.epoch == "AB".index(row["letter"]) + 1
 
 
 def test_an_experiments_budget_stops_it_starting_runs_and_says_so(
