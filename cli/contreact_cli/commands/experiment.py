@@ -1,4 +1,5 @@
-"""``contreact experiment run|status|cancel|export``: models x replicas in one command.
+"""``contreact experiment run|plan|status|cancel|export``: models x replicas in one command
+(``plan`` in ``experiment_plan.py``).
 
 ``run FILE`` expands the file into runs, decides per replica what resubmitting means
 (``contreact_events.config.experiment.resume``: done and running replicas are left alone,
@@ -25,8 +26,9 @@ from contreact_bus.experiments import (
     run_statuses,
 )
 from contreact_bus.streams.inbox import Inbox
-from contreact_cli.args import add_command, bounded_int, positive_seconds, text
+from contreact_cli.args import add_command, positive_seconds, text
 from contreact_cli.args import experiment as experiment_name
+from contreact_cli.commands.experiment_plan import register_plan
 from contreact_cli.config_file import load_experiment
 from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
@@ -42,12 +44,6 @@ from contreact_cli.text import safe
 from contreact_cli.views.experiment import ExperimentProgress, LiveTable, summary, table
 from contreact_events.config.experiment import ACTIVE_STATUSES, Submission, resume
 from contreact_events.history.experiment_forks import planned_forks
-from contreact_events.history.spend_plan import (
-    Assumptions,
-    ExperimentPlan,
-    plan_experiment,
-    plan_lines,
-)
 from contreact_events.wire.answers import run_cancelled, run_requested
 
 REFRESH_S = 0.5
@@ -318,41 +314,7 @@ def register(sub: Any) -> None:
         default=60.0,
         help="seconds to wait for the services to answer (default 60)",
     )
-    p = add_command(
-        actions,
-        "plan",
-        cmd_plan,
-        "the runs, LLM calls, tokens and cost an experiment file calls for, before anything "
-        "runs, with the assumptions",
-    )
-    p.add_argument("file", help="experiment YAML")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    defaults = Assumptions()
-    p.add_argument(
-        "--calls-per-cycle",
-        type=bounded_int(1, 10_000),
-        default=defaults.calls_per_cycle,
-        help="LLM calls a cycle of a model that is not scripted "
-        f"(default {defaults.calls_per_cycle})",
-    )
-    p.add_argument(
-        "--answer-tokens",
-        type=bounded_int(1, 1_000_000),
-        default=defaults.answer_tokens,
-        help=f"tokens of each answer (default {defaults.answer_tokens})",
-    )
-    p.add_argument(
-        "--tool-call-chars",
-        type=bounded_int(0, 1_000_000),
-        default=defaults.tool_call_chars,
-        help=f"characters of a tool call's arguments (default {defaults.tool_call_chars})",
-    )
-    p.add_argument(
-        "--tool-result-chars",
-        type=bounded_int(0, 1_000_000),
-        default=defaults.tool_result_chars,
-        help=f"characters of a tool's result (default {defaults.tool_result_chars})",
-    )
+    register_plan(actions)
     p = add_command(
         actions, "status", cmd_status, "the table of an experiment's runs and a summary"
     )
@@ -387,31 +349,6 @@ def cmd_run(args: argparse.Namespace, settings: CLISettings) -> int:
     return asyncio.run(
         run_experiment(settings, Path(args.file), out, follow=not args.detach, wait_s=args.wait)
     )
-
-
-def experiment_plan(path: Path, assumptions: Assumptions) -> ExperimentPlan:
-    """The file's plan (no Redis, no service: it reads the file alone)."""
-    experiment, planned = load_experiment(path)
-    forks = planned_forks(experiment, planned, source=str(path))
-    return plan_experiment(experiment, planned, forks, assumptions)
-
-
-def cmd_plan(args: argparse.Namespace, settings: CLISettings) -> int:
-    assumptions = Assumptions(
-        calls_per_cycle=args.calls_per_cycle,
-        answer_tokens=args.answer_tokens,
-        tool_call_chars=args.tool_call_chars,
-        tool_result_chars=args.tool_result_chars,
-    )
-    plan = experiment_plan(Path(args.file), assumptions)
-    for line in plan.warnings:
-        warn(f"{args.file}: {line}")
-    if args.json:
-        out(json.dumps(plan.as_json(), indent=2))
-        return 0
-    for line in plan_lines(plan):
-        out(line)
-    return 0
 
 
 def cmd_status(args: argparse.Namespace, settings: CLISettings) -> int:
