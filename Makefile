@@ -23,7 +23,7 @@ $(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt deploy/llama-wheel.
 	@echo "installing the packages"
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-dev.txt \
 	  -e libs/events -e libs/bus -e libs/analysis -e services/orchestrator -e 'services/llm-worker[embedded]' \
-	  -e services/memory -e services/embedder -e services/ui -e services/assessor -e cli
+	  -e services/memory -e services/embedder -e services/ui -e services/assessor -e 'cli[inspect]'
 	@# The embedder's onnx runtime: export the model now (offline), not at its first start.
 	$(BIN)/contreact-embedder --prepare
 	@touch $(STAMP)

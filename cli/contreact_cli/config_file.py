@@ -1,7 +1,8 @@
 """Reading a run config file (seed 003's YAML format as is, plus the extensions) or
 an experiment file (models x replicas).
 
-Paths in the file (``system_prompt_file``, a ``script`` given as a file name) are
+Paths in the file (``system_prompt_file``, a ``script`` or ``prices`` given as a file
+name) are
 resolved against the file's folder and their contents put into the config, so the
 run's snapshot holds everything it ran with.
 """
@@ -98,6 +99,15 @@ def resolve_files(data: dict[str, Any], path: Path) -> dict[str, Any]:
             raise ConfigError(f"{path}: system_prompt_file {prompt_path} does not exist")
         data["system_prompt"] = prompt_path.read_text(encoding="utf-8")
         data["system_prompt_file"] = str(prompt_path)
+    prices = data.get("prices")
+    if isinstance(prices, str):
+        table = _read_yaml(_resolve(path, prices), what="price table")
+        if not isinstance(table, dict):
+            raise ConfigError(
+                f"{path}: price table {_resolve(path, prices)} is not a table: write "
+                "one 'MODEL: {input: N, output: N}' line per model (per million tokens)"
+            )
+        data["prices"] = table
     script = data.get("script")
     if isinstance(script, str):
         script_path = _resolve(path, script)

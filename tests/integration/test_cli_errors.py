@@ -73,7 +73,13 @@ BAD_ARGUMENTS: dict[str, list[list[str]]] = {
         ["r1", "--what-if", "diversity.moderate_threshold"],
         ["no-such-run", "--what-if", "cycle_count=2"],
     ],
-    "export": [["no-such-run"], ["r1", "--out", "FILE"], ["r1", "--out", "/proc/nope/x"]],
+    "export": [
+        ["no-such-run"],
+        ["r1", "--out", "FILE"],
+        ["r1", "--out", "/proc/nope/x"],
+        ["r1", "--format", "inspect", "--out", "FILE/x"],  # not writable: said before reading
+        ["r1", "--format", "html"],
+    ],
     "memory-rebuild": [["a}{b"], ["no-such-run", "--out", "FILE"]],
     "similarity": [["no-such-run"]],
     "corpus": [
@@ -92,6 +98,13 @@ BAD_ARGUMENTS: dict[str, list[list[str]]] = {
         ["status", "no-such-experiment"],
         ["cancel", "no-such-experiment"],
         ["export", "no-such-experiment", "--out", "FILE"],
+        ["export", "no-such-experiment", "--format", "inspect", "--out", "FILE"],
+        ["plan", "missing.yaml"],
+        ["plan", "c.yaml"],  # a run config, not an experiment file
+        ["plan", "bad-budget.yaml"],
+        ["plan", "bad-prices.yaml"],
+        ["plan", "words-budget.yaml"],
+        ["plan", "e.yaml", "--calls-per-cycle", "0"],
         ["launch", "x"],
     ],
     "models": [["pull", "missing.yaml"], ["check", "c.yaml", "--host", "not a url"], ["fetch"]],
@@ -159,6 +172,11 @@ def test_bad_arguments_get_one_line(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "FILE").write_text("a file, not a folder")
     (tmp_path / "c.yaml").write_text("model_name: m\ncycle_count: 1\n")
+    experiment = "experiment: e\ncycle_count: 1\nmodels: [{model_name: m}]\n"
+    (tmp_path / "e.yaml").write_text(experiment)
+    (tmp_path / "bad-budget.yaml").write_text(experiment + "budget: {cost: -1}\n")
+    (tmp_path / "words-budget.yaml").write_text(experiment + "budget: {tokens: lots}\n")
+    (tmp_path / "bad-prices.yaml").write_text(experiment + "prices: [m, 1]\n")
     with pytest.raises(SystemExit) as exited:
         main([command, *args])
     captured = capsys.readouterr()

@@ -71,6 +71,7 @@ class FakeOpenAI:
         finish_reason: str = "stop",
         model: str | None = None,
         reasoning: str | None = None,
+        cost: float | None = None,
     ) -> None:
         """Queue an answer; a tool call's arguments may be raw text (unreadable JSON)."""
         message: dict[str, Any] = {"role": "assistant", "content": content}
@@ -97,6 +98,7 @@ class FakeOpenAI:
                     "prompt_tokens": prompt_tokens,
                     "completion_tokens": completion_tokens,
                     "total_tokens": prompt_tokens + completion_tokens,
+                    **({"cost": cost} if cost is not None else {}),
                 },
             }
         )

@@ -72,7 +72,8 @@ def test_show_and_the_listings_print_the_configs_text_clean() -> None:
     row = {
         "replica": 0, "label": "m", "letter": "A", "model": HOSTILE, "run_id": "e-m-A",
         "attempt": 1, "status": "failed", "cycle": 1, "cycle_count": 2, "step": 0,
-        "tokens": 0, "llm_seconds": 0.0, "advisory": "", "backend": HOSTILE,
+        "tokens": 0, "cost": 0.0, "uncosted_calls": 1, "llm_seconds": 0.0, "advisory": "",
+        "backend": HOSTILE,
         "resolved_model": HOSTILE + "x", "failure_reason": HOSTILE, "wall_seconds": None,
     }  # fmt: skip
     lines += table([row]) + summary([row])

@@ -1,4 +1,5 @@
-"""``contreact experiment run|status|cancel|export``: models x replicas in one command.
+"""``contreact experiment run|plan|status|cancel|export``: models x replicas in one command
+(``plan`` in ``experiment_plan.py``).
 
 ``run FILE`` expands the file into runs, decides per replica what resubmitting means
 (``contreact_events.config.experiment.resume``: done and running replicas are left alone,
@@ -27,12 +28,15 @@ from contreact_bus.experiments import (
 from contreact_bus.streams.inbox import Inbox
 from contreact_cli.args import add_command, positive_seconds, text
 from contreact_cli.args import experiment as experiment_name
+from contreact_cli.commands.experiment_plan import register_plan
 from contreact_cli.config_file import load_experiment
 from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
 from contreact_cli.output import Printer, out, warn
+from contreact_cli.runs.experiment_budget import HeldRuns
 from contreact_cli.runs.experiment_forks import ForkSender
 from contreact_cli.runs.export_file import write_export
+from contreact_cli.runs.inspect_export import export_experiment_inspect
 from contreact_cli.runs.records import SKIPPED_EXIT, events_or_skip, skipped_line
 from contreact_cli.settings import CLISettings
 from contreact_cli.stack.service_waits import required_services, wait_for_services
@@ -68,18 +72,36 @@ async def run_experiment(
                 f"{path}: run id(s) {', '.join(taken)} exist already outside this experiment's "
                 "record: give the experiment another name"
             )
-        await _send(redis, name, plan)
+        sending, held = HeldRuns.split(experiment, plan)
+        if experiment.experiment_budget is not None and entries:
+            before = ExperimentProgress.of(list(entries.values()), settings.archive_dir)
+            while await before.poll(redis):
+                pass
+            reached = held.reached(before.rows(), time.time())
+            if reached is not None:
+                held.held, sending = [*sending, *held.held], []
+                held.release(before.rows(), time.time())
+        await _send(redis, name, sending)
         for line in _plan_lines(name, plan):
             out(line)
+        if held.held:
+            out(
+                f"{len(held.held)} run(s) wait their turn (parallel: {experiment.parallel}, "
+                "budget permitting)"
+            )
+        if held.stopped:
+            warn(held.stopped)
         if forks.forks:
             sent = await forks.send_ready(redis)
             out(f"{len(forks.forks)} fork(s) at cycle {forks.forks[0].at_cycle}, {len(sent)} sent")
         if not follow:
+            if held.held:
+                out("runs held back are started only while `experiment run` follows them")
             if forks.forks:
                 out("forks are sent once their parents end their cycle: run the file again")
             out(f"follow it with `contreact experiment status {name}`")
             return 0
-        return await _follow(redis, settings, name, out, forks)
+        return await _follow(redis, settings, name, out, forks, held)
 
 
 async def _send(redis: Any, name: str, plan: list[Submission]) -> None:
@@ -116,7 +138,12 @@ def _plan_lines(name: str, plan: list[Submission]) -> list[str]:
 
 
 async def _follow(
-    redis: Any, settings: CLISettings, name: str, out: Printer, forks: ForkSender
+    redis: Any,
+    settings: CLISettings,
+    name: str,
+    out: Printer,
+    forks: ForkSender,
+    held: HeldRuns,
 ) -> int:
     """The live table until every run has ended (sending the forks as their parents get
     there), then the summary. Ctrl-C stops following; the runs go on."""
@@ -127,8 +154,25 @@ async def _follow(
 
     progress = await everything()
     live = LiveTable(out)
+    stop_said = held.stopped is not None
     try:
         while True:
+            released = held.release(progress.rows(), time.time())
+            if released:
+                await _send(redis, name, released)
+                progress = await everything()
+            if held.stopped and not stop_said:
+                warn(held.stopped)
+                stop_said = True
+            reached = held.reached(progress.rows(), time.time()) if forks.forks else None
+            unsent = [
+                f.replica
+                for f in forks.forks
+                if f.replica not in forks.given_up and f.replica not in forks.sent
+            ]
+            if reached is not None and unsent:
+                forks.given_up.update(unsent)
+                warn(f"experiment {name}: its budget is reached ({reached}): forks not started")
             if forks.forks:
                 sent = await forks.send_ready(redis)
                 refused = await forks.refused(redis)
@@ -138,6 +182,8 @@ async def _follow(
                     progress = await everything()
             if await progress.poll(redis):
                 live.show(progress.rows())
+            if held.held and progress.done:
+                continue  # the next round starts the held runs (or says why not)
             if progress.done and not (forks.forks and await forks.send_ready(redis)):
                 break  # every run ended, and no fork is due any more
             if progress.done:
@@ -153,10 +199,14 @@ async def _follow(
     out("")
     for line in summary(rows):
         out(line)
+    if held.stopped:
+        out(held.stopped)
     out(
         f"next: `contreact experiment export {name}`; resubmitting the file runs again only "
         "what failed or was cancelled"
     )
+    if held.stopped:
+        return 1
     return 0 if all(row["status"] == "completed" for row in rows) else 1
 
 
@@ -264,6 +314,7 @@ def register(sub: Any) -> None:
         default=60.0,
         help="seconds to wait for the services to answer (default 60)",
     )
+    register_plan(actions)
     p = add_command(
         actions, "status", cmd_status, "the table of an experiment's runs and a summary"
     )
@@ -285,6 +336,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("name", type=experiment_name)
     p.add_argument("--out", default="logs", help="output folder (default: logs; NAME/ inside)")
+    p.add_argument(
+        "--format",
+        choices=("seed003", "inspect"),
+        default="seed003",
+        help="seed003: JSONL per run and experiment.json (default); inspect: one .eval per "
+        "model, runs as samples, replicas as epochs (needs contreact-cli[inspect])",
+    )
 
 
 def cmd_run(args: argparse.Namespace, settings: CLISettings) -> int:
@@ -308,6 +366,12 @@ def cmd_cancel(args: argparse.Namespace, settings: CLISettings) -> int:
 
 
 def cmd_export(args: argparse.Namespace, settings: CLISettings) -> int:
+    if args.format == "inspect":
+        paths = asyncio.run(export_experiment_inspect(settings, args.name, Path(args.out)))
+        for written in paths:
+            out(f"wrote {written}")
+        out(f"open them with `inspect view --log-dir {Path(args.out) / args.name}`")
+        return 0
     skipped: dict[str, str] = {}
     folder, files = asyncio.run(export_experiment(settings, args.name, Path(args.out), skipped))
     for run_id, reason in sorted(skipped.items()):

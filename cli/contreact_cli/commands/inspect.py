@@ -20,6 +20,7 @@ from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
 from contreact_cli.output import out, print_json, warn
 from contreact_cli.runs.export_file import check_out_dir, write_export
+from contreact_cli.runs.inspect_export import export_inspect
 from contreact_cli.runs.records import (
     SKIPPED_EXIT,
     events_or_skip,
@@ -78,9 +79,21 @@ def register(sub: Any) -> None:
         help="re-drive the recorded inputs with this setting changed (repeatable; the "
         "same key=value as fork --set), calling no model",
     )
-    p = add_command(sub, "export", cmd_export, "write the run as seed-003 JSONL LogRecords")
-    p.add_argument("run", type=run_id)
+    p = add_command(
+        sub,
+        "export",
+        cmd_export,
+        "write runs as seed-003 JSONL LogRecords, or as Inspect logs (--format inspect)",
+    )
+    p.add_argument("runs", nargs="+", type=run_id, metavar="run")
     p.add_argument("--out", default="logs", help="output folder (default: logs)")
+    p.add_argument(
+        "--format",
+        choices=("seed003", "inspect"),
+        default="seed003",
+        help="seed003: one JSONL file per run (default); inspect: one .eval per "
+        "(experiment, model), read by `inspect view` (needs contreact-cli[inspect])",
+    )
     p = add_command(
         sub,
         "memory-rebuild",
@@ -141,9 +154,16 @@ def cmd_what_if(args: argparse.Namespace, settings: CLISettings) -> int:
 
 
 def cmd_export(args: argparse.Namespace, settings: CLISettings) -> int:
-    path, counts = asyncio.run(export(settings, args.run, Path(args.out)))
-    summary = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
-    out(f"wrote {path} ({summary})")
+    if args.format == "inspect":
+        paths = asyncio.run(export_inspect(settings, args.runs, Path(args.out)))
+        for written in paths:
+            out(f"wrote {written}")
+        out(f"open them with `inspect view --log-dir {args.out}`")
+        return 0
+    for run in args.runs:
+        path, counts = asyncio.run(export(settings, run, Path(args.out)))
+        summary = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+        out(f"wrote {path} ({summary})")
     return 0
 
 

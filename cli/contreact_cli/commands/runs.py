@@ -22,7 +22,7 @@ from contreact_cli.args import text as free_text
 from contreact_cli.config_file import load_config
 from contreact_cli.connection import redis_client
 from contreact_cli.exceptions import CLIError
-from contreact_cli.output import Printer, out, print_json
+from contreact_cli.output import Printer, out, print_json, warn
 from contreact_cli.runs.model_checks import compaction_model_problem
 from contreact_cli.runs.records import load_state, run_meta, runs
 from contreact_cli.settings import CLISettings
@@ -32,8 +32,9 @@ from contreact_cli.views.follower import exit_code, follow_run
 from contreact_cli.views.operator_prompt import send_reply
 from contreact_cli.views.progress import ProgressPrinter
 from contreact_events.config import RunConfig
+from contreact_events.config.spend import COST_UNIT, budget_text, cost_text, missing_price
 from contreact_events.core.fold import fold_all
-from contreact_events.core.state import AgentState
+from contreact_events.core.state import TERMINAL_STATUSES, AgentState
 from contreact_events.wire.answers import run_cancelled, run_paused, run_requested
 
 
@@ -74,6 +75,9 @@ def register(sub: Any) -> None:
 
 def cmd_run(args: argparse.Namespace, settings: CLISettings) -> int:
     config = load_config(Path(args.config), run_id=args.run_id)
+    unpriced = missing_price(config.prices, config.model_name)
+    if unpriced is not None:
+        warn(f"{args.config}: {unpriced}")
     return asyncio.run(
         submit_run(settings, config, out, follow=not args.detach, wait_s=args.wait, step=args.step)
     )
@@ -205,7 +209,7 @@ async def reply(settings: CLISettings, run_id: str, text: str, out: Printer) -> 
 async def cancel(settings: CLISettings, run_id: str, reason: str, out: Printer) -> int:
     async with redis_client(settings) as redis:
         meta = await run_meta(redis, run_id)
-        if meta.get("status") in ("completed", "failed", "cancelled"):
+        if meta.get("status") in TERMINAL_STATUSES:
             raise CLIError(f"run {run_id} has already ended ({meta['status']})")
         message = run_cancelled(run_id, reason)
         after = await RunLog(redis).last_id(run_id)
@@ -258,6 +262,16 @@ def show_state(state: AgentState, out: Printer, *, as_json: bool) -> None:
         )
     if state.failure_reason:
         out(f"  reason: {safe(state.failure_reason, one_line=True)}")
+    if state.stop_reason:
+        out(f"  stopped: {safe(state.stop_reason, one_line=True)}")
+    if state.started_at is not None:
+        unknown = state.uncosted_calls
+        out(
+            f"  spend: {cost_text(state.spent_cost, unknown)} {COST_UNIT}, "
+            f"{state.spent_tokens:,} tokens"
+            + (f" ({unknown} call(s) of unknown cost)" if unknown else "")
+            + (f"; budget {budget_text(config.budget)}" if config and config.budget else "")
+        )
     head = ("cycle", "tools", "mem ops", "to op", "resp chars", "write chars", "tokens", "llm s")
     if state.cycle_metrics:
         out("  " + "  ".join(f"{h:>11}" for h in head))

@@ -23,7 +23,8 @@ from contreact_bus.replies import entries
 from contreact_cli.output import Printer
 from contreact_cli.runs.records import UNREADABLE
 from contreact_cli.text import safe
-from contreact_events.catalog import Event
+from contreact_events.catalog import TERMINAL_TYPES, Event
+from contreact_events.config.spend import COST_UNIT, cost_text
 from contreact_events.core.fold import fold_all
 from contreact_events.core.state import AgentState
 from contreact_events.history.run_summary import run_summary
@@ -63,7 +64,7 @@ class RunView:
                 self.advisory = (
                     f"{event.level} {event.max_similarity:.2f} (c{event.most_similar_cycle})"
                 )
-            elif event.type in ("RunCompleted", "RunFailed", "RunCancelled"):
+            elif event.type in TERMINAL_TYPES:
                 self.ended_at = event.ts.timestamp()
 
     def row(self) -> dict[str, Any]:
@@ -91,11 +92,14 @@ class RunView:
             "cycle_count": run.cycle_count if run else 0,
             "step": run.step if run else 0,
             "tokens": run.tokens if run else 0,
+            "cost": round(run.cost, 6) if run else 0.0,
+            "uncosted_calls": run.uncosted_calls if run else 0,
             "llm_seconds": round(run.llm_seconds, 3) if run else 0,
             "advisory": self.advisory,
             "backend": run.backend if run else "",
             "resolved_model": run.resolved_model if run else "",
             "failure_reason": self.unreadable or (run.failure_reason if run else ""),
+            "requested_at": self.started_at,
             "wall_seconds": (
                 round(self.ended_at - self.started_at, 3)
                 if self.started_at is not None and self.ended_at is not None
@@ -179,6 +183,7 @@ COLUMNS = (
     ("cycle", 7),
     ("step", 4),
     ("tokens", 9),
+    ("cost", 10),
     ("advisory", 18),
     ("run", 0),
 )
@@ -200,6 +205,7 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
             f"{row['cycle']}/{row['cycle_count']}",
             str(row["step"]),
             f"{row['tokens']:,}",
+            cost_text(row["cost"], row["uncosted_calls"]),
             row["advisory"] or "-",
             row["run_id"]
             + (f" ({safe(row['backend'], 40, one_line=True)})" if row["backend"] else ""),
@@ -210,8 +216,28 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def spend_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The spend per model and the experiment's, in ``COST_UNIT``."""
+    lines = []
+    for label in sorted({row["label"] for row in rows}):
+        mine = [row for row in rows if row["label"] == label]
+        cost = sum(row["cost"] for row in mine)
+        unknown = sum(row["uncosted_calls"] for row in mine)
+        tokens = sum(row["tokens"] for row in mine)
+        lines.append(
+            f"spend {safe(label, 18, one_line=True)}: {cost_text(cost, unknown)} {COST_UNIT}, "
+            f"{tokens:,} tokens" + (f" ({unknown} call(s) of unknown cost)" if unknown else "")
+        )
+    cost = sum(row["cost"] for row in rows)
+    unknown = sum(row["uncosted_calls"] for row in rows)
+    tokens = sum(row["tokens"] for row in rows)
+    lines.append(f"spend in all: {cost_text(cost, unknown)} {COST_UNIT}, {tokens:,} tokens")
+    return lines
+
+
 def summary(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Per model: runs by status, mean cycles, tokens and LLM time, wall time."""
+    """Per model: runs by status, mean cycles, tokens and LLM time, wall time; then the
+    spend per model and in all; then what went wrong."""
     lines = [
         f"{'MODEL':<18}  {'RUNS':>4}  {'DONE':>4}  {'FAILED':>6}  {'CYCLES':>6}  "
         f"{'TOKENS/RUN':>10}  {'LLM S/RUN':>9}  {'WALL S':>7}"
@@ -229,6 +255,8 @@ def summary(rows: Sequence[dict[str, Any]]) -> list[str]:
             f"{statistics.fmean(row['llm_seconds'] for row in mine):>9.1f}  "
             f"{max(walls) if walls else 0:>7.1f}"
         )
+    if rows:
+        lines += spend_lines(rows)
     for row in rows:
         if row["resolved_model"] and row["resolved_model"] != row["model"]:
             lines.append(
@@ -236,7 +264,7 @@ def summary(rows: Sequence[dict[str, Any]]) -> list[str]:
                 f"{safe(row['backend'], 40, one_line=True)}, not the configured "
                 f"{safe(row['model'], 60, one_line=True)}"
             )
-        if row["status"] in ("failed", "cancelled", "quarantined"):
+        if row["status"] in ("failed", "cancelled", "quarantined", "stopped"):
             reason = safe(row["failure_reason"], 160, one_line=True) or row["status"]
             lines.append(f"{row['run_id']} {row['status']}: {reason}")
     return lines

@@ -99,4 +99,9 @@ class ProgressPrinter:
                 return f"run {event.run_id} failed: {safe(event.reason, one_line=True)}"
             case "RunCancelled":
                 return f"run {event.run_id} cancelled: {safe(event.reason, one_line=True)}"
+            case "RunStopped":
+                return (
+                    f"run {event.run_id} stopped: {event.reason}: "
+                    f"{safe(event.detail, one_line=True)} (in cycle {event.cycle})"
+                )
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import redis.asyncio as aioredis
@@ -19,6 +20,7 @@ from redis.asyncio.client import Pipeline
 from contreact_bus.assessments import calls as evaluator_calls
 from contreact_bus.streams.inbox import Inbox
 from contreact_bus.streams.task_gate import TaskGate
+from contreact_events.config.spend import ModelPrice
 from contreact_events.core.exchange_prompt import analysis_from_answer, heuristic_instead
 from contreact_events.wire.answers import (
     llm_failed,
@@ -128,7 +130,7 @@ class LLMTaskHandler:
             return llm_failed(task, error, retryable=False, attempts=1)
         answer = await backend.chat(task)
         if isinstance(answer, ChatReply):
-            answer = capped(answer, task.max_content_chars)
+            answer = priced(capped(answer, task.max_content_chars), task.price)
             return llm_responded(
                 task, answer.message, answer.usage, answer.model, answer.tool_call_error
             )
@@ -183,6 +185,18 @@ def analysis_refusal(task: LLMTask) -> str | None:
     if task.deadline is not None and datetime.now(UTC) > task.deadline:
         return f"{task.task_id} is past its deadline (the run has sent it again, or given up)"
     return None
+
+
+def priced(reply: ChatReply, price: ModelPrice | None) -> ChatReply:
+    """The reply with its cost: the provider's where the backend read one, else the
+    price table's times the tokens, else left unknown (None, never zero)."""
+    usage = reply.usage
+    if usage.cost is not None or price is None:
+        return reply
+    cost = price.cost(usage.prompt_tokens, usage.completion_tokens)
+    return replace(
+        reply, usage=usage.model_copy(update={"cost": cost, "cost_source": "price_table"})
+    )
 
 
 def capped(reply: ChatReply, cap: int | None) -> ChatReply:

@@ -15,6 +15,7 @@ from markupsafe import Markup
 from pydantic import BaseModel
 
 from contreact_events.catalog.cycle import CycleMetrics
+from contreact_events.config.spend import cost_text
 from contreact_ui.text import display, shorten
 
 METRIC_LABELS = {
@@ -136,6 +137,7 @@ def environment() -> Environment:
     env.filters["shorten"] = shorten
     env.filters["when"] = _when
     env.filters["number"] = _number
+    env.filters["cost"] = cost_text
     env.filters["instant"] = _instant
     env.filters["seconds"] = _seconds
     env.filters["pretty"] = _pretty

@@ -27,6 +27,7 @@ from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleMetrics,
     CycleStarted,
+    LLMResponded,
     ReflectionRecorded,
 )
 from contreact_events.catalog.diversity import SimilarityAssessed
@@ -74,6 +75,7 @@ ROW_TYPES = frozenset(
         "PersistentMemoryRequested",
         "PersistentMemoryStored",
         "RunForked",
+        "LLMResponded",
     }
 )
 """The event types that add or change a row besides the events table's."""
@@ -191,6 +193,8 @@ class _Builder:
                 "most_similar_cycle": None,
                 "advisory_given": None,
                 **dict.fromkeys(TOOL_COLUMNS.values(), 0),
+                "cost": 0.0,
+                "uncosted_calls": 0,
             }
         return row
 
@@ -208,6 +212,7 @@ class _Builder:
                 "ts": event.ts,
                 "cycle": fields.get("cycle") or state.cycle_number,
                 "task_id": fields.get("task_id") or event.causation_id,
+                "cost": fields["usage"].cost if event.type == "LLMResponded" else None,
             }
         )
         if event.type in ROW_TYPES:
@@ -219,6 +224,9 @@ class _Builder:
                 self.started = event
             case RunForked():
                 self.forked, self.own_first_ts = event, event.ts
+            case LLMResponded():
+                row, cost = self.cycle(state.cycle_number), event.usage.cost
+                row["uncosted_calls" if cost is None else "cost"] += 1 if cost is None else cost
             case CycleStarted():
                 row = self.cycle(event.cycle)
                 row["started_at"], row["advisory"] = event.ts, event.advisory
@@ -363,6 +371,8 @@ class _Builder:
             "completion_tokens": summary.completion_tokens,
             "tokens": summary.tokens,
             "llm_seconds": summary.llm_seconds,
+            "cost": summary.cost,
+            "uncosted_calls": summary.uncosted_calls,
             "events": summary.events,
             "memory_keys": len(self.memory) - len(self.platform_keys),
             "platform_memory_keys": len(self.platform_keys),

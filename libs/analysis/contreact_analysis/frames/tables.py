@@ -64,6 +64,8 @@ RUNS: dict[str, str] = {
     "completion_tokens": "int64",
     "tokens": "int64",
     "llm_seconds": "float64",
+    "cost": "float64",
+    "uncosted_calls": "int64",
     "events": "int64",
     "memory_keys": "int64",
     "platform_memory_keys": "int64",
@@ -89,6 +91,8 @@ CYCLES: dict[str, str] = {
     **dict.fromkeys(TOOL_COLUMNS.values(), "int64"),
     "steps": "int64",
     "tokens": "int64",
+    "cost": "float64",
+    "uncosted_calls": "int64",
     "memory_keys": "int64",
     "advisory": STR,
     "reflection": STR,
@@ -133,6 +137,7 @@ EVENTS: dict[str, str] = {
     "ts": TS,
     "cycle": "int64",
     "task_id": STR,
+    "cost": "Float64",
 }
 OPERATOR: dict[str, str] = {
     "run_id": STR,

@@ -29,6 +29,7 @@ from contreact_analysis.stats.table1 import finished, table1
 from contreact_analysis.stats.trajectories import TRAJECTORY_METRICS, trajectories
 from contreact_events.catalog.query import RunQueried
 from contreact_events.config.run_places import ForkView, group_order, select
+from contreact_events.config.spend import cost_text
 from contreact_events.protocol import CITATION
 from contreact_events.protocol.table1 import TABLE1, paper_table1
 from contreact_events.untrusted_text import display
@@ -96,6 +97,8 @@ def _groups(runs: pd.DataFrame) -> list[dict[str, Any]]:
             "backend": ", ".join(sorted({str(b) for b in members["backend"]})),
             "runs": len(members),
             "completed": int((members["status"] == "completed").sum()),
+            "tokens": int(members["tokens"].sum()),
+            "cost": cost_text(float(members["cost"].sum()), int(members["uncosted_calls"].sum())),
         }
         for label, members in runs.groupby("label", sort=True)
     ]
@@ -110,6 +113,8 @@ def _design(runs: pd.DataFrame) -> dict[str, Any]:
         "models": _groups(runs[~forks & (runs["kind"] != "outside")]),
         "forks": _groups(runs[forks]),
         "runs": len(runs),
+        "tokens": int(runs["tokens"].sum()),
+        "cost": cost_text(float(runs["cost"].sum()), int(runs["uncosted_calls"].sum())),
         "cycle_count": sorted({int(c) for c in runs["cycle_count"]}),
         "diversity": config.get("diversity", {}),
         "operator": config.get("operator", {}),

@@ -64,6 +64,7 @@ from contreact_events.catalog.run import (
     RunFailed,
     RunRequested,
     RunStarted,
+    RunStopped,
 )
 from contreact_events.catalog.tool import (
     OperatorMessageSent,
@@ -80,6 +81,7 @@ Event: TypeAlias = Annotated[
     | RunCompleted
     | RunFailed
     | RunCancelled
+    | RunStopped
     | CycleStarted
     | LLMRequested
     | LLMResponded
@@ -124,7 +126,7 @@ EVENT_CLASSES: dict[str, type[EventBase]] = {
 }
 """Every event class by its ``type`` tag, derived from the union (written out once, above)."""
 
-TERMINAL_TYPES = frozenset({"RunCompleted", "RunFailed", "RunCancelled"})
+TERMINAL_TYPES = frozenset({"RunCompleted", "RunFailed", "RunCancelled", "RunStopped"})
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -198,6 +200,7 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("RunForked", 1): lambda data: _adds(config_in_force=False)(_config_with_rules_1(data)),
     ("RunForked", 2): _adds(question=""),
     ("LLMRequested", 1): _adds(prompt_sha256=None),
+    ("LLMResponded", 1): _unchanged,
     ("StepLimitReached", 1): _adds(final_call=False),
     ("RegenerationRequested", 1): _adds(pinned=False),
     ("ReflectionEmbedded", 1): _adds(runtime=TORCH_RUNTIME),

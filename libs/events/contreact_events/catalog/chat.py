@@ -62,3 +62,9 @@ class LLMUsage(_Frozen):
     """Time the worker spent on the call, retries included."""
     done_reason: str | None = None
     attempts: int = 1
+    cost: float | None = Field(default=None, ge=0)
+    """What the call cost, in ``config.spend.COST_UNIT``; None: unknown (never a zero
+    standing for "not known")."""
+    cost_source: Literal["provider", "price_table"] | None = None
+    """Where ``cost`` came from: the provider's own figure (OpenRouter's usage
+    accounting), or the run's price table times the tokens."""

@@ -58,6 +58,8 @@ class LLMResponded(InputEvent):
     """Input from the LLM worker; ``causation_id`` is the task it answers."""
 
     type: Literal["LLMResponded"] = "LLMResponded"
+    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
+    """2: ``usage.cost`` and ``usage.cost_source`` (version 1 events read as unknown)."""
     message: AssistantMessage
     usage: LLMUsage = LLMUsage()
     model: str = ""

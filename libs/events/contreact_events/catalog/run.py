@@ -78,6 +78,18 @@ class RunFailed(EventBase):
     reason: str
 
 
+class RunStopped(EventBase):
+    """The run reached its ``budget`` before an LLM call: it ends here, with everything
+    up to the call that reached it logged (status ``stopped``)."""
+
+    type: Literal["RunStopped"] = "RunStopped"
+    reason: Literal["budget"] = "budget"
+    detail: str
+    """Which limit was reached and by how much, in words."""
+    cycle: int
+    """The cycle the run was in (its reflection may be missing)."""
+
+
 class RunCancelled(InputEvent):
     """Input from the CLI; accepted while the run is active."""
 

@@ -63,6 +63,7 @@ from contreact_events.config.fields import (
 )
 from contreact_events.config.history import HistoryConfig
 from contreact_events.config.hosts import CREDENTIALS_FIX, has_credentials
+from contreact_events.config.spend import Budget, ModelPrice, price_table_shape
 from contreact_events.config.tool_defs import (
     BUILT_IN_TOOLS,
     MAX_ADDED_TOOLS,
@@ -302,6 +303,21 @@ class RunConfig(Strict):
     condition: str | None = None
     """The experiment's condition this run belongs to (``conditions:`` of an experiment
     file; see docs/conditions.md): a label, the same shape as a run id."""
+    budget: Budget | None = None
+    """What the run may spend (tokens, cost, wall time); reached: ``stopped: budget``."""
+    prices: dict[str, ModelPrice] | None = Field(default=None, max_length=10_000)
+    """The user's price table (model -> per million input/output tokens; the CLI reads
+    a file name): a call's cost when the provider gives none (``config/spend.py``)."""
+
+    @property
+    def price(self) -> ModelPrice | None:
+        """The price of this run's model in the table, if any."""
+        return (self.prices or {}).get(self.model_name)
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _price_table(cls, value: Any) -> Any:
+        return price_table_shape(value)
 
     @property
     def llm_deadline_s(self) -> float:

@@ -74,6 +74,7 @@ from contreact_events.config.run_places import attempt_run_id as attempt_run_id
 from contreact_events.config.run_places import label_and_replica as label_and_replica
 from contreact_events.config.run_places import replica_letter as replica_letter
 from contreact_events.config.run_places import replica_run_id as replica_run_id
+from contreact_events.config.spend import Budget, ModelPrice, price_table_shape
 from contreact_events.config.tool_defs import AddedTool, Description, ToolName
 from contreact_events.exceptions import ConfigError
 
@@ -111,6 +112,13 @@ class RunOptions(BaseModel):
     limits: LimitsConfig | None = None
     cognition: CognitionConfig | None = None
     history: HistoryConfig | None = None
+    budget: Budget | None = None
+    prices: dict[str, ModelPrice] | None = None
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _price_table(cls, value: Any) -> Any:
+        return price_table_shape(value)
 
     def options(self) -> dict[str, Any]:
         """The run options that were set, as data (nested blocks: their set keys)."""
@@ -208,6 +216,12 @@ class ExperimentConfig(RunOptions):
     """Tools the conditions may add by name (the CLI reads a file name into the list)."""
     conditions: tuple[ExperimentCondition, ...] = Field(default=(), max_length=MAX_CONDITIONS)
     """The grid's third axis (``config.conditions``); none: models x replicas."""
+    experiment_budget: Budget | None = None
+    """What the whole experiment may spend: once its runs' spend reaches it, ``experiment
+    run`` starts no more runs (``budget`` is each run's own)."""
+    parallel: int | None = Field(default=None, ge=1, le=10_000)
+    """At most this many of its runs going at once (None: all at once); the others are
+    started as runs end, while the experiment's budget allows."""
 
     @field_validator("experiment")
     @classmethod
@@ -343,6 +357,9 @@ def expand(experiment: ExperimentConfig, *, source: str = "experiment") -> list[
 
 ACTIVE_STATUSES = frozenset({"new", "checking", "running", "waiting_operator"})
 DONE_STATUS = "completed"
+ENDED_FOR_GOOD = frozenset({DONE_STATUS, "stopped"})
+"""A replica whose run completed, or was stopped by its budget (running it again would
+spend it again), is not run again by resubmitting the file."""
 
 
 @dataclass(frozen=True)
@@ -420,7 +437,7 @@ def resume(
             out.append(Submission(run, "submit", 1, run.config))
             continue
         status = statuses.get(record.run_id)
-        if status == DONE_STATUS:
+        if status in ENDED_FOR_GOOD:
             action, attempt = "done", record.attempt
         elif status in ACTIVE_STATUSES:
             action, attempt = "running", record.attempt

@@ -30,7 +30,7 @@ from contreact_events.catalog.diversity import (
     SimilarityAssessed,
     TopicExhausted,
 )
-from contreact_events.catalog.run import RunCompleted, RunFailed, RunStarted
+from contreact_events.catalog.run import RunCompleted, RunFailed, RunStarted, RunStopped
 from contreact_events.catalog.tool import (
     OperatorMessageSent,
     OperatorReplied,
@@ -38,6 +38,7 @@ from contreact_events.catalog.tool import (
     ToolCallRequested,
 )
 from contreact_events.config import RunConfig
+from contreact_events.config.spend import budget_reached
 from contreact_events.core.cognition_steps import (
     after_open_failure,
     exchange_analysis,
@@ -113,6 +114,9 @@ def advance(state: AgentState, stamp: Stamper) -> list[Event]:
                 return [retrieval(state, config, stamp)]
             return [stamp(CycleStarted, cycle=state.cycle_number + 1, advisory=None)]
         case "calling":
+            over = over_budget(state, config, stamp)
+            if over is not None:
+                return [stamp(RunStopped, detail=over, cycle=state.cycle_number)]
             step = state.step + 1
             return [
                 stamp(
@@ -164,6 +168,18 @@ def resting(state: AgentState) -> bool:
     if state.phase == "cycle_end" and state.config is not None:
         return state.paused and state.cycle_number < state.config.cycle_count
     return False
+
+
+def over_budget(state: AgentState, config: RunConfig, stamp: Stamper) -> str | None:
+    """Which limit of the run's budget its spend has reached before the next call, in
+    words (the time is the deciding input's: pure); None: the call may go."""
+    if config.budget is None:
+        return None
+    started = state.started_at
+    elapsed = (stamp.ts - started).total_seconds() if started is not None else None
+    return budget_reached(
+        config.budget, tokens=state.spent_tokens, cost=state.spent_cost, elapsed_s=elapsed
+    )
 
 
 def _after_response(state: AgentState, stamp: Stamper) -> list[Event]:

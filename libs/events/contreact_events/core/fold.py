@@ -56,6 +56,7 @@ from contreact_events.catalog.run import (
     RunFailed,
     RunRequested,
     RunStarted,
+    RunStopped,
 )
 from contreact_events.catalog.tool import (
     OperatorMessageSent,
@@ -158,6 +159,10 @@ def _(event: RunStarted, state: AgentState) -> dict[str, Any]:
         "backend": event.backend,
         "system_prompt": event.system_prompt,
         "tools": event.tools,
+        "started_at": event.ts,
+        "spent_tokens": 0,
+        "spent_cost": 0.0,
+        "uncosted_calls": 0,
     }
 
 
@@ -309,6 +314,7 @@ def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
         tool_calls=_calls_for_history(state, message.tool_calls),
         thinking=message.thinking,
     )
+    usage = event.usage
     return {
         "phase": "responded",
         "pending_task_id": None,
@@ -316,6 +322,9 @@ def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
         "message_history": Appended(reply),
         "metrics": metrics,
         "last_prompt_tokens": event.usage.prompt_tokens,
+        "spent_tokens": state.spent_tokens + usage.prompt_tokens + usage.completion_tokens,
+        "spent_cost": state.spent_cost + (usage.cost or 0.0),
+        "uncosted_calls": state.uncosted_calls + (usage.cost is None),
     }
 
 
@@ -594,6 +603,18 @@ def _(event: RunFailed, state: AgentState) -> dict[str, Any]:
         "status": "failed",
         "phase": "done",
         "failure_reason": event.reason,
+        "pending_task_id": None,
+        "open_tasks": (),
+    }
+
+
+@_apply.register
+def _(event: RunStopped, state: AgentState) -> dict[str, Any]:
+    _expect(state, event, "calling")
+    return {
+        "status": "stopped",
+        "phase": "done",
+        "stop_reason": f"{event.reason}: {event.detail}",
         "pending_task_id": None,
         "open_tasks": (),
     }

@@ -150,6 +150,7 @@ def _pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
                 step=state.step,
                 script=config.script,
                 max_content_chars=config.limits.llm_content_chars,
+                price=config.price if chat else None,
             )
         ]
     if state.phase == "compacting":

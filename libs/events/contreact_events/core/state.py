@@ -17,9 +17,16 @@ from contreact_events.catalog.exchange import Analysis, Exchange
 from contreact_events.config import ResolvedBackend, RunConfig
 
 RunStatus = Literal[
-    "new", "checking", "running", "waiting_operator", "completed", "failed", "cancelled"
+    "new",
+    "checking",
+    "running",
+    "waiting_operator",
+    "completed",
+    "failed",
+    "cancelled",
+    "stopped",
 ]
-TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "stopped"})
 
 Phase = Literal[
     "new",  # nothing folded yet
@@ -212,6 +219,18 @@ class AgentState(BaseModel):
     tool_uses: tuple[tuple[str, int], ...] = ()
     """Per tool added as data (``tools.added``): how many of its calls ran, in the order
     the tools were first called; the next call's index (``core.data_tools``)."""
+    started_at: datetime | None = None
+    """When the run (a fork: the fork itself) started: its wall-time budget counts
+    from here."""
+    spent_tokens: int = 0
+    """Prompt plus completion tokens of the run's own LLM calls (a fork's: since it
+    started; its copied prefix is its parent's spend)."""
+    spent_cost: float = 0.0
+    """The summed cost of those calls whose cost is known."""
+    uncosted_calls: int = 0
+    """Those calls whose cost is unknown: ``spent_cost`` is then a lower bound."""
+    stop_reason: str | None = None
+    """``RunStopped``: which budget limit ended the run."""
 
     @property
     def model_name(self) -> str:

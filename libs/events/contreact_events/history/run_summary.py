@@ -40,7 +40,8 @@ class RunListing(BaseModel):
 
     run_id: str
     status: str
-    """new, checking, running, waiting_operator, completed, failed, cancelled;
+    """new, checking, running, waiting_operator, completed, failed, cancelled, stopped
+    (its budget reached: ``failure_reason`` says which);
     quarantined (set aside by the orchestrator) or unreadable (its log cannot be read)."""
     model: str
     """The configured model (empty before the run's config is folded)."""
@@ -91,6 +92,11 @@ class RunSummary(RunListing):
     llm_seconds: float
     events: int
     """Events folded (the state's ``seq``)."""
+    cost: float
+    """What the run's own LLM calls cost (``config.spend.COST_UNIT``), those of known
+    cost; a lower bound when ``uncosted_calls`` > 0."""
+    uncosted_calls: int
+    """The run's own LLM calls whose cost is unknown (no provider figure, no price)."""
 
     @property
     def tokens(self) -> int:
@@ -117,7 +123,7 @@ def listing_fields(state: AgentState) -> dict[str, str]:
         "backend": state.backend or (config.backend if config else ""),
         "experiment": (config.experiment or "") if config else "",
         "waiting_task": waiting.task_id if waiting else "",
-        "failure_reason": state.failure_reason or "",
+        "failure_reason": ending_reason(state),
         "cycle": str(state.cycle_number),
         "cycle_count": str(config.cycle_count if config else 0),
     }
@@ -150,6 +156,15 @@ def run_summary(state: AgentState) -> RunSummary:
         completion_tokens=sum(m.completion_tokens for m in metrics),
         llm_seconds=sum(m.llm_seconds for m in metrics),
         events=state.seq,
+        cost=state.spent_cost,
+        uncosted_calls=state.uncosted_calls,
         waiting_task=waiting.task_id if waiting else "",
-        failure_reason=state.failure_reason or "",
+        failure_reason=ending_reason(state),
     )
+
+
+def ending_reason(state: AgentState) -> str:
+    """Why the run failed, or which budget stopped it (``stopped: budget``)."""
+    if state.stop_reason is not None:
+        return f"stopped: {state.stop_reason}"
+    return state.failure_reason or ""

@@ -100,6 +100,11 @@ REFUSED: Mapping[str, str] = {
         "would change every later prompt, so no recorded answer would apply: fork the "
         "run with --set instead"
     ),
+    "budget": (
+        "a budget ends a run where its recorded spend reaches it: read the spend in "
+        "`contreact show RUN`, or fork the run with --set budget.cost=N"
+    ),
+    "prices": "the LLM worker prices each call: the recorded costs are as it priced them",
     "cognition": (
         "the operator exchanges' analyses, the memory policy's stores and the memory "
         "block's retrievals are recorded as the services made them (a model's answers "

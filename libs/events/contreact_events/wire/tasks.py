@@ -19,6 +19,7 @@ from contreact_events.catalog import EVENT_ADAPTER, EVENT_CLASSES, Event
 from contreact_events.catalog.chat import ChatMessage
 from contreact_events.catalog.envelope import InputEvent
 from contreact_events.config import RUN_ID_PATTERN, Backend, ScriptConfig
+from contreact_events.config.spend import ModelPrice
 from contreact_events.exceptions import CorruptEvent
 from contreact_events.wire.codec import dumps
 
@@ -74,6 +75,9 @@ class LLMTask(_Frozen):
     for the answer: it goes to that job's reply list (``names.assessment_reply_key``)
     and the task is checked against the job's gate record instead, so a run that has
     ended can be rated (its log asks for nothing any more)."""
+    price: ModelPrice | None = None
+    """The run's model's price from its price table: the worker prices the call with it
+    when the provider reports no cost (``config/spend.py``)."""
     call_timeout_s: float | None = None
     """A call whose sender waits for it to start (an assessment job's): the worker that
     takes it gives it ``deadline`` = then + this, so the time it waited in the queue

@@ -289,6 +289,8 @@ class OpenAIBackend:
                 wall_s=time.monotonic() - started,
                 done_reason=choice.finish_reason,
                 attempts=attempts,
+                cost=provider_cost(usage),
+                cost_source="provider" if provider_cost(usage) is not None else None,
             ),
             model=completion.model or task.model,
         )
@@ -313,6 +315,16 @@ class OpenAIBackend:
         self._clients, self._check_clients = {}, {}
         for client in clients:
             await client.close()
+
+
+def provider_cost(usage: Any) -> float | None:
+    """The provider's own figure for the call (OpenRouter's usage accounting puts it in
+    ``usage.cost``, in credits, which are dollars), or None when it gives none."""
+    extra = getattr(usage, "model_extra", None) or {}
+    cost = extra.get("cost")
+    if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
+        return float(cost)
+    return None
 
 
 def _response_format(task: LLMTask) -> Any:

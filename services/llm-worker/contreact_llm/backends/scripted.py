@@ -8,6 +8,8 @@ from typing import Any
 
 from contreact_events.catalog.chat import AssistantMessage, LLMUsage, ToolCall
 from contreact_events.config import ResolvedBackend, ScriptConfig, ScriptedReply
+from contreact_events.config.spend import message_text
+from contreact_events.config.spend import prompt_tokens as estimated_prompt
 from contreact_events.wire.tasks import LLMTask
 from contreact_llm.backends import ChatFailure, ChatOutcome, ChatReply, CheckOutcome
 from contreact_llm.exceptions import (
@@ -42,6 +44,17 @@ def _arguments(arguments: dict[str, Any], task: LLMTask) -> dict[str, Any]:
     return {k: substitute(v, task) if isinstance(v, str) else v for k, v in arguments.items()}
 
 
+def prompt_tokens(task: LLMTask) -> int:
+    """What the scripted "model" reports reading: the messages' text and the tools'
+    definitions at about four characters a token (``estimated_tokens``), so a scripted
+    run's prompts grow with its history as a model's do, and cost what they would."""
+    texts = (
+        message_text(m.content, ((c.name, c.arguments) for c in m.tool_calls))
+        for m in task.messages
+    )
+    return estimated_prompt(texts, task.tools)
+
+
 class ScriptedBackend:
     name: ResolvedBackend = "scripted"
     structured_output = False
@@ -70,6 +83,7 @@ class ScriptedBackend:
         except CallFailed as failed:
             return ChatFailure(str(failed.cause), failed.cause.transient, failed.attempts)
         usage = LLMUsage(
+            prompt_tokens=prompt_tokens(task),
             completion_tokens=len(message.content.split()),
             wall_s=time.monotonic() - started,
             done_reason="stop",

@@ -60,6 +60,7 @@ RunSort = Literal[
     "step",
     "llm_calls",
     "tokens",
+    "cost",
     "memory_keys",
     "created_at",
     "updated_at",

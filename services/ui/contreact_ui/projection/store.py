@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from contreact_events.core.state import TERMINAL_STATUSES
 from contreact_events.diversity.search_texts import fold_case
 from contreact_ui.exceptions import ProjectionVersionMismatch
 from contreact_ui.projection.tables import (
@@ -195,7 +196,7 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str, *, index: 
     values["updated_at"] = _ts(delta.updated_at)
     values["last_entry_id"] = delta.last_entry_id
     values["source"] = source
-    values["terminal"] = int(s.status in ("completed", "failed", "cancelled"))
+    values["terminal"] = int(s.status in TERMINAL_STATUSES)
     columns = ", ".join(values)
     updates = ", ".join(f"{c} = excluded.{c}" for c in values if c != "run_id")
     conn.execute(

@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS runs (
   cycle INTEGER NOT NULL, cycle_count INTEGER NOT NULL, step INTEGER NOT NULL,
   llm_calls INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL,
   completion_tokens INTEGER NOT NULL, llm_seconds REAL NOT NULL, events INTEGER NOT NULL,
+  cost REAL NOT NULL DEFAULT 0, uncosted_calls INTEGER NOT NULL DEFAULT 0,
   memory_keys INTEGER NOT NULL, waiting_task TEXT NOT NULL, failure_reason TEXT NOT NULL,
   created_at TEXT, updated_at TEXT,
   last_entry_id TEXT,

@@ -30,6 +30,7 @@ from contreact_events.catalog.run import (
     RunFailed,
     RunRequested,
     RunStarted,
+    RunStopped,
 )
 from contreact_events.catalog.tool import (
     OperatorMessageSent,
@@ -80,6 +81,8 @@ def describe(event: Event) -> str:
             text = f"{event.cycles} cycles"
         case RunFailed() | RunCancelled():
             text = event.reason
+        case RunStopped():
+            text = f"stopped: {event.reason}: {event.detail}"
         case ParagraphsChecked():
             text = (
                 f"attempt {event.attempt}: {len(event.paragraphs)} paragraph(s), "

@@ -125,7 +125,7 @@
   // figures: left out of the series (null, not 0) and shaded with what it is.
   function unfinished(data) {
     const status = data.run ? data.run.status : "";
-    const what = status === "failed" ? "failed" : status === "cancelled" ? "cancelled"
+    const what = ["failed", "cancelled", "stopped"].includes(status) ? status
       : ["completed"].includes(status) ? "unfinished" : "running";
     return data.cycles.filter((c) => !c.ended_by).map((c) => ({ cycle: c.cycle, what: what }));
   }
@@ -313,6 +313,13 @@
     });
   }
 
+  // contreact_events.config.spend.cost_text: unknown is "?", never a zero
+  function costText(cost, unknown) {
+    if (unknown && !cost) return "?";
+    const shown = "$" + (cost < 100 ? cost.toFixed(4) : cost.toFixed(2));
+    return unknown ? ">=" + shown : shown;
+  }
+
   const FIELDS = ["model", "backend", "experiment", "step", "llm_calls", "memory_keys"];
   function updateRunRows(rows) {
     const filters = DATA.filters;
@@ -332,6 +339,7 @@
       FIELDS.forEach((f) => set(f, clean(row[f])));
       set("cycle", row.cycle + "/" + row.cycle_count);
       set("tokens", (row.prompt_tokens + row.completion_tokens).toLocaleString("en-US"));
+      set("cost", costText(row.cost, row.uncosted_calls));
       set("updated_at", clean(row.updated_at || "-").replace("T", " ").slice(0, 19));
       const status = tr.querySelector('[data-field="status"]');
       const badge = status && status.querySelector(".status");

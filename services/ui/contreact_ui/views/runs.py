@@ -24,6 +24,7 @@ SORTS: dict[RunSort, str] = {
     "step": "step",
     "llm_calls": "llm_calls",
     "tokens": "prompt_tokens + completion_tokens",
+    "cost": "cost",
     "memory_keys": "memory_keys",
     "created_at": "created_at",
     "updated_at": "updated_at",

@@ -198,7 +198,7 @@ def _task_spans(
         start_s=_seconds(origin, sent),
         duration_s=_seconds(sent, replied) if replied is not None else None,
         seq=task.seq,
-        ok=replied is not None or status not in ("failed", "cancelled"),
+        ok=replied is not None or status not in ("failed", "cancelled", "stopped"),
     )
     if replied is None or task.end is None or task.end <= replied:
         return [wait]
@@ -246,7 +246,7 @@ def _span(
             label = "embedding"
         case "other" if label == "OperatorMessageAnalysisRequested":
             label = "the exchange's analysis"
-    if task.end is None and status in ("failed", "cancelled"):
+    if task.end is None and status in ("failed", "cancelled", "stopped"):
         ok = False
     return Span(
         kind=task.kind,
