@@ -12,7 +12,8 @@ import redis.asyncio as aioredis
 
 from contreact_bus.experiments import ReplicaEntry, queue_entry
 from contreact_cli.runs.experiment_forks import ForkSender
-from contreact_events.config.experiment import Submission, expand, parse_experiment
+from contreact_events.config.experiment import expand, parse_experiment
+from contreact_events.config.experiment_resume import Submission
 from contreact_events.history.experiment_forks import planned_forks
 from contreact_events.wire.tasks import ForkRequest, fork_requested
 from tests.support.bus_run import BusRun, bus_run

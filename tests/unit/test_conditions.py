@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from contreact_cli.config_file import load_experiment
-from contreact_events.config.experiment import Recorded, expand, parse_experiment, resume
+from contreact_events.config.experiment import expand, parse_experiment
+from contreact_events.config.experiment_resume import Recorded, resume
 from contreact_events.config.run_places import run_name
 from contreact_events.exceptions import ConfigError
 

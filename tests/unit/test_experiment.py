@@ -14,14 +14,13 @@ from contreact_events.config import RUN_ID_PATTERN, RunConfig
 from contreact_events.config.experiment import (
     MAX_REPLICAS,
     RUN_ONLY_KEYS,
-    Recorded,
     RunOptions,
     config_sha256,
     expand,
     parse_experiment,
     replica_letter,
-    resume,
 )
+from contreact_events.config.experiment_resume import Recorded, resume
 from contreact_events.exceptions import ConfigError
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -2,7 +2,7 @@
 (``plan`` in ``experiment_plan.py``).
 
 ``run FILE`` expands the file into runs, decides per replica what resubmitting means
-(``contreact_events.config.experiment.resume``: done and running replicas are left alone,
+(``contreact_events.config.experiment_resume.resume``: done and running replicas are left alone,
 failed or cancelled ones run again under their next id), sends every request in one
 pipeline with the experiment's record, then shows the live table and a summary.
 """
@@ -42,7 +42,7 @@ from contreact_cli.settings import CLISettings
 from contreact_cli.stack.service_waits import required_services, wait_for_services
 from contreact_cli.text import safe
 from contreact_cli.views.experiment import ExperimentProgress, LiveTable, summary, table
-from contreact_events.config.experiment import ACTIVE_STATUSES, Submission, resume
+from contreact_events.config.experiment_resume import ACTIVE_STATUSES, Submission, resume
 from contreact_events.history.experiment_forks import planned_forks
 from contreact_events.wire.answers import run_cancelled, run_requested
 

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contreact_events.config.experiment import ACTIVE_STATUSES, ExperimentConfig, Submission
+from contreact_events.config.experiment import ExperimentConfig
+from contreact_events.config.experiment_resume import ACTIVE_STATUSES, Submission
 from contreact_events.config.spend import budget_reached
 
 GOING = frozenset({*ACTIVE_STATUSES, "submitted"})

@@ -16,7 +16,7 @@ from contreact_bus.archive import archive_path, read_archive
 from contreact_bus.replies import text, text_map
 from contreact_events.catalog import Event
 from contreact_events.catalog.fork import RunForked
-from contreact_events.config.experiment import Recorded, Submission
+from contreact_events.config.experiment_resume import Recorded, Submission
 from contreact_events.config.run_places import RunFacts
 from contreact_events.core.fold import fold_all
 from contreact_events.core.state import AgentState

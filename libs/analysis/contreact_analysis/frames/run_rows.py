@@ -21,6 +21,7 @@ import orjson
 
 from contreact_analysis.exceptions import UnreadableRun
 from contreact_analysis.frames.fork_rows import own_rows
+from contreact_analysis.frames.places import place_columns, run_facts
 from contreact_events.catalog import Event
 from contreact_events.catalog.cognition import PersistentMemoryRequested, PersistentMemoryStored
 from contreact_events.catalog.cycle import (
@@ -40,7 +41,7 @@ from contreact_events.catalog.tool import (
     ToolCallRequested,
 )
 from contreact_events.config.experiment import config_sha256
-from contreact_events.config.run_places import RunFacts, RunPlace, run_places
+from contreact_events.config.run_places import run_places
 from contreact_events.core.fold import fold
 from contreact_events.core.state import AgentState
 from contreact_events.exceptions import ContReActEventError
@@ -97,38 +98,6 @@ class RunRows:
     state: AgentState | None = None
     forked: RunForked | None = None
     """A fork's ``RunForked`` (its parent, K, the events it copied)."""
-
-
-def run_facts(run: Row) -> RunFacts:
-    """What a run's row says of its place (its experiment, model, parent and K)."""
-    return RunFacts(
-        run_id=run["run_id"],
-        experiment=run["experiment"] or "",
-        model=run["model"],
-        ran=run["resolved_model"] or "",
-        parent_run_id=run["parent_run_id"] or "",
-        at_cycle=run["at_cycle"] or 0,
-    )
-
-
-def place_columns(place: RunPlace) -> Row:
-    """The runs table's columns of a run's place: label (Table 1's group), replica
-    (a fork: its parent's letter; a run of no experiment's replicas: none), kind."""
-    replica = place.letter if place.kind in ("replica", "fork") else None
-    return {
-        "label": place.group,
-        "replica": replica,
-        "kind": place.kind,
-        "attempt": place.attempt,
-    }
-
-
-def label_and_replica(run_id: str, model: str, experiment: str) -> tuple[str, str]:
-    """A run's label and replica letter as its place alone says them (``run_places``):
-    an experiment's replica ``{experiment}-{label}-{letter}[.attempt]``; the model name
-    and "" for a run not named so."""
-    place = run_places([RunFacts(run_id, experiment, model)])[run_id]
-    return place.group, place.letter if place.kind == "replica" else ""
 
 
 def run_rows(

@@ -19,13 +19,8 @@ from typing import Any, Final, cast
 import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]  # no stubs published
 
-from contreact_analysis.frames.run_rows import (
-    TOOL_COLUMNS,
-    RunRows,
-    place_columns,
-    run_facts,
-    run_rows,
-)
+from contreact_analysis.frames.places import place_columns, run_facts
+from contreact_analysis.frames.run_rows import TOOL_COLUMNS, RunRows, run_rows
 from contreact_analysis.frames.self_reports import SELF_REPORTS, report_rows
 from contreact_events.catalog import Event
 from contreact_events.catalog.cycle import CycleMetrics
