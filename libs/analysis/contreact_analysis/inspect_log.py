@@ -2,7 +2,7 @@
 its ``write_eval_log`` (its maintainers say the file format is not a frozen spec, so it
 is never written by hand). A view of the run logs: nothing here feeds back into a run.
 
-One log per (experiment, model): each run a sample, a replica its epoch (A = 1, B = 2
+One log per (experiment, model[, condition]): each run a sample, a replica its epoch (A = 1, B = 2
 ...), a fork of the experiment's file a sample of its own (``fork of LABEL at K``) in its
 target model's log. A sample's messages are the run's whole history (the system prompt
 first); its events: a span per cycle, a model event per LLM call (the exact messages
@@ -63,17 +63,21 @@ def eval_logs(
     *,
     resamples: int = 999,
 ) -> dict[str, Any]:
-    """File name -> ``EvalLog`` for each (experiment, model) of ``runs``."""
+    """File name -> ``EvalLog`` for each (experiment, model, condition) of ``runs``
+    (the condition only in an experiment with conditions)."""
     require_inspect()
     places = [run.place for run in runs]
     scores = _pei_scores(places, records)
     metrics = _agreement(places, records, resamples)
-    groups: dict[tuple[str, str], list[RunInput]] = {}
+    groups: dict[tuple[str, str, str], list[RunInput]] = {}
     for run in runs:
-        groups.setdefault((run.place.experiment, _log_model(run.place)), []).append(run)
+        key = (run.place.experiment, _log_model(run.place), _condition(run))
+        groups.setdefault(key, []).append(run)
     return {
-        _file_name(experiment, model): _eval_log(experiment, model, members, scores, metrics)
-        for (experiment, model), members in sorted(groups.items())
+        _file_name(experiment, model, condition): _eval_log(
+            experiment, model, members, scores, metrics, condition=condition
+        )
+        for (experiment, model, condition), members in sorted(groups.items())
     }
 
 
@@ -95,9 +99,18 @@ def _log_model(place: RunPlace) -> str:
     return place.model
 
 
-def _file_name(experiment: str, model: str) -> str:
+def _condition(run: RunInput) -> str:
+    """The experiment's condition the run ran in (its config's), "" for none."""
+    for event in run.events:
+        config = getattr(event, "config", None)
+        if config is not None:
+            return getattr(config, "condition", None) or ""
+    return ""
+
+
+def _file_name(experiment: str, model: str, condition: str = "") -> str:
     safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in model)
-    return f"{experiment or 'runs'}_{safe}.eval"
+    return f"{experiment or 'runs'}_{safe}{f'_{condition}' if condition else ''}.eval"
 
 
 def _sample_id(place: RunPlace) -> str:
@@ -159,6 +172,8 @@ def _eval_log(
     runs: Sequence[RunInput],
     scores: Mapping[str, Mapping[str, float]],
     metrics: Mapping[str, float],
+    *,
+    condition: str = "",
 ) -> Any:
     from inspect_ai.log import (
         EvalConfig,
@@ -203,7 +218,7 @@ def _eval_log(
         status=status,
         eval=EvalSpec(
             created=created or "1970-01-01T00:00:00+00:00",
-            task=f"{TASK}/{experiment}" if experiment else TASK,
+            task="/".join(part for part in (TASK, experiment, condition) if part),
             dataset=EvalDataset(
                 name=experiment or None,
                 samples=len({s.id for s in samples}),
