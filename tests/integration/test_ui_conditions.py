@@ -75,3 +75,31 @@ def test_the_experiment_report_shows_the_self_reports_by_condition(client: TestC
     html = get(client, f"/experiments/{EXP}/report.html").text
     assert 'id="self-reports"' in html and 'id="chart-self-report"' in html
     assert "placebo \u2212 control" in html
+
+
+def test_the_experiment_page_shows_the_self_reports_as_the_cli_prints_them(
+    client: TestClient,
+) -> None:
+    """The page's statistics are `contreact conditions --json`'s (one contract): the
+    placebo's planted shift of -1 is the contrast, and each run is a line of its chart."""
+    from contreact_analysis.frames import build_frames
+    from contreact_analysis.stats.conditions import condition_summary
+
+    page = get(client, f"/experiments/{EXP}.json")
+    shown = page["self_reports"]
+    logs = {
+        f"{EXP}-alpha-{c}-{letter}": reported_run(f"{EXP}-alpha-{c}-{letter}", c, shift)
+        for c, shift in (("control", 0), ("placebo", -1))
+        for letter in "AB"
+    }
+    expected = condition_summary(build_frames(logs).self_reports)
+    assert {k: shown[k] for k in expected} == expected
+    (contrast,) = shown["contrasts"]
+    assert (contrast["condition"], contrast["baseline"]) == ("placebo", "control")
+    assert contrast["difference"] == -1.0
+    (chart,) = shown["charts"]
+    assert chart["model"] == "alpha" and chart["svg"].startswith("<svg")
+    assert ">control<" in chart["svg"] and ">placebo<" in chart["svg"]  # the legend's
+    html = get(client, f"/experiments/{EXP}").text
+    assert 'id="self-reports"' in html and "placebo &minus; control" in html
+    assert get(client, f"/experiments/{PLAIN}.json")["self_reports"] is None

@@ -64,3 +64,32 @@ def trajectory_chart(trajectories: pd.DataFrame, metric: str, title: str) -> str
         else:
             axes.text(0.5, 0.5, "no ended cycle", ha="center", va="center")
     return svg(figure)
+
+
+def runs_chart(runs: list[tuple[str, list[float]]], title: str, xlabel: str) -> str:
+    """One thin line per run (``(group, values)``: its values in order), a colour per
+    group, the legend one entry per group: every run's own course, grouped."""
+    with matplotlib.rc_context(cast(Any, SVG_PARAMS)):
+        figure, axes = plt.subplots(figsize=(6.4, 3.2))
+        figure.subplots_adjust(left=0.1, right=0.98, bottom=0.15, top=0.9)
+        colours: dict[str, Any] = {}
+        for group, values in runs:
+            shown = group not in colours
+            (line,) = axes.plot(
+                range(1, len(values) + 1),
+                values,
+                color=colours.get(group),
+                alpha=0.6,
+                linewidth=1,
+                marker=".",
+                label=group if shown else None,
+            )
+            colours.setdefault(group, line.get_color())
+        axes.set_title(title)
+        axes.set_xlabel(xlabel)
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.grid(alpha=0.3)
+        if runs:
+            axes.legend(fontsize=8, loc="best")
+    return svg(figure)

@@ -1,6 +1,8 @@
 """The report's self-report section: per model and condition the mean score with its
 interval, each condition against the baseline (``stats.conditions``), and the scores'
-trajectory per cycle, one line per model and condition."""
+trajectory per cycle, one line per model and condition; and per model each run's
+scores call by call, a colour per condition (``per_call_charts``: the report and the
+dashboard's experiment page)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from contreact_analysis.intervals import mean_intervals
-from contreact_analysis.report.charts import trajectory_chart
+from contreact_analysis.report.charts import runs_chart, trajectory_chart
 from contreact_analysis.stats.conditions import (
     condition_contrasts,
     condition_means,
@@ -46,6 +48,7 @@ def self_report_section(reports: pd.DataFrame) -> dict[str, Any] | None:
         for ((label, cycle), group), interval in zip(cells, intervals, strict=True)
     ]
     return {
+        "per_call": per_call_charts(reports),
         "reports": len(reports),
         "valid": len(kept),
         "means": [
@@ -56,3 +59,18 @@ def self_report_section(reports: pd.DataFrame) -> dict[str, Any] | None:
         "chart": trajectory_chart(pd.DataFrame(rows), METRIC, CAPTION),
         "caption": CAPTION,
     }
+
+
+def per_call_charts(reports: pd.DataFrame) -> list[tuple[str, str]]:
+    """Per model (its label without the condition): an SVG chart of each run's accepted
+    scores in call order, one line per run, a colour per condition."""
+    kept = valid_reports(reports)
+    charts = []
+    for model, rows in kept.groupby("model_label", sort=True):
+        runs = [
+            (str(run["condition"].iloc[0]), run["score"].tolist())
+            for _, run in rows.groupby(["condition", "run_id"], sort=True)
+        ]
+        title = f"{model}: self-reported score per call, each run"
+        charts.append((str(model), runs_chart(runs, title, "call")))
+    return charts

@@ -150,6 +150,28 @@ class ExperimentDesign(_Model):
     """The ``fork`` section (None: the experiment's file has none, or no fork ran yet)."""
 
 
+class SelfReportChart(_Model):
+    model: str
+    """The model's label (without the condition)."""
+    svg: str
+    """Each run's accepted scores in call order, a colour per condition (inline SVG,
+    made by ``contreact_analysis.report.self_reports.per_call_charts``)."""
+
+
+class SelfReports(_Model):
+    """An experiment's self-reports by condition: what ``contreact conditions EXP
+    --json`` prints (``stats.conditions.condition_summary``: the means per model and
+    condition with their t intervals over runs, each condition against the baseline
+    by a permutation test over runs and a mixed model), and each run's scores call by
+    call."""
+
+    reports: int
+    valid_reports: int
+    means: list[dict[str, Any]]
+    contrasts: list[dict[str, Any]]
+    charts: list[SelfReportChart] = Field(default_factory=list)
+
+
 class ExperimentPage(_Model):
     experiment: str
     design: ExperimentDesign
@@ -162,3 +184,5 @@ class ExperimentPage(_Model):
     left_out: list[str] = Field(default_factory=list)
     """The runs whose logs cannot be read, each with why: left out of ``exports.zip``
     (its ``LEFT_OUT.txt`` names them) and of Table 1 (``table1.csv`` names them)."""
+    self_reports: SelfReports | None = None
+    """With conditions and self-reports: the statistics by condition (None: none)."""

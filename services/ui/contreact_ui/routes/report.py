@@ -6,7 +6,6 @@ other pages' HTML, it is not in the OpenAPI document (which describes the JSON).
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Annotated
 
 from fastapi import APIRouter
@@ -16,14 +15,13 @@ from fastapi.responses import HTMLResponse
 from contreact_analysis.exceptions import AnalysisError
 from contreact_analysis.frames import build_frames
 from contreact_analysis.report import build_report, render_report
-from contreact_events.catalog import Event
 from contreact_events.config import RUN_ID_PATTERN
 from contreact_events.exceptions import ContReActEventError
-from contreact_events.wire.codec import event_from_json
 from contreact_ui.assessments import Assessments
 from contreact_ui.deps import Conn, Forks
-from contreact_ui.exceptions import BadQuery, RunNotProjected
+from contreact_ui.exceptions import BadQuery
 from contreact_ui.views.assessments import table2_live
+from contreact_ui.views.experiment_logs import experiment_logs
 
 router = APIRouter()
 
@@ -31,25 +29,6 @@ Experiment = Annotated[
     str,
     PathParam(pattern=RUN_ID_PATTERN.pattern, max_length=128, description="an experiment name"),
 ]
-
-
-def experiment_logs(conn: sqlite3.Connection, experiment: str) -> dict[str, list[Event]]:
-    """Every projected run of ``experiment`` with its stored events, in log order."""
-    run_ids = [
-        r[0]
-        for r in conn.execute(
-            "SELECT run_id FROM runs WHERE experiment = ? ORDER BY run_id", (experiment,)
-        )
-    ]
-    if not run_ids:
-        raise RunNotProjected(f"no run of experiment {experiment!r} here (see /runs)")
-    logs: dict[str, list[Event]] = {}
-    for run_id in run_ids:
-        rows = conn.execute(
-            "SELECT payload FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
-        ).fetchall()
-        logs[run_id] = [event_from_json(bytes(r[0]), where=f"run {run_id}") for r in rows]
-    return logs
 
 
 @router.get(

@@ -43,6 +43,7 @@ from contreact_ui.models.research import (
 from contreact_ui.views.compare import compare_page
 from contreact_ui.views.composer import run_config
 from contreact_ui.views.events import events_jsonl
+from contreact_ui.views.experiment_logs import self_reports
 from contreact_ui.views.places import places_of
 from contreact_ui.views.runs import RUN_COLUMNS, run_row_of
 
@@ -114,8 +115,10 @@ def experiment_page(conn: sqlite3.Connection, name: str) -> ExperimentPage:
         _by_label(rows, configs),
         letters=sorted({r.letter for r in rows}, key=lambda x: (len(x), x)),
     )
+    conditioned = [r.run_id for r in rows if r.condition is not None]
     return ExperimentPage(
         experiment=name,
+        self_reports=self_reports(conn, name, conditioned) if conditioned else None,
         design=made.model_copy(update={"fork": fork_design(forks, places)}),
         replicas=rows,
         forks=forks,
