@@ -63,10 +63,12 @@ demo: install
 
 # What CI runs (.ci/run): the static checks, then the whole test suite.
 # The suite in parallel, one test file per worker at a time (files that share a stack
-# keep their order); TEST_WORKERS=0 runs it in one process.
+# keep their order); TEST_WORKERS=0 runs it in one process. The files in the order the
+# suite's conftest gives them (the ones that take minutes first), not xdist's own
+# (most tests first: the few-test e2e files came last and ran alone at the end).
 TEST_WORKERS ?= auto
 test: images-early check chromium
-	CONTREACT_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
+	CONTREACT_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The docker test's images, built cold, take one core for about ten minutes: started at
 # once in the background (a Python 3.11 and the standard library suffice), they build

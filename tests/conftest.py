@@ -84,10 +84,12 @@ def _rank(item: pytest.Item) -> int:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The files that take minutes first, so that `-n N --dist loadfile` hands them out
-    while the quick ones can still fill the gaps (longest first): in collection order a
-    150-second call came last and one worker ran it alone for three minutes. A file
-    keeps its place by its longest kind and its tests their order (a stable sort)."""
+    """The files that take minutes first, so that `-n N --dist loadfile
+    --no-loadscope-reorder` (`make test`) hands them out while the quick ones can still
+    fill the gaps (longest first): in xdist's own order (most tests first) the e2e files
+    of a few tests each came last, a 150-second call among them, and ran at the end on
+    one worker while the other had nothing left. A file keeps its place by its longest
+    kind and its tests their order (a stable sort)."""
     rank: dict[str, int] = {}
     for item in items:
         rank[item.nodeid.split("::")[0]] = min(

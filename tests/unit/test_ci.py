@@ -29,8 +29,12 @@ def test_make_test_runs_the_checks_then_the_tests() -> None:
     prerequisites, recipe = make_target("test")
     assert "check" in prerequisites and len(recipe) == 1
     # the whole suite (no path, no marker left out), with the browser tests' Chromium
-    # named, spread over workers one file at a time (files that share a stack keep order)
-    assert recipe[0].endswith("$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile")
+    # named, spread over workers one file at a time (files that share a stack keep order),
+    # in the conftest's order (the files that take minutes first), not xdist's
+    assert recipe[0].endswith(
+        "$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder"
+    )
+    assert "images-early" in prerequisites
     _, checks = make_target("check")
     assert checks == [
         "$(BIN)/ruff check .",
