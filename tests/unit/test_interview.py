@@ -148,3 +148,26 @@ def test_a_run_whose_model_never_answered_cannot_be_queried() -> None:
     sim.start()
     with pytest.raises(NotQueryable, match="has not answered yet"):
         query_input(sim.log, QUESTION)
+
+
+def test_the_report_marks_the_cycle_an_interview_opened() -> None:
+    """The report shows where a researcher's question came in: the fork's cycle K+1,
+    the question as text (escaped: a researcher's words are text like the agent's);
+    the dataframes carry it (``runs.researcher_question``)."""
+
+    from contreact_analysis.frames import build_frames
+    from contreact_analysis.report import build_report, render_report
+
+    parent = parent_run()
+    asked = QUESTION + " <b>and</b>"
+    child = ForkSim(parent.log, "child", 3, settings=["cycle_count=4"], question=asked)
+    child.drive([lambda task: say("I kept the plan.")])
+    frames = build_frames({"parent": parent.log, "child": child.log})
+    runs = frames.runs.set_index("run_id")
+    assert runs.loc["child", "researcher_question"] == asked
+    assert runs["researcher_question"].isna().to_dict() == {"child": False, "parent": True}
+    html = render_report(build_report(frames, title="t", command="c", resamples=99))
+    assert html.count('class="researcher-question"') == 1
+    at = html.index('<p class="researcher-question"')
+    assert html[:at].rstrip().endswith("<h4>Cycle 4</h4>")  # the cycle it opened
+    assert "&lt;b&gt;and&lt;/b&gt;" in html[at:].split("</pre>")[0]

@@ -356,6 +356,7 @@ class _Builder:
             "state_digest": state.digest() if digest else None,
             "parent_run_id": forked.parent_run_id if forked else None,
             "at_cycle": at_cycle or None,
+            "researcher_question": (forked.question or None) if forked else None,
             **run_table1(metrics, len(self.memory) - len(self.platform_keys)),
         }
         run.update(place_columns(run_places([run_facts(run)])[self.run_id]))

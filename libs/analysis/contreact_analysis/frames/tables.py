@@ -41,6 +41,7 @@ RUNS: dict[str, str] = {
     "attempt": "int64",
     "parent_run_id": STR,
     "at_cycle": "Int64",
+    "researcher_question": STR,  # ``contreact ask``: cycle at_cycle + 1 opens with it
     "model": STR,
     "resolved_model": STR,
     "backend": STR,
