@@ -21,7 +21,8 @@ import orjson
 import redis.asyncio as aioredis
 from pydantic import ValidationError
 
-from contreact_bus.replies import entries, text
+from contreact_bus.assessments.store import stream_records
+from contreact_bus.replies import text
 from contreact_events.catalog import upcast
 from contreact_events.catalog.query import (
     QUERY_ADAPTER,
@@ -64,21 +65,7 @@ async def record(redis: aioredis.Redis, event: QueryEvent) -> str:
 
 async def redis_records(redis: aioredis.Redis, run_ids: Sequence[str]) -> list[list[QueryEvent]]:
     """Each run's records in its Redis stream, in order (one pipelined round trip)."""
-    async with redis.pipeline(transaction=False) as pipe:
-        for run_id in run_ids:
-            pipe.xrange(run_queries_key(run_id), min="-", max="+")
-        replies = await pipe.execute()
-    out: list[list[QueryEvent]] = []
-    for run_id, reply in zip(run_ids, replies, strict=True):
-        key = run_queries_key(run_id)
-        records = []
-        for entry_id, fields in entries(reply):
-            raw = fields.get(EVENT_FIELD.encode())
-            if raw is None:
-                raise CorruptEvent(f"{key} {text(entry_id)}: no '{EVENT_FIELD}' field")
-            records.append(from_json(raw, where=f"{key} {text(entry_id)}"))
-        out.append(records)
-    return out
+    return await stream_records(redis, [run_queries_key(r) for r in run_ids], from_json)
 
 
 def archive_path(archive_dir: Path, run_id: str) -> Path:

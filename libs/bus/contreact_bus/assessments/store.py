@@ -31,9 +31,10 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 import redis.asyncio as aioredis
@@ -266,19 +267,31 @@ async def redis_records(
     redis: aioredis.Redis, run_ids: Sequence[str]
 ) -> list[list[AssessmentEvent]]:
     """Each run's records in its Redis stream, in order (one pipelined round trip)."""
+    keys = [run_assessments_key(run_id) for run_id in run_ids]
+    return await stream_records(redis, keys, assessment_from_json)
+
+
+T = TypeVar("T")
+
+
+async def stream_records(
+    redis: aioredis.Redis, keys: Sequence[str], decode: Callable[..., T]
+) -> list[list[T]]:
+    """Each stream's records, decoded from their event field by ``decode(raw,
+    where=...)``, in order (one pipelined round trip): the assessment records', and
+    the query records' beside a run (``contreact_bus.queries``)."""
     async with redis.pipeline(transaction=False) as pipe:
-        for run_id in run_ids:
-            pipe.xrange(run_assessments_key(run_id), min="-", max="+")
+        for key in keys:
+            pipe.xrange(key, min="-", max="+")
         replies = await pipe.execute()
-    out: list[list[AssessmentEvent]] = []
-    for run_id, reply in zip(run_ids, replies, strict=True):
-        key = run_assessments_key(run_id)
+    out: list[list[T]] = []
+    for key, reply in zip(keys, replies, strict=True):
         records = []
         for entry_id, fields in entries(reply):
             raw = fields.get(EVENT_FIELD.encode())
             if raw is None:
                 raise CorruptEvent(f"{key} {text(entry_id)}: no '{EVENT_FIELD}' field")
-            records.append(assessment_from_json(raw, where=f"{key} {text(entry_id)}"))
+            records.append(decode(raw, where=f"{key} {text(entry_id)}"))
         out.append(records)
     return out
 
