@@ -3,8 +3,10 @@ corrupt and unknown events, and the generated JSON schema."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -152,3 +154,16 @@ def test_the_committed_json_schema_matches_the_models() -> None:
         )
     events = json.loads((SCHEMA_DIR / "events.schema.json").read_text())
     assert set(events["x-schema-versions"]) == set(EVENT_CLASSES)
+
+
+@pytest.mark.parametrize("module", ["contreact_events.wire.schema", "contreact_ui.schema"])
+def test_a_generator_asked_for_help_prints_it_and_writes_nothing(
+    module: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -m ... --help` once wrote a folder named `--help`."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stopped:
+        importlib.import_module(module).main(["--help"])
+    assert stopped.value.code == 0
+    assert "usage: python -m " + module in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []

@@ -6,8 +6,8 @@ when the committed file drifts from the models and routes.
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,5 +30,13 @@ def write(path: Path = OPENAPI_PATH) -> Path:
     return path
 
 
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m contreact_ui.schema", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("path", nargs="?", type=Path, default=OPENAPI_PATH)
+    print(f"wrote {write(parser.parse_args(argv).path)}")
+
+
 if __name__ == "__main__":
-    print(f"wrote {write(Path(sys.argv[1]) if len(sys.argv) > 1 else OPENAPI_PATH)}")
+    main()

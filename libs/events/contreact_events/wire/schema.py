@@ -7,8 +7,8 @@ when the committed files drift from the models.
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,14 @@ def write(directory: Path = SCHEMA_DIR) -> list[Path]:
     return paths
 
 
-if __name__ == "__main__":
-    for written in write(Path(sys.argv[1]) if len(sys.argv) > 1 else SCHEMA_DIR):
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m contreact_events.wire.schema", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("directory", nargs="?", type=Path, default=SCHEMA_DIR)
+    for written in write(parser.parse_args(argv).directory):
         print(f"wrote {written}")
+
+
+if __name__ == "__main__":
+    main()
