@@ -189,7 +189,7 @@ def test_the_paper_table_reproduces_the_evaluator_means_its_text_states() -> Non
     cell = matrix.pei.cell("Sonnet", "Grok")
     assert cell.mean == cell.paper == 9.3  # our cell beside the paper's, same labels
     # the statistics on the paper's cells, beside its unnamed "0.23" (the figures
-    # docs/architecture.md quotes; the statistics themselves are checked above against
+    # assessments/paper.py quotes; the statistics themselves are checked above against
     # published examples): 6 histories (one per cell row) x 5 evaluators
     on_cells = matrix.pei.paper.agreement_on_cells
     assert (on_cells.alpha.units, on_cells.alpha.raters, on_cells.icc2.targets) == (6, 5, 6)

@@ -11,6 +11,12 @@ nobody) is treated as dead: after the plan's ``stall_s`` without a beat it is st
 (SIGTERM, then SIGKILL: a loop stuck in C code runs no signal handler) and restarted.
 
 Run as ``python -m contreact_cli.stack.supervisor PLAN`` (the plan is written by `up`).
+
+``up`` is ready only when each process runs now and has beaten since it started; a
+process that keeps dying is named with its last log line, and ``contreact status``
+shows restarts and the last death (``stalled: no heartbeat for N s, ...`` for a stalled one).
+A process that has not beaten yet (loading its model) or never beats (the dashboard) is
+not judged.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@ it grows (one pipelined read for every run still going), or from its archive.
 
 ``rows`` is what ``experiment status --json`` prints and what the live table and the
 summary show, so the three never disagree.
+
+On a terminal the table is redrawn in place; otherwise one line is printed per change
+of a run's status or cycle.
 """
 
 from __future__ import annotations

@@ -23,6 +23,18 @@ interval on every machine.
   paired (the signs of the paired differences are flipped) or independent (the labels
   are shuffled). With few observations scipy enumerates every permutation, so the
   p-value is exact and can be checked by hand.
+
+The coverage figures beyond the table in ``docs/architecture.md``: through the tables'
+own code, Table 1 over three replicas covers 95.63% (1,000 models x 8 metrics) and
+Table 2's cells over three histories 95.03% (3,000 cells). On PEI-like integer ratings
+(a normal rounded to 1-10, measured once, not a test) the t interval is conservative:
+98-100% at n = 3, 95-97% at n = 5. Krippendorff's alpha keeps the BCa bootstrap (no
+closed form), printed as "BCa bootstrap over histories, nominal 95%" because it covers
+less: a one-off simulation (true alpha 0.5, normal targets, rater noise of equal
+variance) measured 75.5% over 6 histories x 5 evaluators (200 replications) and 89.3%
+over 18 x 6, the paper's design (150 replications;
+``python -m tests.unit.test_interval_coverage --alpha`` reproduces both). ICC's
+intervals are pingouin's F intervals, printed as such.
 """
 
 from __future__ import annotations

@@ -22,6 +22,14 @@ raises, and rq retries the job with backoff; the last attempt records a transien
 ``AssessmentFailed`` instead of raising, which the next ``contreact assess`` asks again.
 A follow-up that cannot be asked (a backend without structured output) or answered
 leaves the parser's reading, with the reason in the record.
+
+Jobs run in the worker's process because a forked work horse per job spent 1.3 s of a
+0.1 s job touching the parent's memory again. rq's started registry gives a job its
+timeout plus a minute, and a waiting job renews its own entry (``BEAT_TTL_S``); a
+worker killed mid-job leaves its job there, rq's maintenance (every worker runs it)
+finds it abandoned once that lapses, calls the failure callback (``on_failure``) and
+retries it, and the retry records once. rq's job timeout is above both waits of the
+call and its follow-up.
 """
 
 from __future__ import annotations

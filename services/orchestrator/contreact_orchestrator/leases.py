@@ -10,6 +10,18 @@ touches one Cluster slot.
 Replicas register in a sorted set scored by when their registration lapses; the
 owner each shard should have is chosen by rendezvous hashing over the live replicas,
 so a replica joining or leaving moves only its share of the shards.
+
+The inbox is sharded by CRC-32 of the run id modulo the deployment's shard count
+(``orchestrator:shards``, set once by the first orchestrator; a replica configured
+otherwise refuses to start). A free shard its preferred replica has not taken within
+``orphan_after_s`` (two renewals) is taken by any replica; a replica serves only shards
+whose lease it renewed less than a TTL ago, and a lost lease stops the shard at once.
+Taking a shard, a replica claims every pending entry of its inbox, folds each active
+run, raises each run's fence to its token (a stale owner is refused from then on, even
+before the new one writes) and sends again only the pending tasks that are in no task
+stream and have no answer waiting in the inbox. Gap, documented: a run created by a
+stale owner in the instant before it notices has no fence yet; the position check
+still keeps its log whole.
 """
 
 from __future__ import annotations

@@ -1,6 +1,14 @@
 """HTML from the page models: Jinja with autoescape on for every template, so agent
 text is always text. Templates never use ``|safe``; data for the page's scripts goes
-in as ``tojson`` inside a ``<script type="application/json">`` block."""
+in as ``tojson`` inside a ``<script type="application/json">`` block.
+
+A Jinja ``finalize`` passes every printed string through ``text.display`` (ANSI and OSC
+sequences removed, other control characters and bidi overrides shown as U+FFFD, CRLF
+kept as a line end), so no template can forget; Plotly labels are escaped (Plotly reads
+some tags) and made-up tool names are charted as ``(unknown tool)``. Live updates fetch
+the page again and swap its ``data-live`` regions, parsed with ``DOMParser``, never
+``innerHTML``; the runs list updates rows with ``textContent``.
+"""
 
 from __future__ import annotations
 

@@ -7,7 +7,15 @@ among every run of the frames by the one rule the dashboard and the report use
 (``contreact_events.config.run_places``): a replica under its model's label, a fork of
 the experiment's file as ``PARENT-LABEL -> TARGET-LABEL at K`` with its parent's letter,
 any other fork ``outside``, any other run under its model. A fork's rows are its own
-cycles' unless the builders are asked for the ``inherited`` ones too."""
+cycles' unless the builders are asked for the ``inherited`` ones too.
+
+Table 1's "final unique memory keys" (``runs.memory_keys``) counts the agent's own
+keys, those whose last value the agent wrote; the memory policy's stores
+(``written_by: platform``) are counted apart (``platform_memory_keys``): the paper's
+agents ran without a policy, and the column compares what an agent kept. The
+dashboard's compare page counts the same; its run list's "memory keys" is every key in
+memory, as the memory page lists them.
+"""
 
 from __future__ import annotations
 

@@ -5,7 +5,16 @@ template with autoescape on (agent text is text, never markup).
 Its tables count what the dashboard's count, by the same rule
 (``contreact_events.config.run_places.select``): each replica's current attempt under
 its label, the experiment's forks as their own ``A -> B at K`` groups only when asked
-(``forks``), never a fork made outside the experiment's file; every run is listed."""
+(``forks``), never a fork made outside the experiment's file; every run is listed.
+
+The file needs no server and no network: styles inline, no script, the charts as
+inline SVG (matplotlib) with text as SVG text in the reader's sans-serif font, a
+Content-Security-Policy meta of ``default-src 'none'`` (the browser test opens it with
+every request but the file itself refused). Agent text has its control characters made
+visible (``report/text.py``, the dashboard's rules). Table 2 and the ratings need the
+experiment's replica record in Redis. A paired test needs two pairs of replicas, else
+the page says why it has none.
+"""
 
 from __future__ import annotations
 

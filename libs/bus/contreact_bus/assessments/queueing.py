@@ -20,6 +20,11 @@ interleaved. Workers take jobs in order, so the LLM worker sees K evaluators' ca
 together and each evaluator model is loaded once per host where its limits allow
 (placement never swaps out a model whose calls wait). Enough assessors keep the host
 busy: K models x the calls a host runs of each at once.
+
+``--models-at-once K`` (default 2: a host's ``OLLAMA_MAX_LOADED_MODELS``) sets K; run at
+least K x a host's parallel calls of assessors, plus a couple to prepare the next calls
+(``bench.research.assessment_matrix``: 8 assessors for 2 x 3 calls, 1.07x the lower
+bound, each of 6 evaluators loaded once).
 """
 
 from __future__ import annotations

@@ -3,7 +3,20 @@ Competing consumers share a stream; an entry read is *held* and its claim kept
 fresh while the work runs; only a consumer gone silent has its entries reclaimed
 (XAUTOCLAIM); an entry that cannot be decoded or keeps failing goes to the dead
 letters; housekeeping keeps Redis bounded. The loop that serves a consumer is in
-``serving``; the producer side in ``task_stream``."""
+``serving``; the producer side in ``task_stream``.
+
+A consumer reads only as many entries as it has free slots (an entry taken is an entry
+being worked on), renews its claims on what it holds every quarter of the reclaim idle
+time (``XCLAIM ... JUSTID`` to itself), and reclaims with ``XAUTOCLAIM`` only entries
+idle longer than ``reclaim_idle_ms``: a 10-minute call runs once. A handler that fails
+lets go of its entry, to be reclaimed and tried again; an entry that cannot be decoded
+or processed, or was delivered ``max_deliveries`` times, goes to the dead letters with
+the reason and its fields (capped), and its run is told (``TaskFailed``, cause
+``dead_lettered``). Acks travel with the next read. Housekeeping (every 30 s) trims the
+stream below the oldest pending entry and the last delivered one (``XTRIM MINID``: what
+every consumer is done with) and removes consumers that hold nothing and have not read
+for ``forget_consumer_after_s``; the producer's length cap stays as a safety net.
+"""
 
 from __future__ import annotations
 

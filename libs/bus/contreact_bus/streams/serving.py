@@ -5,6 +5,16 @@ decoded or was delivered too often), hands them to the handler in batches of at
 most ``batch_size`` (``serve``: batches of one), and acks an entry only after the
 handler returned (its result written). The consumer's claims are renewed beside
 the loop while the work runs; Redis going away is waited out.
+
+``serve`` is the loop with batches of one (the orchestrator, the LLM worker, the memory
+service): there a handler's ``ContReActEventError`` dead-letters its entry at once. The
+serial consumers (inbox shards, memory) read up to ``batch_size`` entries at once and
+handle them in order, each acked with the next read once handled: under load one read
+and one wake-up serve many entries; entries read and not yet handled are held like the
+one in hand, and a stop lets go of the rest for the next owner. The embedder passes its
+micro-batches (``batch_size`` None: everything one read returned); a batch handler
+answers a bad message itself, and a batch whose handler raised is let go whole, to be
+retried.
 """
 
 from __future__ import annotations

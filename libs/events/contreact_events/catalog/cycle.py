@@ -1,4 +1,19 @@
-"""Cycle and LLM events."""
+"""Cycle and LLM events.
+
+Each cycle opens with a user turn, ``cycle_start_message`` (default ``Cycle {n}
+begins.``): without one the history would end on the previous reflection, an assistant
+turn, which Ollama treats as a prefill to continue.
+
+The step cap (``max_steps_per_cycle``): when the last allowed answer still calls tools,
+``StepLimitReached`` records how many calls were dropped, and each gets a tool message
+saying it was not executed (the transcript stays well formed). With
+``final_call_at_step_cap`` (the default) the event has ``final_call=True``, those
+messages say that tools are off, and the model is called once more with no tools: its
+answer is the cycle's reflection (``complete=True``; the paragraph guard applies) and
+``CycleEnded(ended_by="step_limit")``; a final answer that still calls tools ends the
+cycle on its text. Without it (and in every run recorded before configuration version
+3) the cycle ends on the cut answer, ``ReflectionRecorded(complete=False)``.
+"""
 
 from __future__ import annotations
 

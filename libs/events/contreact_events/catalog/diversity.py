@@ -1,4 +1,15 @@
-"""Diversity events: reflection embeddings and the similarity assessment (seed 000)."""
+"""Diversity events: reflection embeddings and the similarity assessment (seed 000).
+
+Where seed 001's feedback stands: the seed augments the request once and generates
+again, and in a ReAct loop the new attempt may call tools before it answers. The
+feedback is therefore pinned: ``RegenerationRequested(pinned=True)`` records its place
+(``AgentState.regeneration_at``, the history's length once the rejected answer is
+removed) and ``prompt_messages`` puts it there for every call of the attempt, so the
+attempt's tool calls come after it, as after any user turn. Only the newest feedback is
+in the prompt, and it leaves when the cycle's reflection is recorded. Before
+configuration version 3 it was appended after the newest message of every call;
+``diversity.feedback_placement: after_newest`` keeps that for the replay of those runs.
+"""
 
 from __future__ import annotations
 

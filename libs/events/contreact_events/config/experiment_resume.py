@@ -3,7 +3,17 @@ record and the status of each recorded run (``contreact experiment run`` again, 
 cancel, a failure or a crash). A replica done is left alone, a running one too; a
 failed or cancelled one runs again under its next attempt's id; a configuration that
 changed for replicas already run is refused, so that an experiment's runs stay
-comparable."""
+comparable.
+
+The record (``experiment:{NAME}:replicas``) holds each replica's current attempt: run
+id, attempt number and the SHA-256 of its config without the run id. ``resend`` (the
+request left no trace: the orchestrator has not taken it yet) sends the same request
+again, harmless since a second request for a run is ignored. A run id is never reused
+(a run log is never rewritten, and a failed attempt's log is kept for the record), so
+retries get new, predictable ids, and ``status`` and ``export`` follow the current
+one. Submission is one pipeline: every ``RunRequested`` on its inbox shard and every
+record.
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,24 @@ event changes (``bookkeeping``), and builds the next state without pydantic's ge
 copying (``evolve``, ``assemble``); a branch builds the models it adds with ``trusted``
 and a tuple it grows with ``Appended``, which lets ``fold_all`` fold a whole log into a
 private mutable ``Draft`` frozen once at the end. Pure: no I/O, no clock, no randomness.
+
+``fold`` builds exactly the tuple a branch's ``Appended`` describes; ``fold_all``
+(rebuilds, the dashboard, replay's and what-if's longer spans) appends to a list in the
+draft instead, so a rebuild copies a run's history once instead of at every message
+(that copy was a quarter of a 10,000-event fold). The draft has every field of the
+state as an attribute, plus its properties and methods, so a branch written the plain
+way (read ``state.message_history``, return ``(*history, note)``) still works: reading a
+field with items waiting builds its tuple then, at what the plain way always cost. To
+convert such a branch, return ``Appended(...)`` and read the field only if the branch
+needs its contents. A branch must not keep the ``state`` it is given (in ``fold_all``
+it is the draft, which changes after the branch returns). ``trusted`` is
+``model_construct`` without validating again, for frozen models with immutable
+defaults only, built from an event's validated values; anything from outside the log
+(config, agent text not yet in an event) is still validated where it enters.
+``tests/unit/test_fold_mechanism.py`` folds every saved log and a scripted run (a
+plain-style branch among them) both ways, from the start and part-way, and requires
+the states, fields set and digests of the reference (``singledispatch``, whole tuples,
+``model_copy``).
 """
 
 from __future__ import annotations

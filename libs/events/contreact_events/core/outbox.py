@@ -4,6 +4,34 @@ The run log is the outbox: the orchestrator appends a decision's events, then se
 the tasks the new state calls for (``pending_tasks``). After a crash a new owner sends
 again whichever of them is nowhere to be found; workers treat a repeat as the same
 task. ``memory_calls`` derives the memory calls that were executed from the same rule.
+
+Tasks that do not hold the cycle (issue 17). The cycle waits on one task at a time
+(``pending_task_id``, ``pending_since``, ``task_sends``, ``task_failure``); beside it
+``AgentState.open_tasks`` holds tasks whose answers the run takes whenever they come:
+today a model's analysis of an operator exchange (``cognition.analysis: model``). An
+``OpenTask`` keeps what its task is built from, when it was last sent (``since``), its
+send and a failure not acted on yet.
+
+- Opened by ``OperatorMessageAnalysisRequested``, derived as an exchange completes;
+  with ``analysis: heuristic`` no task is opened (the core derives the analysis).
+- Answered by ``OperatorMessageAnalyzed``: ``rejection`` routes it by causation id to an
+  open task before any phase check, so it is accepted in any phase; a duplicate or an
+  answer for no open task is ignored with the reason.
+- Failed (``TaskFailed`` checked against the open task's send): sent again within
+  ``deadlines.retries``, then the heuristic stands in with ``fallback_reason``. Every
+  open task has a deadline (``cognition.deadline_s`` from ``since``, ``open_deadlines``)
+  that the orchestrator's ``DeadlineWatch`` reports beside the cycle's own.
+- The end: at the last cycle the run rests while tasks are open and ``RunCompleted``
+  follows the last answer (the fold refuses a ``RunCompleted`` with open tasks);
+  ``RunFailed`` and ``RunCancelled`` drop them; later answers are ignored.
+- Sending: ``pending_tasks`` lists the cycle's task, then the open ones (an ``LLMTask``
+  of kind ``analysis`` each, with ``json_schema``). ``decide`` sends an open task when
+  (id, send, deadline) is new to the decision's state: opened, retried, or taken over
+  by a fork (``RunForked`` sends the prefix's open analyses again under the child's ids).
+- An analysis waits in a background line of its model, so the run's own calls go
+  first; with ``cognition.memory_policy`` the next call waits for it
+  (``LLMTask.holds_cycle``) and it goes to the run's line. The writer hash records only
+  the cycle's task: the LLM worker drops an analysis only past its deadline.
 """
 
 from __future__ import annotations

@@ -4,6 +4,15 @@ The run log stores deltas; the messages of every LLM call are rebuilt from the
 folded state: the system prompt (with the tools paragraph and the cycle's advisory)
 followed by the message history (the whole of it, or the part ``history`` keeps:
 ``core.compaction.window``).
+
+``prompt_sha256`` is the SHA-256 of the canonical JSON of exactly the messages and
+tools a call sends, recorded in ``LLMRequested``: ``replay --check`` therefore also
+catches a change in how prompts are assembled, which the logged deltas alone would not
+show (logs of version 1 recorded none; replay compares it only where recorded).
+``RunStarted.prompt_hashes`` holds the hash of every text the platform puts into prompts
+(the system prompt as given and with the tools paragraph, the tools paragraph, the cycle
+opening, the automatic operator reply, both advisories, the regeneration request, the
+final-call note).
 """
 
 from __future__ import annotations

@@ -4,6 +4,18 @@ factual paragraph appended to the system prompt (Box 1 ends with
 
 Pure: the memory service applies the memory tools, the orchestrator handles the
 operator tool; both validate through ``check_arguments`` here.
+
+Size caps (``limits``): ``size_problem`` refuses a ``write`` value over
+``memory_value_chars`` or another text argument over ``tool_argument_chars`` (``decide``
+answers ``ToolCallCompleted(ok=False)`` with the length, the limit and what to do;
+nothing reaches the memory store). ``bounded_output`` cuts a successful output over
+``tool_output_chars`` where it enters the prompt, with a note (errors are never cut; the
+log keeps it whole). ``bounded_arguments`` cuts, in the history sent back to the model,
+each argument over the same caps, so a refused 1 MB ``write`` is not resent in every
+later call; the log keeps the whole call (``limits.cut_arguments_in_history``, off for
+runs recorded before configuration version 4). The LLM worker cuts answer text over
+``llm_content_chars`` and says so in ``usage.done_reason``. Every cap may be ``null``;
+configs recorded before version 3 read as all ``null``.
 """
 
 from __future__ import annotations

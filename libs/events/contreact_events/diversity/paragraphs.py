@@ -20,6 +20,12 @@ Boundaries, exactly as the seed states them:
 
 Similarities are true cosines (the seed's source took ``1 - distance`` of a store
 whose default distance was not cosine).
+
+Past 100 chunks in the corpus, sliding windows of 3 paragraphs are searched too: a
+window's vector is the normalized mean of its paragraphs' vectors (no second model
+call), and the paragraphs are searched as well as the windows (the seed searches
+windows instead, but a window alone dilutes one repeated paragraph among new ones
+below the threshold).
 """
 
 from __future__ import annotations

@@ -3,6 +3,11 @@ against every earlier reflection of the run; the maximum decides.
 
 > 0.8 (``high_threshold``) is high, > 0.7 (``moderate_threshold``) moderate, otherwise
 none; the advisory texts are the seed's, verbatim.
+
+The cosine is computed with ``math.fsum`` (exactly rounded), not BLAS, so replay on any
+machine reproduces every figure bit for bit without the model. An empty reflection is
+assessed without embedding; ``EmbeddingFailed`` ends the cycle without an assessment
+and the run goes on.
 """
 
 from __future__ import annotations

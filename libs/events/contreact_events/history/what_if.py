@@ -17,6 +17,16 @@ words, or says that nothing changes and how many decisions were re-driven.
 
 Only ``RunStarted.config`` and ``prompt_hashes`` are allowed to differ: they record the
 config itself.
+
+On a fork the copied prefix ends inside the parent's decision that logged
+``CycleEnded(K)``: both re-drives are cut there, as ``replay --check`` cuts it
+(``replay.fork_cut``), and the settings apply to every config the run ran under (the
+request's and the ``RunForked``'s), so a what-if on a fork asks about its inherited
+cycles and its own alike. A whole section (``operator={mode: human}``) is judged by the
+settings it changes. ``--json`` prints ``WhatIfReport.as_json``; the exit code is 0 when
+nothing changes, 1 when the run would have gone differently, 2 on an error. The cost:
+two re-drives plus the comparisons, under 3x a ``replay --check`` of the same log
+(``bench.log.what_if_speed``).
 """
 
 from __future__ import annotations

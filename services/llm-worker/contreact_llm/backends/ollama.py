@@ -1,4 +1,17 @@
-"""Chat completions from an Ollama server, through the official ``ollama`` client."""
+"""Chat completions from an Ollama server, through the official ``ollama`` client.
+
+The client has an ``httpx.Timeout`` of ``timeout_s`` for an answer and
+``connect_timeout_s`` to reach the server, so a host that drops packets fails the check
+in seconds, not after the system's TCP retries (about two minutes). Options go inside
+``options``, with ``keep_alive``; token counts and durations (ns to s) come from the
+typed response. ``check`` lists the models and answers that a model is not pulled on a
+host (``ollama pull X``) or that Ollama does not answer there. Connection errors,
+timeouts, 429 and 5xx are retried with backoff; Ollama's "error parsing tool call"
+(HTTP 500) is retried, then the raw text is kept as a plain answer with
+``tool_call_error``. A model's hosts form a pool (``ollama_client_config.hosts``): any
+of them may answer a run's calls, and the check requires the model on each, with the
+same digest.
+"""
 
 from __future__ import annotations
 

@@ -10,6 +10,17 @@ Options (``model_options``, named as Ollama names them) are mapped by
 compatible servers accept beyond OpenAI's set in the request body, and the options
 that configure a server's model load (``num_ctx`` ...) not at all: the model check
 says which were not sent.
+
+The client's own retries are off, so the worker's policy rules (connection errors,
+timeouts, 408/409/429 and 5xx retried). The mapping: ``temperature``, ``top_p``,
+``seed``, ``presence_penalty``, ``frequency_penalty``, ``stop``, ``reasoning_effort``
+directly; ``num_predict`` above 0 as ``max_tokens`` (-1 and -2 send no limit);
+``top_k``, ``min_p``, ``repeat_last_n`` and ``repeat_penalty`` in the request body,
+which api.openai.com itself refuses loudly; ``num_ctx``, ``num_batch``, ``num_thread``
+and ``num_keep`` not sent. The run log keeps no tool-call ids, so each call gets
+``call_{message}_{index}`` from its place in the conversation (the same in every
+request) and each tool result the id of the call it answers. ``check`` checks the key
+is there, then lists ``/models`` (a server without the list passes with a note).
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Replies from the run's script, for tests and benchmarks (no model at all)."""
+"""Replies from the run's script, for tests and benchmarks (no model at all).
+
+A reply is chosen by the run's LLM call index, with per-reply latency and injected
+(transient) errors. It stands in for an Ollama host: its calls are routed and limited
+on the configured Ollama host(s) like real ones.
+"""
 
 from __future__ import annotations
 

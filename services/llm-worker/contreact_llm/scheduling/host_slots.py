@@ -15,6 +15,12 @@ calls, and is swapped out once its last call ends.
 
 Every decision is one Lua script on the host's keys (one hash tag, so valid on
 Redis Cluster), with the server's clock: the workers' clocks never matter.
+
+A lease is renewed every third of ``lease_ttl_s``. Limits come from
+``CONTREACT_LLM_HOSTS`` (JSON, the same for every worker), else the backend's defaults
+(the worker's settings): Ollama's own (1 parallel, 3 loaded), OpenAI-compatible 8
+parallel, scripted 64, embedded 1 per process (counted in process: each worker has its
+own copy of that model).
 """
 
 from __future__ import annotations

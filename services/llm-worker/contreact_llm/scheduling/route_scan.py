@@ -8,6 +8,16 @@ the route is delivered), and, once a second, whether a silent worker left one be
 (``XPENDING`` past the idle time). Per host with a model limit: its leases, loaded
 and draining models, and which models' runs are still going (the routes' run sets
 against ``runs:active``).
+
+The loop takes as many slots as calls wait on a route (one script call), and only then
+reads that many entries: first those a silent worker left (``XAUTOCLAIM``, when the scan
+saw some: they are the oldest, and a route that keeps receiving new tasks would
+otherwise never get to them), then new ones (``XREADGROUP COUNT n``); slots left unused
+go back at once. A task read but waiting for a slot would be work in flight that nobody
+works on. While calls wait that cannot start, the worker looks again every 0.1 s, since
+a run's end rings no bell. A worker ignores its own wake-ups, and a call's end wakes
+its own loop only when calls were left waiting. Every 30 s the worker keeps house on
+every route's stream as on ``tasks:llm`` (``Consumer.housekeep``).
 """
 
 from __future__ import annotations

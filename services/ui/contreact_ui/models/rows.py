@@ -1,5 +1,14 @@
 """The dashboard's row types and the base of its page models (see the package's
-docstring)."""
+docstring).
+
+The rows of the ``cycles``, ``operator`` and ``attempts`` tables are the page types
+``CycleView``, ``OperatorExchange`` and ``RegenerationAttempt``, updated in place while
+a batch is folded; the run summary (``RunSummary``) is the listing's ``RunFields`` plus
+the fold's phase. They are dataclasses that pydantic validates, serializes and
+documents as it does models (the same JSON schema): the fold writes their attributes
+about once per event, and a pydantic model's attribute write (and ``model_construct``)
+costs several times a dataclass's.
+"""
 
 from __future__ import annotations
 

@@ -7,6 +7,13 @@ all of them: one key per command, so it works on Redis Cluster too), and project
 finished runs from their archive when Redis no longer holds their log. Each batch of a
 run is folded and written with its log position in one transaction; the pages are told
 which runs changed (``Notifier``), for their server-sent events.
+
+It looks for new runs every ``discover_s`` (1 s) and reads the logs every ``poll_s``
+(0.25 s). A
+run's terminal event ends its following; a run marked quarantined in its meta hash, or
+whose next entry cannot be decoded or folded, keeps what was projected before and is
+shown with the reason (``projection_error``), and the others go on. A restart resumes
+where the store says (active runs are refolded from their stored events).
 """
 
 from __future__ import annotations

@@ -5,6 +5,13 @@ SQLite's online backup, so the pages never see half a rebuild; it carries a new
 generation, which tells a running follower to reload from it. Runs come from Redis
 (``runs:index`` and each run's log) and from the archive folder; a run Redis still
 holds is read there (its stream ids let the follower follow it on).
+
+Each run is projected as soon as it is read (an archive's lines decoded as the projector
+takes them), and only its rows wait for their batch's write: holding the decoded events
+of many runs had the cyclic garbage collector scan them again and again. The texts are
+left out of the trigram index while they are written, and the index is made in one
+statement once every row is in (``ProjectionStore.reindex_texts``); the follower
+indexes each text in the transaction that writes it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,11 @@
 """Decoded snapshots of the fold's state, kept for the replay page (one cache per app,
-``app.state.snapshots``)."""
+``app.state.snapshots``).
+
+The replay page folds at most five cycles of stored events from the nearest snapshot
+and keeps the last four snapshots it decoded, keyed by the store's generation, the run
+and the position (a snapshot is written once; a rebuild makes a new generation). A
+1,000-cycle run's snapshot is 7 MB of JSON, most of a cold replay's time.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,18 @@
 """The projection store's tables: their SQL, the version they were built for, and the
-order a rebuild copies them in (``store`` writes and reads them)."""
+order a rebuild copies them in (``store`` writes and reads them).
+
+Beside the tables the read models' package lists: ``cycle_marks`` (per cycle, the
+position of its ``CycleStarted``, whether its reflection was embedded, its row of the
+similarity band: what a long run's pages would otherwise scan the whole log for), and
+``texts``, ``text_folds`` and ``text_index`` (what search looks at, each text with its
+cycle, event position and, for a reflection, its logged vector; its case-folded copy;
+a trigram FTS5 index without content over the folded copies, so a keyword search reads
+the texts of its hits alone). ``memory_changes.written_by`` says who made a change
+(``agent``, or ``platform`` for the memory policy): an entry is marked persistent when
+the platform made its last change, never because of its key's prefix. A similarity row
+is computed from the vectors in the log (``SimilarityAssessed.similarities`` exists in
+the catalog but ``decide`` does not fill it).
+"""
 
 from __future__ import annotations
 

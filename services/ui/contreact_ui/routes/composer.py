@@ -1,5 +1,14 @@
 """The config composer (a run config or an experiment file, from a form) and the
-composed YAML as a download. Nothing is stored: the form's values are the query."""
+composed YAML as a download. Nothing is stored: the form's values are the query.
+
+Each mode is a ``Composer`` (fields, validation, the command that runs it): ``run``
+validates with ``parse_run_config``, as ``contreact run`` does; ``experiment`` with
+``parse_experiment`` and then ``expand``, as ``contreact experiment run`` does, so every
+run it will make is checked. Both share one list of run-option fields, so a new run
+option appears in both; "More settings" takes any other setting as ``key=value`` lines
+(an unknown key is refused by name). ``/compose?from=RUN`` opens the form on a run's
+config (``composer/from_run.py``; a test checks the round trip).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,13 @@
 """A run's page: per-cycle metrics, the similarity matrix, operator exchanges,
-regenerations, its configuration; and its metrics per cycle as CSV."""
+regenerations, its configuration; and its metrics per cycle as CSV.
+
+Long runs: the page shows 100 cycles in full (``?from_cycle=N`` picks the window, the
+latest by default) and sends its charts only their figures; chart ticks are whole
+numbers, at most about twelve; a cycle without an end is a shaded, labelled gap, never
+a zero. Past 40 embedded reflections the similarity is a band, each cycle against the
+20 before it (a 1,000-cycle run's matrix is half a million pairs), with the highest
+similarity to any earlier one in the cycles table.
+"""
 
 from __future__ import annotations
 
