@@ -36,7 +36,6 @@ from contreact_cli.output import Printer, out, warn
 from contreact_cli.runs.experiment_budget import HeldRuns
 from contreact_cli.runs.experiment_forks import ForkSender
 from contreact_cli.runs.export_file import write_export
-from contreact_cli.runs.inspect_export import export_experiment_inspect
 from contreact_cli.runs.records import SKIPPED_EXIT, events_or_skip, skipped_line
 from contreact_cli.settings import CLISettings
 from contreact_cli.stack.service_waits import required_services, wait_for_services
@@ -367,6 +366,9 @@ def cmd_cancel(args: argparse.Namespace, settings: CLISettings) -> int:
 
 def cmd_export(args: argparse.Namespace, settings: CLISettings) -> int:
     if args.format == "inspect":
+        # pandas and scipy (the agreement figures): imported on use, not by every command
+        from contreact_cli.runs.inspect_export import export_experiment_inspect
+
         paths = asyncio.run(export_experiment_inspect(settings, args.name, Path(args.out)))
         for written in paths:
             out(f"wrote {written}")

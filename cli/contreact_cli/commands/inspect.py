@@ -20,7 +20,6 @@ from contreact_cli.connection import optional_redis, redis_client
 from contreact_cli.exceptions import CLIError
 from contreact_cli.output import out, print_json, warn
 from contreact_cli.runs.export_file import check_out_dir, write_export
-from contreact_cli.runs.inspect_export import export_inspect
 from contreact_cli.runs.records import (
     SKIPPED_EXIT,
     events_or_skip,
@@ -155,6 +154,8 @@ def cmd_what_if(args: argparse.Namespace, settings: CLISettings) -> int:
 
 def cmd_export(args: argparse.Namespace, settings: CLISettings) -> int:
     if args.format == "inspect":
+        from contreact_cli.runs.inspect_export import export_inspect  # pandas, scipy: on use
+
         paths = asyncio.run(export_inspect(settings, args.runs, Path(args.out)))
         for written in paths:
             out(f"wrote {written}")
