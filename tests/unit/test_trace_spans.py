@@ -143,4 +143,6 @@ def test_the_services_import_nothing_of_opentelemetry_without_an_endpoint() -> N
 
     mine = loaded(ours)
     assert mine == loaded(redis_alone)
-    assert not [m for m in mine if m.startswith(("opentelemetry.exporter", "opentelemetry.sdk.trace"))]
+    assert not [
+        m for m in mine if m.startswith(("opentelemetry.exporter", "opentelemetry.sdk.trace"))
+    ]

@@ -41,6 +41,7 @@ class RunTraces:
         from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
         self._builder = SpanBuilder(capture_content=capture_content)
+        self._exporter = exporter
         self._processor = BatchSpanProcessor(exporter)
         self._resource = Resource.create({"service.name": service})
         self._scope = InstrumentationScope("contreact")
@@ -51,6 +52,15 @@ class RunTraces:
     def written(self, events: Sequence[Event]) -> None:
         for record in self._builder.feed(events):
             self._processor.on_end(self._span(record))
+
+    @property
+    def failed_exports(self) -> int:
+        """Batches the endpoint did not take (each dropped)."""
+        return int(getattr(self._exporter, "failures", 0))
+
+    def flush(self) -> None:
+        """Send every span given so far now (the processor sends on its own schedule)."""
+        self._processor.force_flush()
 
     def close(self) -> None:
         """Send what is queued (bounded by the export timeout) and stop."""
@@ -81,7 +91,7 @@ class RunTraces:
 
 
 def _ns(seconds: float) -> int:
-    return int(round(seconds * 1e9))
+    return round(seconds * 1e9)
 
 
 def traces_url(endpoint: str) -> str:
@@ -90,7 +100,11 @@ def traces_url(endpoint: str) -> str:
 
 
 def open_traces(
-    endpoint: str | None, service: str, *, capture_content: bool = False
+    endpoint: str | None,
+    service: str,
+    *,
+    capture_content: bool = False,
+    timeout_s: float = EXPORT_TIMEOUT_S,
 ) -> RunTraces | None:
     """None when no endpoint is set (and nothing of OpenTelemetry is imported); else
     the service's traces. Raises ``RuntimeError`` with ``MISSING_EXTRA`` when the extra
@@ -105,7 +119,7 @@ def open_traces(
     # single warning of ``_WarnOnce``.
     logging.getLogger("opentelemetry.exporter").setLevel(logging.CRITICAL)
     url = traces_url(endpoint)
-    inner = OTLPSpanExporter(endpoint=url, timeout=EXPORT_TIMEOUT_S)
+    inner = OTLPSpanExporter(endpoint=url, timeout=timeout_s)
     return RunTraces(_warn_once(inner, url), service, capture_content=capture_content)
 
 
@@ -116,6 +130,7 @@ def _warn_once(inner: SpanExporter, url: str) -> SpanExporter:
         """The OTLP exporter, saying once (not per batch) that the endpoint fails."""
 
         warned = False
+        failures = 0
 
         def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
             try:
@@ -123,6 +138,8 @@ def _warn_once(inner: SpanExporter, url: str) -> SpanExporter:
                 problem = "it refused or did not take the spans"
             except Exception as exc:  # the run goes on whatever the exporter does
                 result, problem = SpanExportResult.FAILURE, f"{type(exc).__name__}: {exc}"
+            if result is not SpanExportResult.SUCCESS:
+                WarnOnce.failures += 1
             if result is not SpanExportResult.SUCCESS and not WarnOnce.warned:
                 WarnOnce.warned = True
                 log.warning(
