@@ -64,7 +64,7 @@ class RunTraces:
 
     def close(self) -> None:
         """Send what is queued (bounded by the export timeout) and stop."""
-        self._processor.shutdown()
+        self._processor.shutdown()  # type: ignore[no-untyped-call]
 
     def _span(self, record: SpanRecord) -> ReadableSpan:
         from opentelemetry.sdk.trace import ReadableSpan
