@@ -103,5 +103,7 @@ def test_each_run_is_one_trace_in_phoenix(stack: Stack, phoenix: Phoenix, tmp_pa
         assert f"Cycle {CYCLES}: a note kept." in outputs  # capture is switched on
         writes = [s["attributes"] for s in mine if s["name"] == "execute_tool write"]
         assert {w["gen_ai.tool.name"] for w in writes} == {"write"}
-        arguments = sorted(json.loads(w["gen_ai.tool.call.arguments"]) for w in writes)
+        arguments = sorted(
+            (json.loads(w["gen_ai.tool.call.arguments"]) for w in writes), key=lambda a: a["key"]
+        )
         assert arguments == [{"key": f"k{c}", "value": f"note {c}"} for c in range(1, CYCLES + 1)]
