@@ -5,11 +5,13 @@ again after a restart continuing the same trace, and content only when switched 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
 from typing import Any
 
+from contreact_bus.traces import MISSING_EXTRA
 from contreact_events.history.trace_spans import (
     SpanBuilder,
     SpanRecord,
@@ -146,3 +148,19 @@ def test_the_services_import_nothing_of_opentelemetry_without_an_endpoint() -> N
     assert not [
         m for m in mine if m.startswith(("opentelemetry.exporter", "opentelemetry.sdk.trace"))
     ]
+
+
+def test_an_endpoint_without_the_extra_is_refused_in_one_line() -> None:
+    """The endpoint set, OpenTelemetry's exporter not importable (the extra not
+    installed): the orchestrator exits with one line naming the problem and the fix."""
+    code = (
+        "import sys\n"
+        "sys.modules['opentelemetry.exporter.otlp.proto.http.trace_exporter'] = None\n"
+        "sys.argv = ['contreact-orchestrator']\n"
+        "from contreact_orchestrator.main import main\n"
+        "main()\n"
+    )
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines()[-1] == f"contreact-orchestrator: {MISSING_EXTRA}"
