@@ -114,7 +114,7 @@ BENCHES: dict[str, Expected] = {
         ("dataframes of many runs", "report of an experiment"),
     ),
     "services.trace_overhead": Expected(
-        ("tracing off: per step", "tracing on: per step", "tracing on / off, per step"),
+        ("tracing off: CPU per step", "tracing on: CPU per step", "tracing on / off, CPU per step"),
         ("trace overhead",),
     ),
     "services.cognition_overhead": Expected(

@@ -24,6 +24,17 @@ from datetime import datetime
 from typing import Any
 
 from contreact_events.catalog import Event
+from contreact_events.catalog.chat import AssistantMessage
+from contreact_events.catalog.cycle import (
+    CycleEnded,
+    CycleStarted,
+    LLMFailed,
+    LLMRequested,
+    LLMResponded,
+)
+from contreact_events.catalog.delivery import TaskFailed
+from contreact_events.catalog.run import RunStarted
+from contreact_events.catalog.tool import ToolCallCompleted, ToolCallRequested
 
 Attribute = str | int | float | bool | tuple[str, ...]
 
@@ -93,7 +104,7 @@ class SpanRecord:
 class _Open:
     start: datetime
     parent: str
-    attributes: dict[str, Attribute]
+    attributes: dict[str, Any]
 
 
 @dataclass
@@ -133,72 +144,71 @@ class SpanBuilder:
         run = self._runs.setdefault(event.run_id, _Run())
         if run.start is None:
             run.start = event.ts
-        kind = event.type
-        data = event.model_dump(mode="json")
-        if kind == "RunStarted":
-            self._started(run, event.run_id, data)
-        elif kind == "CycleStarted":
-            run.opened[f"cycle/{data['cycle']}"] = _Open(event.ts, "run", {})
-        elif kind == "LLMRequested":
-            run.opened[data["task_id"]] = _Open(event.ts, f"cycle/{data['cycle']}", {})
-        elif kind == "ToolCallRequested":
-            run.opened[data["task_id"]] = _Open(event.ts, f"cycle/{data['cycle']}", data)
-        elif kind == "LLMResponded":
-            return self._chat(run, event, data)
-        elif kind == "ToolCallCompleted":
-            return self._tool(run, event, data)
-        elif kind in ("LLMFailed", "TaskFailed"):
-            return self._failed(run, event, data)
-        elif kind == "CycleEnded":
-            return self._cycle(run, event, data)
-        elif kind in RUN_ENDS:
-            return self._run_end(run, event, data)
+        if isinstance(event, RunStarted):
+            self._started(run, event)
+        elif isinstance(event, CycleStarted):
+            run.opened[f"cycle/{event.cycle}"] = _Open(event.ts, "run", {})
+        elif isinstance(event, LLMRequested):
+            run.opened[event.task_id] = _Open(event.ts, f"cycle/{event.cycle}", {})
+        elif isinstance(event, ToolCallRequested):
+            tool = {"tool_name": event.tool_name}
+            if self.capture_content:
+                tool["arguments"] = json.dumps(event.arguments)
+            run.opened[event.task_id] = _Open(event.ts, f"cycle/{event.cycle}", tool)
+        elif isinstance(event, LLMResponded):
+            return self._chat(run, event)
+        elif isinstance(event, ToolCallCompleted):
+            return self._tool(run, event)
+        elif isinstance(event, LLMFailed | TaskFailed):
+            return self._failed(run, event)
+        elif isinstance(event, CycleEnded):
+            return self._cycle(run, event)
+        elif event.type in RUN_ENDS:
+            return self._run_end(run, event)
         return []
 
-    def _started(self, run: _Run, run_id: str, data: dict[str, Any]) -> None:
-        run.model = str(data["model"])
-        run.provider = str(data["backend"])
-        run.base = {"gen_ai.conversation.id": run_id, "gen_ai.agent.name": AGENT_NAME}
-        options = data["config"].get("model_options") or {}
-        for name, attr in (("seed", "seed"), ("temperature", "temperature"), ("top_p", "top_p")):
+    def _started(self, run: _Run, event: RunStarted) -> None:
+        run.model = event.model
+        run.provider = str(event.backend)
+        run.base = {"gen_ai.conversation.id": event.run_id, "gen_ai.agent.name": AGENT_NAME}
+        options = event.config.model_options.as_options()
+        for name in ("seed", "temperature", "top_p"):
             if options.get(name) is not None:
-                run.base[f"gen_ai.request.{attr}"] = options[name]
+                run.base[f"gen_ai.request.{name}"] = options[name]
         if self.capture_content:
             run.base["gen_ai.system_instructions"] = json.dumps(
-                [{"type": "text", "content": data["system_prompt"]}]
+                [{"type": "text", "content": event.system_prompt}]
             )
 
-    def _chat(self, run: _Run, event: Event, data: dict[str, Any]) -> list[SpanRecord]:
+    def _chat(self, run: _Run, event: LLMResponded) -> list[SpanRecord]:
         task_id = str(event.causation_id)
         opened = run.opened.pop(task_id, None)
         if opened is None:
             return []
-        usage, message = data["usage"], data["message"]
-        model = data["model"] or run.model
+        usage = event.usage
         attributes: dict[str, Attribute] = {
             **_chat_base(run),
-            "gen_ai.response.model": model,
-            "gen_ai.usage.input_tokens": usage["prompt_tokens"],
-            "gen_ai.usage.output_tokens": usage["completion_tokens"],
+            "gen_ai.response.model": event.model or run.model,
+            "gen_ai.usage.input_tokens": usage.prompt_tokens,
+            "gen_ai.usage.output_tokens": usage.completion_tokens,
         }
-        finish = usage.get("done_reason")
-        if finish:
-            attributes["gen_ai.response.finish_reasons"] = (str(finish),)
-        if usage.get("cost") is not None:
-            attributes["contreact.cost"] = usage["cost"]
-            attributes["contreact.cost_source"] = str(usage["cost_source"])
+        if usage.done_reason:
+            attributes["gen_ai.response.finish_reasons"] = (usage.done_reason,)
+        if usage.cost is not None:
+            attributes["contreact.cost"] = usage.cost
+            attributes["contreact.cost_source"] = str(usage.cost_source)
         if self.capture_content:
-            attributes["gen_ai.output.messages"] = json.dumps([_output(message, finish)])
+            output = _output(event.message, usage.done_reason)
+            attributes["gen_ai.output.messages"] = json.dumps([output])
         name = f"chat {run.model}"
         return [_record(event, task_id, opened, name, attributes, client=True)]
 
-    def _tool(self, run: _Run, event: Event, data: dict[str, Any]) -> list[SpanRecord]:
-        task_id = data["task_id"]
+    def _tool(self, run: _Run, event: ToolCallCompleted) -> list[SpanRecord]:
+        task_id = event.task_id
         opened = run.opened.pop(task_id, None)
         if opened is None:
             return []
-        requested = opened.attributes
-        tool = str(data["tool_name"])
+        tool = event.tool_name
         attributes: dict[str, Attribute] = {
             **run.base,
             "gen_ai.operation.name": "execute_tool",
@@ -207,12 +217,11 @@ class SpanBuilder:
             "gen_ai.tool.type": "function",
         }
         if self.capture_content:
-            attributes["gen_ai.tool.call.arguments"] = json.dumps(requested.get("arguments", {}))
-            attributes["gen_ai.tool.call.result"] = str(data["output"])
-        error = None if data["ok"] else str(data["output"])[:500]
+            attributes["gen_ai.tool.call.arguments"] = opened.attributes.get("arguments", "{}")
+            attributes["gen_ai.tool.call.result"] = event.output
+        error = None if event.ok else event.output[:500]
         if error is not None:
             attributes["error.type"] = "tool_error"
-        opened.attributes = attributes
         spans = [_record(event, task_id, opened, f"execute_tool {tool}", attributes, error)]
         operation = MEMORY_OPERATIONS.get(tool)
         if operation is not None:
@@ -221,32 +230,32 @@ class SpanBuilder:
             spans.append(_record(event, f"{task_id}/memory", inner, operation, memory, error))
         return spans
 
-    def _failed(self, run: _Run, event: Event, data: dict[str, Any]) -> list[SpanRecord]:
-        task_id = str(data.get("task_id") or event.causation_id)
+    def _failed(self, run: _Run, event: LLMFailed | TaskFailed) -> list[SpanRecord]:
+        task_id = event.task_id if isinstance(event, TaskFailed) else str(event.causation_id)
         opened = run.opened.pop(task_id, None)
         if opened is None:
             return []
-        reason = str(data.get("reason") or data.get("error") or event.type)
-        chat = opened.attributes == {}
+        reason = event.reason if isinstance(event, TaskFailed) else event.error
+        tool = opened.attributes.get("tool_name")
+        chat = tool is None
         attributes = {**(_chat_base(run) if chat else run.base), "error.type": event.type}
-        name = f"chat {run.model}" if chat else f"execute_tool {opened.attributes['tool_name']}"
+        name = f"chat {run.model}" if chat else f"execute_tool {tool}"
         return [_record(event, task_id, opened, name, attributes, reason[:500], client=chat)]
 
-    def _cycle(self, run: _Run, event: Event, data: dict[str, Any]) -> list[SpanRecord]:
-        key = f"cycle/{data['cycle']}"
+    def _cycle(self, run: _Run, event: CycleEnded) -> list[SpanRecord]:
+        key = f"cycle/{event.cycle}"
         opened = run.opened.pop(key, None)
         if opened is None:
             return []
-        metrics = data["metrics"]
         attributes: dict[str, Attribute] = {
             **run.base,
-            "contreact.cycle": data["cycle"],
-            "contreact.cycle.ended_by": data["ended_by"],
-            **{f"contreact.cycle.{name}": value for name, value in metrics.items()},
+            "contreact.cycle": event.cycle,
+            "contreact.cycle.ended_by": event.ended_by,
+            **{f"contreact.cycle.{k}": v for k, v in event.metrics.model_dump().items()},
         }
-        return [_record(event, key, opened, f"cycle {data['cycle']}", attributes)]
+        return [_record(event, key, opened, f"cycle {event.cycle}", attributes)]
 
-    def _run_end(self, run: _Run, event: Event, data: dict[str, Any]) -> list[SpanRecord]:
+    def _run_end(self, run: _Run, event: Event) -> list[SpanRecord]:
         del self._runs[event.run_id]
         assert run.start is not None  # set by the run's first event
         attributes: dict[str, Attribute] = {
@@ -258,9 +267,10 @@ class SpanBuilder:
         }
         error = None
         if event.type != "RunCompleted":
-            error = str(data.get("reason") or data.get("detail") or event.type)[:500]
+            error = str(getattr(event, "reason", None) or getattr(event, "detail", event.type))
         root = _Open(run.start, "", attributes)
-        return [_record(event, "run", root, f"invoke_agent {AGENT_NAME}", attributes, error)]
+        name = f"invoke_agent {AGENT_NAME}"
+        return [_record(event, "run", root, name, attributes, error and error[:500])]
 
 
 def _chat_base(run: _Run) -> dict[str, Attribute]:
@@ -272,13 +282,13 @@ def _chat_base(run: _Run) -> dict[str, Attribute]:
     }
 
 
-def _output(message: dict[str, Any], finish: str | None) -> dict[str, Any]:
+def _output(message: AssistantMessage, finish: str | None) -> dict[str, Any]:
     """The reply in the conventions' output message shape."""
     parts: list[dict[str, Any]] = []
-    if message.get("content"):
-        parts.append({"type": "text", "content": message["content"]})
-    for call in message.get("tool_calls") or ():
-        parts.append({"type": "tool_call", "name": call["name"], "arguments": call["arguments"]})
+    if message.content:
+        parts.append({"type": "text", "content": message.content})
+    for call in message.tool_calls:
+        parts.append({"type": "tool_call", "name": call.name, "arguments": call.arguments})
     return {"role": "assistant", "parts": parts, "finish_reason": finish or ""}
 
 
