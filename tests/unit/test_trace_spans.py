@@ -164,3 +164,35 @@ def test_an_endpoint_without_the_extra_is_refused_in_one_line() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert run.returncode == 1
     assert run.stderr.strip().splitlines()[-1] == f"contreact-orchestrator: {MISSING_EXTRA}"
+
+
+def test_a_failed_send_that_is_retried_is_one_span_counting_it() -> None:
+    sim = Sim(make_config(run_id="retried", cycle_count=1))
+    sim.start()
+    task = sim.task()
+    sim.send("TaskFailed", task_id=task.task_id, cause="expired", reason="no answer in time")
+    assert sim.task().task_id == task.task_id  # sent again
+    sim.drive([agent])
+    assert sim.state.status == "completed"
+    got = spans(sim)
+    first = next(s for s in got if s.key == task.task_id)
+    assert first.error is None and first.attributes["contreact.failed_sends"] == 1
+    assert first.start == next(e.ts for e in sim.log if e.type == "LLMRequested")
+    assert len([s for s in got if s.key == task.task_id]) == 1
+
+
+def test_a_failed_run_closes_every_span_it_opened() -> None:
+    sim = Sim(make_config(run_id="failed", cycle_count=2))
+    sim.start()
+    task = sim.task()
+    sim.send("LLMFailed", task.task_id, error="model not found", retryable=False, attempts=3)
+    assert sim.state.terminal
+    builder = SpanBuilder()
+    got = builder.feed(sim.log)
+    assert builder.open_runs() == []
+    by_key = {s.key: s for s in got}
+    assert by_key[task.task_id].error == "model not found"
+    assert by_key[task.task_id].attributes["error.type"] == "LLMFailed"
+    assert by_key["cycle/1"].error is not None  # ended by the run's end
+    assert by_key["run"].error is not None and by_key["run"].parent_id is None
+    assert {s.parent_id for s in got} <= {None, *(s.span_id for s in got)}

@@ -159,7 +159,9 @@ class SpanBuilder:
             return self._chat(run, event)
         elif isinstance(event, ToolCallCompleted):
             return self._tool(run, event)
-        elif isinstance(event, LLMFailed | TaskFailed):
+        elif isinstance(event, TaskFailed):
+            self._task_failed(run, event)
+        elif isinstance(event, LLMFailed):
             return self._failed(run, event)
         elif isinstance(event, CycleEnded):
             return self._cycle(run, event)
@@ -194,6 +196,8 @@ class SpanBuilder:
         }
         if usage.done_reason:
             attributes["gen_ai.response.finish_reasons"] = (usage.done_reason,)
+        if "failed_sends" in opened.attributes:
+            attributes["contreact.failed_sends"] = opened.attributes["failed_sends"]
         if usage.cost is not None:
             attributes["contreact.cost"] = usage.cost
             attributes["contreact.cost_source"] = str(usage.cost_source)
@@ -216,6 +220,8 @@ class SpanBuilder:
             "gen_ai.tool.call.id": task_id,
             "gen_ai.tool.type": "function",
         }
+        if "failed_sends" in opened.attributes:
+            attributes["contreact.failed_sends"] = opened.attributes["failed_sends"]
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = opened.attributes.get("arguments", "{}")
             attributes["gen_ai.tool.call.result"] = event.output
@@ -230,17 +236,34 @@ class SpanBuilder:
             spans.append(_record(event, f"{task_id}/memory", inner, operation, memory, error))
         return spans
 
-    def _failed(self, run: _Run, event: LLMFailed | TaskFailed) -> list[SpanRecord]:
-        task_id = event.task_id if isinstance(event, TaskFailed) else str(event.causation_id)
+    @staticmethod
+    def _task_failed(run: _Run, event: TaskFailed) -> None:
+        """A send of the task failed; the run sends it again (``TaskRetried``) or ends:
+        the span stays open, counting the failed sends."""
+        opened = run.opened.get(event.task_id)
+        if opened is not None:
+            opened.attributes["failed_sends"] = opened.attributes.get("failed_sends", 0) + 1
+
+    def _failed(self, run: _Run, event: LLMFailed) -> list[SpanRecord]:
+        task_id = str(event.causation_id)
         opened = run.opened.pop(task_id, None)
         if opened is None:
             return []
-        reason = event.reason if isinstance(event, TaskFailed) else event.error
+        return [self._unfinished(run, event, task_id, opened, event.error)]
+
+    def _unfinished(
+        self, run: _Run, event: Event, key: str, opened: _Open, reason: str
+    ) -> SpanRecord:
+        """A span closed by a failure (or by the run ending first), with error status."""
         tool = opened.attributes.get("tool_name")
-        chat = tool is None
-        attributes = {**(_chat_base(run) if chat else run.base), "error.type": event.type}
-        name = f"chat {run.model}" if chat else f"execute_tool {tool}"
-        return [_record(event, task_id, opened, name, attributes, reason[:500], client=chat)]
+        chat = tool is None and not key.startswith("cycle/")
+        base = _chat_base(run) if chat else run.base
+        attributes: dict[str, Attribute] = {**base, "error.type": event.type}
+        if key.startswith("cycle/"):
+            name = f"cycle {key.removeprefix('cycle/')}"
+        else:
+            name = f"chat {run.model}" if chat else f"execute_tool {tool}"
+        return _record(event, key, opened, name, attributes, reason[:500], client=chat)
 
     def _cycle(self, run: _Run, event: CycleEnded) -> list[SpanRecord]:
         key = f"cycle/{event.cycle}"
@@ -257,6 +280,8 @@ class SpanBuilder:
 
     def _run_end(self, run: _Run, event: Event) -> list[SpanRecord]:
         del self._runs[event.run_id]
+        ended = f"the run ended first ({event.type})"
+        spans = [self._unfinished(run, event, k, o, ended) for k, o in run.opened.items()]
         assert run.start is not None  # set by the run's first event
         attributes: dict[str, Attribute] = {
             **run.base,
@@ -270,7 +295,7 @@ class SpanBuilder:
             error = str(getattr(event, "reason", None) or getattr(event, "detail", event.type))
         root = _Open(run.start, "", attributes)
         name = f"invoke_agent {AGENT_NAME}"
-        return [_record(event, "run", root, name, attributes, error and error[:500])]
+        return [*spans, _record(event, "run", root, name, attributes, error and error[:500])]
 
 
 def _chat_base(run: _Run) -> dict[str, Attribute]:
