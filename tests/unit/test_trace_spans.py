@@ -11,6 +11,8 @@ import sys
 from collections import Counter
 from typing import Any
 
+import pytest
+
 from contreact_bus.traces import MISSING_EXTRA
 from contreact_events.history.trace_spans import (
     SpanBuilder,
@@ -196,3 +198,29 @@ def test_a_failed_run_closes_every_span_it_opened() -> None:
     assert by_key["cycle/1"].error is not None  # ended by the run's end
     assert by_key["run"].error is not None and by_key["run"].parent_id is None
     assert {s.parent_id for s in got} <= {None, *(s.span_id for s in got)}
+
+
+def test_spans_that_cannot_be_made_never_stop_a_run(caplog: pytest.LogCaptureFixture) -> None:
+    """Whatever goes wrong in making the spans is said once; the orchestrator's append
+    path (``written``, ``seen``) never raises."""
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    from contreact_bus.traces import RunTraces
+
+    class Kept(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    class Broken(SpanBuilder):
+        def feed(self, events: Any, *, emit: bool = True) -> list[SpanRecord]:
+            raise ValueError("a bug")
+
+    traces = RunTraces(Kept(), "test", capture_content=False)
+    traces._builder = Broken()
+    sim = run_log()
+    traces.seen(sim.log)
+    traces.written(sim.log[:3])
+    traces.written(sim.log[3:])
+    traces.close()
+    warned = [r.getMessage() for r in caplog.records if r.name == "contreact_bus.traces"]
+    assert warned == ["traces: spans could not be made (ValueError: a bug); runs go on"]

@@ -42,16 +42,30 @@ class RunTraces:
 
         self._builder = SpanBuilder(capture_content=capture_content)
         self._exporter = exporter
+        self._failed = False
         self._processor = BatchSpanProcessor(exporter)
         self._resource = Resource.create({"service.name": service})
         self._scope = InstrumentationScope("contreact")
 
     def seen(self, events: Sequence[Event]) -> None:
-        self._builder.reset(events)
+        try:
+            self._builder.reset(events)
+        except Exception as exc:  # a view of the log: never in the way of a run
+            self._broken(exc)
 
     def written(self, events: Sequence[Event]) -> None:
-        for record in self._builder.feed(events):
-            self._processor.on_end(self._span(record))
+        try:
+            for record in self._builder.feed(events):
+                self._processor.on_end(self._span(record))
+        except Exception as exc:
+            self._broken(exc)
+
+    def _broken(self, exc: Exception) -> None:
+        if not self._failed:
+            self._failed = True
+            log.warning(
+                "traces: spans could not be made (%s: %s); runs go on", type(exc).__name__, exc
+            )
 
     @property
     def failed_exports(self) -> int:
