@@ -9,7 +9,7 @@ PACKAGES := libs/events libs/bus libs/analysis services/orchestrator services/ll
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install redis chromium demo test check lint schema bench up down clean lock images-early \
+.PHONY: install redis chromium otel-receiver demo test check lint schema bench up down clean lock images-early \
   docker-engine docker-images docker-test bench-docker bench-smoke docs
 
 $(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt deploy/llama-wheel.sh
@@ -22,7 +22,7 @@ $(STAMP): $(PYPROJECTS) requirements-dev.txt constraints.txt deploy/llama-wheel.
 	  --find-links "$$(bash deploy/llama-wheel.sh $(BIN)/python)" llama-cpp-python
 	@echo "installing the packages"
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-dev.txt \
-	  -e libs/events -e libs/bus -e libs/analysis -e services/orchestrator -e 'services/llm-worker[embedded]' \
+	  -e libs/events -e 'libs/bus[otel]' -e libs/analysis -e services/orchestrator -e 'services/llm-worker[embedded]' \
 	  -e services/memory -e services/embedder -e services/ui -e services/assessor -e 'cli[inspect]'
 	@# The embedder's onnx runtime: export the model now (offline), not at its first start.
 	$(BIN)/contreact-embedder --prepare
@@ -56,6 +56,11 @@ chromium:
 	  exit 1; \
 	fi
 
+# Phoenix (`phoenix serve`), the OTLP receiver the trace tests read back, in a venv of
+# its own: build/otel-receiver-venv (docs/how-to/traces.md).
+otel-receiver:
+	@bash deploy/otel-receiver.sh $(PYTHON)
+
 demo: install
 	$(BIN)/contreact up
 	$(BIN)/contreact run configs/sample.yaml
@@ -67,7 +72,7 @@ demo: install
 # suite's conftest gives them (the ones that take minutes first), not xdist's own
 # (most tests first: the few-test e2e files came last and ran alone at the end).
 TEST_WORKERS ?= auto
-test: images-early check chromium
+test: images-early check chromium otel-receiver
 	CONTREACT_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The docker test's images, built cold, take one core for about ten minutes: started at
@@ -122,6 +127,7 @@ bench: install
 	$(BIN)/python -m bench.services.experiment_scaling $(BENCH_ARGS)
 	$(BIN)/python -m bench.services.model_swaps $(BENCH_ARGS)
 	$(BIN)/python -m bench.research.analysis_speed $(BENCH_ARGS)
+	$(BIN)/python -m bench.services.trace_overhead $(BENCH_ARGS)
 
 up: install
 	$(BIN)/contreact up

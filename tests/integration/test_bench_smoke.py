@@ -113,6 +113,10 @@ BENCHES: dict[str, Expected] = {
         ("dataframes time / floor time", "report: stats, charts, HTML"),
         ("dataframes of many runs", "report of an experiment"),
     ),
+    "services.trace_overhead": Expected(
+        ("tracing off: CPU per step", "tracing on: CPU per step", "tracing on / off, CPU per step"),
+        ("trace overhead",),
+    ),
     "services.cognition_overhead": Expected(
         ("off: wall", "model, a model of its own / off", "model, the run's model / off"),
         (

@@ -55,6 +55,7 @@ def evaluator_task(
         max_content_chars=MAX_ANSWER_CHARS,
         call_timeout_s=call_timeout_s,
         json_schema=json_schema,
+        price=rating.evaluator.price,
     )
 
 

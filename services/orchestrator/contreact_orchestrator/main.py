@@ -13,6 +13,7 @@ from contreact_bus.code_version import code_version
 from contreact_bus.connection import connect
 from contreact_bus.service import instance_name, serving, setup_logging
 from contreact_bus.streams.inbox import Inbox
+from contreact_bus.traces import RunTraces, open_traces
 from contreact_events.names import INBOX_SHARDS_KEY
 from contreact_orchestrator.exceptions import ShardCountMismatch
 from contreact_orchestrator.orchestrator import Orchestrator
@@ -35,7 +36,9 @@ async def deployment_shards(redis: aioredis.Redis, configured: int) -> int:
     return recorded
 
 
-async def run(settings: OrchestratorSettings, *, burst: bool = False) -> None:
+async def run(
+    settings: OrchestratorSettings, *, burst: bool = False, traces: RunTraces | None = None
+) -> None:
     redis = await connect(settings.redis_url, wait=True)
     try:
         inbox = Inbox(redis, await deployment_shards(redis, settings.shards))
@@ -45,6 +48,7 @@ async def run(settings: OrchestratorSettings, *, burst: bool = False) -> None:
             code_version("contreact-orchestrator", Path(__file__)),
             inbox,
             log_retention_s=settings.log_retention_s,
+            traces=traces,
         )
         replica = Replica(
             redis, orchestrator, settings.replica_name or instance_name(), settings.replica()
@@ -62,6 +66,17 @@ def main() -> None:
     settings = OrchestratorSettings()
     setup_logging(settings.log_level)
     try:
-        asyncio.run(run(settings, burst=args.burst))
+        traces = open_traces(
+            settings.otlp_endpoint,
+            "contreact-orchestrator",
+            capture_content=settings.capture_content,
+        )
+    except RuntimeError as exc:  # the endpoint is set, the extra not installed
+        raise SystemExit(f"contreact-orchestrator: {exc}") from None
+    try:
+        asyncio.run(run(settings, burst=args.burst, traces=traces))
     except ShardCountMismatch as exc:
         raise SystemExit(f"contreact-orchestrator: {exc}") from None
+    finally:
+        if traces is not None:
+            traces.close()

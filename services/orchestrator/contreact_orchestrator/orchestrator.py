@@ -27,6 +27,7 @@ from contreact_bus.exceptions import FencedOut, LogMoved
 from contreact_bus.run_log import PendingTask, RunLog, append_result
 from contreact_bus.runs import active_run_ids, meta_fields, register_run
 from contreact_bus.streams.inbox import Inbox
+from contreact_bus.traces import RunTraces
 from contreact_events.catalog import Event
 from contreact_events.core.decide import ANSWERED_IN, Decision, Task, decide
 from contreact_events.core.fold import fold_all
@@ -75,6 +76,7 @@ class Orchestrator:
         inbox: Inbox,
         *,
         log_retention_s: float = 3600.0,
+        traces: RunTraces | None = None,
     ) -> None:
         self._redis = redis
         self._archive_dir = archive_dir
@@ -91,6 +93,7 @@ class Orchestrator:
         self._unsure: set[str] = set()
         """Runs whose last write's outcome is unknown: resend their tasks once refolded."""
         self._deadlines = DeadlineWatch()
+        self._traces = traces  # the run logs as OpenTelemetry spans (None: no endpoint set)
 
     @property
     def shards(self) -> int:
@@ -147,17 +150,15 @@ class Orchestrator:
         return sent
 
     def drop_shard(self, shard: int) -> None:
-        """Forget the shard's runs (another replica owns them now)."""
-        self._leases.pop(shard, None)
+        self._leases.pop(shard, None)  # another replica owns its runs now: forget them
         for run_id in [r for r in self._states if self.shard_of(r) == shard]:
             self._forget(run_id)
         for run_id in [r for r in self._archiver.failing if self.shard_of(r) == shard]:
             self._archiver.forget(run_id)  # the shard's next owner archives it on recovery
 
     async def _write_meta(self, states: Sequence[AgentState]) -> None:
-        """The listing hash of every run taken over, now: a run quarantined before a
-        restart that can be read again must stop saying so at once (reply and cancel
-        refuse a quarantined run), not at its next event."""
+        """The listing hash of every run taken over, now: a run quarantined before a restart
+        that can be read again stops saying so at once (reply and cancel refuse it)."""
         async with self._redis.pipeline(transaction=False) as pipe:
             for state in states:
                 meta: dict[Any, Any] = meta_fields(state)
@@ -169,6 +170,8 @@ class Orchestrator:
         try:
             events = await self._log.events(run_id)
             state = fold_all(events) if events else None
+            if self._traces is not None:
+                self._traces.seen(events)
         except REDIS_DOWN:
             raise
         except Exception as exc:
@@ -349,6 +352,8 @@ class Orchestrator:
             results = await pipe.execute(raise_on_error=False)
         append_result(results[0])
         self._meta[state.run_id] = meta
+        if self._traces is not None:
+            self._traces.written(events)
         failed = [r for r in results[1:] if isinstance(r, BaseException)]
         if failed:
             log.error("run %s: logged, but sending its task failed (%s)", state.run_id, failed[0])
@@ -378,8 +383,7 @@ class Orchestrator:
     # -- state -------------------------------------------------------------------
 
     async def _state(self, run_id: str) -> AgentState | None:
-        """The held state, else folded from the log (or, for a finished run whose log
-        left Redis, its archive). None for a quarantined run."""
+        """The held state, else folded from its log (or archive). None if quarantined."""
         state = self._states.get(run_id)
         if state is not None:
             return state
@@ -395,6 +399,8 @@ class Orchestrator:
                     else await listed_state(self._redis, run_id, self._archive_dir)
                 )
             state = fold_all(events)
+            if self._traces is not None:
+                self._traces.seen(events)
         except REDIS_DOWN:
             raise
         except Exception as exc:
@@ -410,7 +416,6 @@ class Orchestrator:
         self._sender.forget(run_id)
 
     async def _quarantine(self, run_id: str, reason: str) -> None:
-        """Set one run aside with its reason (in its listing hash); the others go on."""
         log.error("run %s quarantined: %s", run_id, reason)
         self._forget(run_id)
         self.quarantined[run_id] = reason

@@ -38,6 +38,16 @@ class OrchestratorSettings(BaseSettings):
     reclaim_idle_ms: int = 5_000
     heartbeat_s: float = 2.0
     log_level: str = "INFO"
+    otlp_endpoint: str | None = Field(
+        default=None, validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT")
+    )
+    """Where the run logs go as OpenTelemetry traces (OTLP/HTTP; the ``otel`` extra
+    of contreact-bus). Unset: nothing of OpenTelemetry is imported."""
+    capture_content: bool = Field(
+        default=False,
+        validation_alias=AliasChoices("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
+    )
+    """Message text, tool arguments and results in the spans (off: figures only)."""
 
     @property
     def archive_dir(self) -> Path:

@@ -31,6 +31,7 @@ from contreact_events.config.hosts import (
     host_problem,
     model_problem,
 )
+from contreact_events.config.spend import ModelPrice
 from contreact_events.core.state import AgentState
 
 DEFAULT_TEMPERATURE = 0.1
@@ -59,6 +60,9 @@ class Evaluator(BaseModel):
     """Asked for: repeat r of a rating is called with seed ``seed + r - 1``."""
     keep_alive: str | None = None
     script: ScriptConfig | None = None
+    price: ModelPrice | None = None
+    """The model's price from the run's price table: the LLM worker prices each call of
+    the evaluator with it when the provider gives no figure (as for the run's calls)."""
 
     @property
     def host(self) -> str:
@@ -124,6 +128,7 @@ def evaluator_from_config(
             seed=seed,
             keep_alive=config.keep_alive,
             script=config.script,
+            price=config.price,
         )
     )
 
