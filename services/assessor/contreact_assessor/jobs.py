@@ -129,11 +129,11 @@ def on_failure(
 async def _record_failure(
     settings: AssessorSettings, rating: Rating, error: str, attempt: int, transient: bool
 ) -> None:
-    redis = await connect(settings.redis_url)
+    redis = await connect(settings.redis)
     try:
         key = assessments.RatingKey(rating.instrument, rating.evaluator.model, rating.repeat)
         failed = failed_event(rating, error, attempts=attempt, transient=transient)
-        await assessments.record(redis, failed, key)
+        await assessments.record(redis, failed, key, settings.durability)
         await _archive(redis, settings, rating.run_id)
     finally:
         await redis.aclose()
@@ -169,7 +169,7 @@ def _heartbeat(job: Job) -> Beat:
 async def _rate(
     settings: AssessorSettings, rating: Rating, *, attempt: int, last: bool, beat: Beat | None
 ) -> Outcome:
-    redis = await connect(settings.redis_url)
+    redis = await connect(settings.redis)
     try:
         return await rate(redis, settings, rating, attempt=attempt, last=last, beat=beat)
     finally:
@@ -207,7 +207,7 @@ async def rate(
         event = failed_event(
             rating, str(exc), attempts=attempt, transient=True, instrument=instrument, made=made
         )
-    recorded = await assessments.record(redis, event, key)
+    recorded = await assessments.record(redis, event, key, settings.durability)
     await _archive(redis, settings, rating.run_id)
     status = event.status if isinstance(event, RunAssessed) else "failed"
     return Outcome(recorded.entry_id, recorded.new, status)

@@ -36,7 +36,7 @@ async def deployment_shards(redis: aioredis.Redis, configured: int) -> int:
 
 
 async def run(settings: OrchestratorSettings, *, burst: bool = False) -> None:
-    redis = await connect(settings.redis_url, wait=True)
+    redis = await connect(settings.redis, wait=True)
     try:
         inbox = Inbox(redis, await deployment_shards(redis, settings.shards))
         orchestrator = Orchestrator(
@@ -45,6 +45,7 @@ async def run(settings: OrchestratorSettings, *, burst: bool = False) -> None:
             code_version("contreact-orchestrator", Path(__file__)),
             inbox,
             log_retention_s=settings.log_retention_s,
+            durability=settings.durability,
         )
         replica = Replica(
             redis, orchestrator, settings.replica_name or instance_name(), settings.replica()

@@ -23,6 +23,7 @@ import redis.asyncio as aioredis
 
 from contreact_bus.archive import read_archive
 from contreact_bus.backoff import REDIS_DOWN, Backoff
+from contreact_bus.durability import NO_WAIT, Durability
 from contreact_bus.exceptions import FencedOut, LogMoved
 from contreact_bus.run_log import PendingTask, RunLog, append_result
 from contreact_bus.runs import active_run_ids, meta_fields, register_run
@@ -75,8 +76,10 @@ class Orchestrator:
         inbox: Inbox,
         *,
         log_retention_s: float = 3600.0,
+        durability: Durability = NO_WAIT,
     ) -> None:
         self._redis = redis
+        self._durability = durability
         self._archive_dir = archive_dir
         self._version = version
         self._inbox = inbox
@@ -190,6 +193,8 @@ class Orchestrator:
         if not wanted:
             return 0
         missing = await self._sender.missing(wanted, inbox_stream(shard))
+        if missing:
+            await self._durability.sync(self._redis)
         await self._sender.send(missing)
         return len(missing)
 
@@ -240,6 +245,7 @@ class Orchestrator:
             log.warning("run %s is quarantined: %s ignored", run_id, message.kind)
             return
         if run_id in self._unsure:
+            await self._durability.sync(self._redis)  # (the refolded log may be unreplicated)
             await self._sender.send(pending_tasks(state))
             self._unsure.discard(run_id)
         if message.kind == "RunRequested":
@@ -323,7 +329,8 @@ class Orchestrator:
         listing hash if it changed), then the tasks. If the append is refused, the
         tasks queued after it still go out; workers check them against the recorded
         task and drop them. A finished run stays in the active set until ``_finish``
-        has archived it."""
+        has archived it. With ``durability``, the tasks go in a second round trip, once
+        the append's ``WAIT`` says the replicas hold it (else: an unsure write)."""
         meta = meta_fields(state)
         changed = meta != self._meta.get(state.run_id)
         gating = [t for t in tasks if t.task_id == state.pending_task_id]
@@ -344,11 +351,18 @@ class Orchestrator:
                 pending=pending,
                 meta=meta if changed else None,
             )
-            for task in tasks:  # (the cycle's first: its bytes are reused, not encoded again)
-                self._sender.queue(pipe, task)
+            if self._durability.waits:
+                self._durability.queue_wait(pipe)
+            else:
+                for task in tasks:  # (the cycle's first: its bytes are reused, not encoded)
+                    self._sender.queue(pipe, task)
             results = await pipe.execute(raise_on_error=False)
         append_result(results[0])
         self._meta[state.run_id] = meta
+        if self._durability.waits:
+            self._durability.check(results[1])
+            await self._sender.send(tasks)  # (fails as Redis down: an unsure write)
+            return
         failed = [r for r in results[1:] if isinstance(r, BaseException)]
         if failed:
             log.error("run %s: logged, but sending its task failed (%s)", state.run_id, failed[0])
