@@ -61,7 +61,7 @@ class SentinelGroup:
         for port in self.sentinels:
             client = redis.Redis(port=port, socket_timeout=2, decode_responses=True)
             try:
-                found = client.sentinel_get_master_addr_by_name(self.master_name)
+                found: Any = client.sentinel_get_master_addr_by_name(self.master_name)
             except redis.RedisError:
                 continue
             finally:
@@ -119,7 +119,9 @@ def sentinel_argv(config: Path) -> list[str]:
 
 def _start(argv: list[str], log: Path) -> subprocess.Popen[Any]:
     with log.open("ab") as out:
-        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        return subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
 
 
 @contextlib.contextmanager
@@ -187,7 +189,7 @@ def _wait_discovered(group: SentinelGroup, replicas: int, sentinels: int) -> Non
         client = redis.Redis(port=port, socket_timeout=2, decode_responses=True)
         try:
             while True:
-                state = client.sentinel_master(group.master_name)
+                state: Any = client.sentinel_master(group.master_name)
                 if (
                     int(state["num-slaves"]) >= replicas
                     and int(state["num-other-sentinels"]) >= sentinels - 1
