@@ -2,7 +2,7 @@
 the orchestrator's ``WAIT`` for one replica after each run-log append
 (``REDIS_WAIT_REPLICAS=1``: the tasks go out in a second round trip, once the replica
 holds the events that call for them) against the same step without it, both through
-three sentinels to one primary with one replica (``contreact_bus.local_sentinels``),
+three sentinels to one primary with one replica (``contreact_bus.failover.local_sentinels``),
 measured in the same run.
 
 Two sets of services (orchestrator, LLM worker, memory service), one per setting, each
@@ -30,7 +30,7 @@ import redis
 from bench._support import figure, header, ratio, row, services, smoke_args, use_smoke_sizes
 from bench.bus_overhead import run_through_services, tool_config
 from contreact_bus.connection import connect
-from contreact_bus.local_sentinels import SentinelGroup, running_sentinel_group
+from contreact_bus.failover.local_sentinels import SentinelGroup, running_sentinel_group
 from contreact_events.catalog import Event
 
 STEPS = 200

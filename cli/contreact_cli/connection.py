@@ -10,7 +10,7 @@ import redis
 import redis.asyncio as aioredis
 
 from contreact_bus.connection import connect
-from contreact_bus.redis_address import redis_client as address_client
+from contreact_bus.failover.address import redis_client as address_client
 from contreact_cli.settings import CLISettings
 
 

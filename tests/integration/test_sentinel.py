@@ -1,6 +1,6 @@
 """Redis through Sentinel (issue 32): real ``redis-server`` processes on loopback, a
-primary, two replicas and three sentinels (``contreact_bus.local_sentinels``). Both
-kinds of client the platform makes (``redis_address.redis_client``: asyncio for the
+primary, two replicas and three sentinels (``contreact_bus.failover.local_sentinels``). Both
+kinds of client the platform makes (``failover.address.redis_client``: asyncio for the
 services, sync for rq) reach the primary the sentinels name and find the promoted
 replica after the primary is killed; a ``WAIT``-acknowledged write survives it; rq
 works a job through them; bad settings get one line naming the problem and the fix."""
@@ -19,11 +19,11 @@ from rq.serializers import JSONSerializer
 
 from contreact_bus.backoff import REDIS_DOWN
 from contreact_bus.connection import connect
-from contreact_bus.durability import Durability, ReplicasBehind
 from contreact_bus.exceptions import RedisUnavailable
+from contreact_bus.failover.address import BadRedisAddress, RedisAddress, redis_client
+from contreact_bus.failover.durability import Durability, ReplicasBehind
+from contreact_bus.failover.local_sentinels import SentinelGroup, running_sentinel_group
 from contreact_bus.local_redis import free_port
-from contreact_bus.local_sentinels import SentinelGroup, running_sentinel_group
-from contreact_bus.redis_address import BadRedisAddress, RedisAddress, redis_client
 
 pytestmark = [pytest.mark.slow]
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from contreact_bus.local_redis import answers
-from contreact_bus.redis_address import RedisAddress
+from contreact_bus.failover.address import RedisAddress
 
 log = logging.getLogger("contreact.supervisor")
 

@@ -16,7 +16,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from contreact_bus.backoff import REDIS_DOWN, Backoff
 from contreact_bus.exceptions import RedisUnavailable
-from contreact_bus.redis_address import RedisAddress, redis_client, sentinel_diagnosis
+from contreact_bus.failover.address import RedisAddress, redis_client, sentinel_diagnosis
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 MAX_CONNECTIONS = 256
@@ -30,7 +30,7 @@ async def connect(
     address: RedisAddress | str, *, check: bool = True, wait: bool = False
 ) -> aioredis.Redis:
     """An asyncio client (bytes in, bytes out) of ``address`` (a URL, or the primary
-    its sentinels name: ``contreact_bus.redis_address``). With ``check``, PING it first; with
+    its sentinels name: ``contreact_bus.failover.address``). With ``check``, PING it first; with
     ``wait`` (services), keep trying with backoff until Redis answers, however long
     that takes, instead of failing (a service started before Redis, or during its
     restart, carries on once it is up).

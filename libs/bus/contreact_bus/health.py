@@ -29,7 +29,7 @@ from types import ModuleType
 
 from redis.exceptions import RedisError
 
-from contreact_bus.redis_address import RedisAddress, redis_client
+from contreact_bus.failover.address import RedisAddress, redis_client
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 """As ``contreact_bus.connection.DEFAULT_REDIS_URL`` (not imported: it pulls in asyncio)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 import redis
 
 from contreact_bus.exceptions import RedisUnavailable
-from contreact_bus.redis_address import RedisAddress, redis_client
+from contreact_bus.failover.address import RedisAddress, redis_client
 
 INSTALL_HINT = (
     "install it (Debian/Ubuntu: `sudo apt-get install redis-server`; macOS: "

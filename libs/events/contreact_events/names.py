@@ -103,7 +103,7 @@ SERVICES_HEARTBEAT = "services:heartbeat"
 REPLICATION_MARK = "replication:mark"
 """A counter written only to give a ``WAIT`` something of its connection's to wait for:
 the replication stream is one ordered stream, so once the replicas hold this write they
-hold every write before it (``contreact_bus.durability``)."""
+hold every write before it (``contreact_bus.failover.durability``)."""
 
 
 def experiment_runs_key(experiment: str) -> str:

@@ -29,7 +29,7 @@ from rq.serializers import JSONSerializer
 from contreact_assessor.settings import AssessorSettings
 from contreact_bus.assessments.queueing import queue
 from contreact_bus.connection import connect
-from contreact_bus.redis_address import RedisAddress, redis_client
+from contreact_bus.failover.address import RedisAddress, redis_client
 from contreact_bus.service import heartbeat, setup_logging
 from contreact_events.core.state import AgentState
 from contreact_events.instruments import INSTRUMENT_NAMES, load_instrument

@@ -8,7 +8,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
-from contreact_bus.redis_address import DEFAULT_MASTER_NAME, RedisAddress
+from contreact_bus.failover.address import DEFAULT_MASTER_NAME, RedisAddress
 from contreact_bus.service import instance_name
 from contreact_llm.backends.check_slots import CheckTimes
 from contreact_llm.scheduling.host_slots import HostLimits, SlotTimes

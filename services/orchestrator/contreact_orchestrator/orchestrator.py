@@ -23,9 +23,9 @@ import redis.asyncio as aioredis
 
 from contreact_bus.archive import read_archive
 from contreact_bus.backoff import REDIS_DOWN, Backoff
-from contreact_bus.durability import NO_WAIT, Durability
 from contreact_bus.exceptions import FencedOut, LogMoved
-from contreact_bus.run_log import PendingTask, RunLog, append_result
+from contreact_bus.failover.durability import NO_WAIT, Durability
+from contreact_bus.run_log import RunLog, append_result
 from contreact_bus.runs import active_run_ids, meta_fields, register_run
 from contreact_bus.streams.inbox import Inbox
 from contreact_events.catalog import Event
@@ -40,12 +40,7 @@ from contreact_events.names import (
     inbox_stream,
     run_meta_key,
 )
-from contreact_events.wire.tasks import (
-    DIGEST_REQUEST,
-    FORK_REQUEST,
-    InboxMessage,
-    digest_of,
-)
+from contreact_events.wire.tasks import DIGEST_REQUEST, FORK_REQUEST, InboxMessage
 from contreact_orchestrator.archiving import Archiver, listed_state
 from contreact_orchestrator.deadlines import DeadlineWatch
 from contreact_orchestrator.digests import write_digest
@@ -333,14 +328,7 @@ class Orchestrator:
         the append's ``WAIT`` says the replicas hold it (else: an unsure write)."""
         meta = meta_fields(state)
         changed = meta != self._meta.get(state.run_id)
-        gating = [t for t in tasks if t.task_id == state.pending_task_id]
-        if gating:  # open tasks (analyses) are not recorded: no worker effect hangs on them
-            raw = self._sender.encode(gating[0])  # encoded once, digest of the bytes sent
-            pending: PendingTask | None = PendingTask(gating[0].task_id, digest_of(raw))
-        elif state.pending_task_id is None:
-            pending = PendingTask("", "")
-        else:
-            pending = None
+        pending = self._sender.recorded(state, tasks)
         async with self._redis.pipeline(transaction=False) as pipe:
             RunLog.queue_append(
                 pipe,

@@ -40,7 +40,7 @@ import orjson
 import redis.asyncio as aioredis
 
 from contreact_bus.assessments.readings import RatingKey
-from contreact_bus.durability import NO_WAIT, Durability
+from contreact_bus.failover.durability import NO_WAIT, Durability
 from contreact_bus.replies import entries, text, text_map
 from contreact_events.catalog.assessment import AssessmentEvent, AssessmentRead
 from contreact_events.exceptions import CorruptEvent

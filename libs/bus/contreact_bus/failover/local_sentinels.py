@@ -20,8 +20,8 @@ from typing import Any
 import redis
 
 from contreact_bus.exceptions import RedisUnavailable
+from contreact_bus.failover.address import RedisAddress
 from contreact_bus.local_redis import free_port, redis_server_argv, wait_until_answers
-from contreact_bus.redis_address import RedisAddress
 
 DOWN_AFTER_MS = 1000
 """A primary silent this long is down for a sentinel (Sentinel's default is 30 s)."""
