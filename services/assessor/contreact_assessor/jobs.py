@@ -63,6 +63,7 @@ from contreact_bus.assessments import calls as evaluator_calls
 from contreact_bus.assessments.evaluators import Rating
 from contreact_bus.connection import connect
 from contreact_bus.exceptions import RunNotFound
+from contreact_bus.failover.durability import ReplicasBehind
 from contreact_bus.runs import load_events
 from contreact_events.catalog.assessment import AssessmentEvent, FollowUp, RunAssessed
 from contreact_events.catalog.chat import ChatMessage
@@ -122,7 +123,7 @@ def on_failure(
         error = "the assessor worker stopped during the job's last attempt (it was killed?)"
     else:
         error = f"{exc_type.__name__}: {exc}"
-    transient = isinstance(exc, AbandonedJobError | JobTimeoutException)
+    transient = isinstance(exc, AbandonedJobError | JobTimeoutException | ReplicasBehind)
     asyncio.run(_record_failure(AssessorSettings(), rating, error, attempt, transient))
 
 

@@ -8,8 +8,8 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
-from contreact_bus.failover.durability import DEFAULT_WAIT_TIMEOUT_MS, Durability
 from contreact_bus.failover.address import DEFAULT_MASTER_NAME, RedisAddress
+from contreact_bus.failover.durability import DEFAULT_WAIT_TIMEOUT_MS, Durability
 from contreact_bus.service import instance_name
 
 
