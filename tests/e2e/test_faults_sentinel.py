@@ -93,5 +93,5 @@ def test_the_primary_killed_mid_experiment_loses_nothing(tmp_path: Path) -> None
             outcome = check_the_record(stack, url, configs)
             assert set(outcome.values()) == {"completed"}, outcome
             rows = {row["process"]: row for row in stack.json("status")["processes"]}
-            for service in ("orchestrator", "llm-worker", "memory", "embedder"):
+            for service in ("orchestrator", "llm-worker", "memory", "embedder", "ui", "assessor"):
                 assert rows[service]["alive"] and not rows[service]["restarts"], rows[service]

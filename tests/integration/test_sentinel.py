@@ -159,3 +159,56 @@ def test_settings_that_cannot_be_read_are_named(sentinels: str, master: str, nam
     with pytest.raises(BadRedisAddress) as caught:
         RedisAddress.of("redis://127.0.0.1/0", sentinels, master)
     assert named in str(caught.value)
+
+
+def test_an_assessment_record_acknowledged_to_its_job_survives_the_failover(
+    group: SentinelGroup,
+) -> None:
+    """``assessments.record`` with the assessor's durability returns only once the
+    replicas hold the record: after the primary is killed the promoted replica has it,
+    and recording the same rating again writes nothing (never twice)."""
+    from datetime import UTC, datetime
+
+    from contreact_bus.assessments import RatingKey, index, record
+    from contreact_events.catalog.assessment import RunAssessed
+
+    event = RunAssessed(
+        event_id="r1|m/eval|1",
+        run_id="r1",
+        ts=datetime(2026, 1, 1, tzinfo=UTC),
+        correlation_id="r1",
+        instrument="pei",
+        instrument_version="1",
+        instrument_sha256="a" * 64,
+        evaluator="m/eval",
+        repeat=1,
+        input_sha256="b" * 64,
+        run_digest="c" * 64,
+        run_events=10,
+        job_id="job|r1",
+        raw_answer="Level 5",
+        status="rated",
+        value=5,
+    )
+    key = RatingKey("pei", "m/eval", 1)
+    durable = Durability(replicas=2, timeout_ms=5000)
+
+    async def scenario() -> tuple[str, bool, dict[RatingKey, str]]:
+        client = await connect(group.address())
+        first = await record(client, event, key, durable)
+        group.wait_for_new_primary(group.kill_primary())
+        left = Durability(replicas=1, timeout_ms=5000)  # (one replica is left now)
+        for _ in range(600):  # a guard against a hang only
+            try:
+                again = await record(client, event, key, left)
+                break
+            except REDIS_DOWN:
+                await asyncio.sleep(0.05)
+        held = await index(client, "r1")
+        await client.aclose()
+        assert first.new
+        return first.entry_id, again.new, held
+
+    entry_id, new_again, held = asyncio.run(scenario())
+    assert not new_again
+    assert held[key] == f"entry:{entry_id}"
