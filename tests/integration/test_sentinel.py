@@ -8,6 +8,8 @@ works a job through them; bad settings get one line naming the problem and the f
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -212,3 +214,20 @@ def test_an_assessment_record_acknowledged_to_its_job_survives_the_failover(
     entry_id, new_again, held = asyncio.run(scenario())
     assert not new_again
     assert held[key] == f"entry:{entry_id}"
+
+
+def test_a_service_waiting_for_an_unknown_master_name_logs_why(
+    group: SentinelGroup, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A service does not exit while no primary can be found (it waits, as for a Redis
+    not up yet), but its log line names the cause and the fix."""
+    address = RedisAddress("redis://127.0.0.1/0", group.sentinel_pairs(), "typo")
+
+    async def waiting() -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(connect(address, wait=True), 3)
+
+    with caplog.at_level(logging.WARNING, logger="contreact_bus.backoff"):
+        asyncio.run(waiting())
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("monitor no master named 'typo'" in line for line in lines), lines

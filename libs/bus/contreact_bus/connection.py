@@ -9,7 +9,7 @@ from typing import Any
 
 import hiredis
 import redis.asyncio as aioredis
-from redis.asyncio.sentinel import SentinelConnectionPool
+from redis.asyncio.sentinel import MasterNotFoundError, SentinelConnectionPool
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import MaxConnectionsError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -61,6 +61,9 @@ async def connect(
                 await client.ping()
                 backoff.reset()
                 return client
+            except MasterNotFoundError:  # say why: no sentinel answers, or a wrong name
+                why = await asyncio.to_thread(sentinel_diagnosis, address)
+                await backoff.wait(RedisUnavailable(why))
             except REDIS_DOWN as exc:
                 await backoff.wait(exc)
     if check:
