@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contreact_bus.failover.address import sentinel_diagnosis
 from contreact_bus.local_redis import answers, redis_server_argv
 from contreact_bus.redact import redact_url
-from contreact_bus.failover.address import sentinel_diagnosis
 from contreact_cli.exceptions import CLIError
 from contreact_cli.settings import CLISettings
 from contreact_cli.stack.supervisor import ChildPlan, Plan

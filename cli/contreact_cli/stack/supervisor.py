@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contreact_bus.local_redis import answers
 from contreact_bus.failover.address import RedisAddress
+from contreact_bus.local_redis import answers
 
 log = logging.getLogger("contreact.supervisor")
 

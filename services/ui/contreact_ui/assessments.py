@@ -29,8 +29,8 @@ from fastapi import Depends, Request
 
 from contreact_analysis.assessments.results import AssessmentMatrix
 from contreact_bus.assessments import read_assessments
-from contreact_bus.queries import read_queries
 from contreact_bus.failover.address import redis_client
+from contreact_bus.queries import read_queries
 from contreact_events.catalog.assessment import AssessmentEvent
 from contreact_events.catalog.query import RunQueried
 from contreact_events.exceptions import CorruptEvent
