@@ -8,6 +8,7 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
+from contreact_bus.failover.address import DEFAULT_MASTER_NAME, RedisAddress
 
 
 class CLISettings(BaseSettings):
@@ -21,6 +22,15 @@ class CLISettings(BaseSettings):
         default=None, validation_alias=AliasChoices("CONTREACT_RQ_REDIS_URL")
     )
     """rq's Redis, for `contreact assess` (the assessor's setting); unset: the platform's."""
+    redis_sentinels: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("CONTREACT_REDIS_SENTINELS", "REDIS_SENTINELS"),
+    )
+    """``host:port,host:port``: reach the primary these sentinels name (as every service)."""
+    redis_master_name: str = Field(
+        default=DEFAULT_MASTER_NAME,
+        validation_alias=AliasChoices("CONTREACT_REDIS_MASTER_NAME", "REDIS_MASTER_NAME"),
+    )
     data_dir: Path = Path("data")
     local_redis_port: int = 6390
     """Port of the Redis that `contreact up` starts (not 6379: a system Redis may be there)."""
@@ -56,3 +66,13 @@ class CLISettings(BaseSettings):
         if self.local_redis_url_file.exists():
             return self.local_redis_url_file.read_text().strip()
         return DEFAULT_REDIS_URL
+
+    def redis_address(self) -> RedisAddress:
+        """The platform's Redis: ``resolved_redis_url``, or the primary the sentinels name."""
+        return RedisAddress.of(
+            self.resolved_redis_url(), self.redis_sentinels, self.redis_master_name
+        )
+
+    def rq_redis_address(self) -> RedisAddress:
+        """rq's: a plain URL of its own if set, else the platform's."""
+        return RedisAddress(self.rq_redis_url) if self.rq_redis_url else self.redis_address()

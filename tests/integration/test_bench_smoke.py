@@ -92,6 +92,9 @@ BENCHES: dict[str, Expected] = {
     ),
     "services.orchestrator_scaleout": Expected(("2 replicas / 1 replica",), ("scale-out",)),
     "services.recovery": Expected(("llm-worker: kill -9 -> new process beating",), ("recovery",)),
+    "services.redis_durability": Expected(
+        ("none: per step (LLM call + tool call)", "per step, WAIT 1 / none")
+    ),
     "services.redis_memory": Expected(
         ("finished, log kept: run's own keys, mean", "after retention: run's own keys, mean"),
         ("retention",),

@@ -26,7 +26,7 @@ that it only reads. ``CONTREACT_TEST_*`` are kept too (the tests' own switches).
 
 
 def _kept(name: str) -> bool:
-    if name in ("REDIS_URL",):
+    if name in ("REDIS_URL", "REDIS_SENTINELS", "REDIS_MASTER_NAME"):
         return False
     if not name.startswith("CONTREACT_"):
         return True

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import redis
 import redis.asyncio as aioredis
 
 from contreact_bus import assessments
@@ -24,7 +23,7 @@ from contreact_bus.assessments.queueing import Placed, job_state, queue
 from contreact_bus.experiments import replica_entries
 from contreact_bus.runs import list_runs
 from contreact_cli.assessing.targets import RatedRun
-from contreact_cli.connection import optional_redis
+from contreact_cli.connection import optional_redis, rq_connection
 from contreact_cli.exceptions import CLIError
 from contreact_cli.settings import CLISettings
 from contreact_cli.text import safe
@@ -94,7 +93,7 @@ async def status_rows(
         if client is not None:
             await client.aclose()
     rows = []
-    connection = redis.Redis.from_url(settings.resolved_rq_redis_url()) if client else None
+    connection = rq_connection(settings) if client else None
     try:
         for run in ids:
             held = indexes.get(run, {})

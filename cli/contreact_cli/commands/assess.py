@@ -30,8 +30,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import redis
-
 from contreact_bus.assessments import read_assessments
 from contreact_bus.assessments.queueing import JobPolicy, Placed, Wanted, enqueue, queue
 from contreact_cli.args import add_command, bounded_int, run_id
@@ -47,7 +45,7 @@ from contreact_cli.assessing.targets import (
     unique_runs,
 )
 from contreact_cli.commands import assess_matrix, assess_read
-from contreact_cli.connection import optional_redis, redis_client
+from contreact_cli.connection import optional_redis, redis_client, rq_connection
 from contreact_cli.exceptions import CLIError
 from contreact_cli.output import out, print_json, warn
 from contreact_cli.runs.export_file import check_out_folder, out_errors
@@ -221,11 +219,11 @@ async def _enqueue(
             seed=args.seed,
         )
         wanted = [Wanted(r.run_id, args.instrument, ev) for r in runs for ev in evaluators]
-        rq_connection = redis.Redis.from_url(settings.resolved_rq_redis_url())
+        rq_client = rq_connection(settings)
         try:
             return await enqueue(
                 client,
-                queue(rq_connection),
+                queue(rq_client),
                 wanted,
                 repeats=args.repeats,
                 models_at_once=args.models_at_once,
@@ -235,7 +233,7 @@ async def _enqueue(
                 follow_up=args.follow_up == "on",
             )
         finally:
-            rq_connection.close()
+            rq_client.close()
 
 
 async def _runs_and_records(

@@ -10,7 +10,6 @@ from typing import Any
 
 from contreact_bus.exceptions import BusError
 from contreact_bus.heartbeats import Heartbeat, beat_of_process, service_heartbeats
-from contreact_bus.redact import redact_url
 from contreact_cli.args import add_command, bounded_int, positive_seconds
 from contreact_cli.connection import redis_client
 from contreact_cli.output import out, print_json
@@ -115,10 +114,10 @@ def cmd_status(args: argparse.Namespace, settings: CLISettings) -> int:
         for hb in beats
     ]
     if args.json:
-        redis_url = redact_url(settings.resolved_redis_url())
+        redis_url = settings.redis_address().describe()
         print_json({"redis_url": redis_url, "processes": rows, "services": services})
         return 0
-    out(f"redis: {redact_url(settings.resolved_redis_url())}")
+    out(f"redis: {settings.redis_address().describe()}")
     for row in rows:
         restarts = f"{row['restarts']} restart(s)" if row["restarts"] else ""
         state = "running" if row["alive"] else "NOT running"

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contreact_bus.failover.address import sentinel_diagnosis
 from contreact_bus.local_redis import answers, redis_server_argv
 from contreact_bus.redact import redact_url
 from contreact_cli.exceptions import CLIError
@@ -89,16 +90,24 @@ def up(
     lines: list[str] = []
     children: list[ChildPlan] = []
     url = settings.redis_url
+    address = settings.redis_address()
+    if address.through_sentinels:  # (the URL gives the credentials, TLS and database)
+        url = url or address.url
     if url is None:
         url, line, redis_child = _local_redis_plan(settings)
         lines.append(line)
         children.append(redis_child)
-    elif not answers(url):
+    elif address.through_sentinels and not answers(address):
+        raise CLIError(sentinel_diagnosis(address))
+    elif not answers(address):
         raise CLIError(f"REDIS_URL is set to {redact_url(url)}, but no Redis answers there")
     else:
-        lines.append(f"redis: using {redact_url(url)}")
+        lines.append(f"redis: using {address.describe()}")
     data_dir = str(settings.data_dir.resolve())
     env = {"REDIS_URL": url, "CONTREACT_DATA_DIR": data_dir, "PYTHONUNBUFFERED": "1"}
+    if address.through_sentinels:
+        env |= {"REDIS_SENTINELS": settings.redis_sentinels or "",
+                "REDIS_MASTER_NAME": address.master_name}  # fmt: skip
     counts = {
         "orchestrator": orchestrators,
         "llm-worker": llm_workers,
@@ -116,6 +125,8 @@ def up(
         status_file=str(status_file(settings).resolve()),
         log_dir=str(log_dir(settings).resolve()),
         redis_url=url,
+        redis_sentinels=settings.redis_sentinels or "",
+        redis_master_name=address.master_name,
         children=children,
         stall_s=settings.service_stall_s,
     )

@@ -9,7 +9,6 @@ import time
 import redis.asyncio as aioredis
 
 from contreact_bus.heartbeats import heartbeats, service_heartbeats
-from contreact_bus.redact import redact_url
 from contreact_cli.connection import optional_redis
 from contreact_cli.exceptions import ServicesNotRunning
 from contreact_cli.settings import CLISettings
@@ -45,7 +44,7 @@ async def wait_for_services(
         if time.monotonic() > deadline:
             raise ServicesNotRunning(
                 f"no running {', '.join(missing)} service(s) answer on "
-                f"{redact_url(settings.resolved_redis_url())}: start them with `contreact up`"
+                f"{settings.redis_address().describe()}: start them with `contreact up`"
             )
         await asyncio.sleep(0.2)
 

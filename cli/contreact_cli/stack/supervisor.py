@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contreact_bus.failover.address import RedisAddress
 from contreact_bus.local_redis import answers
 
 log = logging.getLogger("contreact.supervisor")
@@ -69,6 +70,12 @@ class Plan:
     children: list[ChildPlan]
     stall_s: float = DEFAULT_STALL_S
     """A child that beat and then stayed silent this long is stopped and restarted."""
+    redis_sentinels: str = ""
+    redis_master_name: str = ""
+
+    @property
+    def redis(self) -> RedisAddress:
+        return RedisAddress.of(self.redis_url, self.redis_sentinels, self.redis_master_name)
 
     @classmethod
     def load(cls, path: Path) -> Plan:
@@ -265,7 +272,7 @@ class Supervisor:
             return
         try:
             if self._redis is None:
-                self._redis = await connect(self.plan.redis_url)
+                self._redis = await connect(self.plan.redis)
             beats = await service_heartbeats(self._redis)
         except Exception as exc:  # Redis away: its children are not to blame
             log.debug("heartbeats unread: %s", exc)
@@ -280,11 +287,11 @@ class Supervisor:
     async def _redis_missing(self, child: Child, local_redis: bool) -> bool:
         if child.plan.kind == "redis" or not local_redis:
             return False
-        return not await asyncio.to_thread(answers, self.plan.redis_url)
+        return not await asyncio.to_thread(answers, self.plan.redis)
 
     async def _wait_for_redis(self, timeout_s: float = 15.0) -> None:
         deadline = time.monotonic() + timeout_s
-        while not await asyncio.to_thread(answers, self.plan.redis_url):
+        while not await asyncio.to_thread(answers, self.plan.redis):
             if time.monotonic() > deadline:
                 log.error("Redis does not answer at %s", self.plan.redis_url)
                 return
@@ -312,7 +319,7 @@ class Supervisor:
 
         name = instance_name(pid)
         try:
-            redis = await connect(self.plan.redis_url)
+            redis = await connect(self.plan.redis)
         except Exception as exc:
             log.warning("%s: could not release what pid %d held: %s", child.plan.name, pid, exc)
             return

@@ -1,7 +1,11 @@
 """Waiting out a Redis that went away: every service loop carries on once it is back.
 
 ``REDIS_DOWN`` are the errors that mean "Redis is not reachable right now" (a restart,
-a network cut, an append-only file still loading); anything else is a real error.
+a network cut, an append-only file still loading, a failover: no sentinel names a
+primary yet (``MasterNotFoundError``, a ``ConnectionError``), a connection still on the
+demoted primary (``READONLY``: redis-py's sentinel connection turns it into a
+``ConnectionError``; a client by URL gets ``ReadOnlyError``), a ``WAIT`` short of its
+replicas (``ReplicasBehind``, a ``ConnectionError``)); anything else is a real error.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ import asyncio
 import logging
 import time
 
-from redis.exceptions import BusyLoadingError
+from redis.exceptions import BusyLoadingError, ReadOnlyError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -20,6 +24,7 @@ REDIS_DOWN: tuple[type[BaseException], ...] = (
     RedisConnectionError,
     RedisTimeoutError,
     BusyLoadingError,
+    ReadOnlyError,
     OSError,
 )
 

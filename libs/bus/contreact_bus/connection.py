@@ -9,13 +9,14 @@ from typing import Any
 
 import hiredis
 import redis.asyncio as aioredis
+from redis.asyncio.sentinel import MasterNotFoundError, SentinelConnectionPool
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import MaxConnectionsError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from contreact_bus.backoff import REDIS_DOWN, Backoff
 from contreact_bus.exceptions import RedisUnavailable
-from contreact_bus.redact import redact_url
+from contreact_bus.failover.address import RedisAddress, redis_client, sentinel_diagnosis
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 MAX_CONNECTIONS = 256
@@ -25,8 +26,11 @@ CONNECTION_WAIT_S = 30.0
 before it fails with a ``ConnectionError`` that says so."""
 
 
-async def connect(url: str, *, check: bool = True, wait: bool = False) -> aioredis.Redis:
-    """An asyncio client (bytes in, bytes out). With ``check``, PING it first; with
+async def connect(
+    address: RedisAddress | str, *, check: bool = True, wait: bool = False
+) -> aioredis.Redis:
+    """An asyncio client (bytes in, bytes out) of ``address`` (a URL, or the primary
+    its sentinels name: ``contreact_bus.failover.address``). With ``check``, PING it first; with
     ``wait`` (services), keep trying with backoff until Redis answers, however long
     that takes, instead of failing (a service started before Redis, or during its
     restart, carries on once it is up).
@@ -36,23 +40,30 @@ async def connect(url: str, *, check: bool = True, wait: bool = False) -> aiored
     running 200 calls met at every wave of their gate checks (each failed call then
     waited, pending, for its entry to be claimed again: seconds to tens of seconds,
     issue 20). Here such a command waits for a connection to come back instead."""
-    pool = WaitingConnectionPool.from_url(
-        url,
+    if isinstance(address, str):
+        address = RedisAddress(address)
+    client: aioredis.Redis = redis_client(  # the client owns its pool: aclose() closes it
+        address,
+        asyncio=True,
+        pool_class=WaitingSentinelPool if address.through_sentinels else WaitingConnectionPool,
+        connection_wrapper=hiredis_packing,
         max_connections=MAX_CONNECTIONS,
         timeout=CONNECTION_WAIT_S,
         decode_responses=False,
         health_check_interval=30,
         socket_keepalive=True,
+        socket_connect_timeout=5,
     )
-    pool.connection_class = hiredis_packing(pool.connection_class)
-    client = aioredis.Redis.from_pool(pool)  # the client owns it: aclose() closes it
     if wait:
-        backoff = Backoff(f"connecting to {url}", first=0.2, log_every_s=10.0)
+        backoff = Backoff(f"connecting to {address.describe()}", first=0.2, log_every_s=10.0)
         while True:
             try:
                 await client.ping()
                 backoff.reset()
                 return client
+            except MasterNotFoundError:  # say why: no sentinel answers, or a wrong name
+                why = await asyncio.to_thread(sentinel_diagnosis, address)
+                await backoff.wait(RedisUnavailable(why))
             except REDIS_DOWN as exc:
                 await backoff.wait(exc)
     if check:
@@ -60,14 +71,16 @@ async def connect(url: str, *, check: bool = True, wait: bool = False) -> aiored
             await client.ping()
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             await client.aclose()
+            if address.through_sentinels:
+                raise RedisUnavailable(sentinel_diagnosis(address)) from None
             raise RedisUnavailable(
-                f"Redis does not answer at {redact_url(url)} ({exc}). Start the services with "
-                "`contreact up`, or set REDIS_URL to a running Redis."
+                f"Redis does not answer at {address.describe()} ({exc}). Start the services "
+                "with `contreact up`, or set REDIS_URL to a running Redis."
             ) from None
     return client
 
 
-class WaitingConnectionPool(aioredis.ConnectionPool):
+class _Waiting:
     """redis-py's asyncio pool, except that a command finding all ``max_connections``
     in use waits (up to ``timeout`` seconds) for one to be released, instead of failing
     with ``MaxConnectionsError``. The path with a connection free is the plain pool's:
@@ -75,8 +88,10 @@ class WaitingConnectionPool(aioredis.ConnectionPool):
     command and every release, which cost 30% more client CPU per command (HMGET: 81.5
     against 62.8 us, median of 5 x 10,000; this pool 65.0 us) on the services' hot path."""
 
-    def __init__(self, *, timeout: float = CONNECTION_WAIT_S, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    max_connections: int
+
+    def __init__(self, *args: Any, timeout: float = CONNECTION_WAIT_S, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.timeout = timeout
         self._waiting: deque[asyncio.Future[None]] = deque()
 
@@ -85,7 +100,7 @@ class WaitingConnectionPool(aioredis.ConnectionPool):
         deadline = loop.time() + self.timeout
         while True:
             try:
-                return await super().get_connection()  # type: ignore[no-untyped-call]
+                return await super().get_connection()  # type: ignore[misc]
             except MaxConnectionsError:
                 pass
             freed = loop.create_future()
@@ -105,7 +120,7 @@ class WaitingConnectionPool(aioredis.ConnectionPool):
                 raise
 
     async def release(self, connection: Any) -> None:
-        await super().release(connection)
+        await super().release(connection)  # type: ignore[misc]
         self._wake_one()
 
     def _wake_one(self) -> None:
@@ -114,6 +129,15 @@ class WaitingConnectionPool(aioredis.ConnectionPool):
             if not freed.done():
                 freed.set_result(None)
                 break
+
+
+class WaitingConnectionPool(_Waiting, aioredis.ConnectionPool):
+    """The waiting pool of a Redis reached by its URL."""
+
+
+class WaitingSentinelPool(_Waiting, SentinelConnectionPool):
+    """The waiting pool of the primary the sentinels name (redis-py's own sentinel pool:
+    each new connection asks them where the primary is)."""
 
 
 _PACKING: dict[type[Any], type[Any]] = {}

@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-import redis
 from redis.exceptions import RedisError
+
+from contreact_bus.failover.address import RedisAddress, redis_client
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 """As ``contreact_bus.connection.DEFAULT_REDIS_URL`` (not imported: it pulls in asyncio)."""
@@ -81,8 +82,10 @@ def verdict(
     return True, f"{name} beat {age:.1f} s ago"
 
 
-def read_beats(url: str) -> dict[str, float]:
-    client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
+def read_beats(address: RedisAddress | str) -> dict[str, float]:
+    if isinstance(address, str):
+        address = RedisAddress(address)
+    client = redis_client(address, asyncio=False, socket_connect_timeout=2, socket_timeout=2)
     try:
         raw = client.hgetall(names_module().SERVICES_HEARTBEAT)
     finally:
@@ -100,11 +103,15 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def check(url: str, service: str, consumer: str, max_age_s: float) -> tuple[bool, str]:
+def check(
+    address: RedisAddress | str, service: str, consumer: str, max_age_s: float
+) -> tuple[bool, str]:
+    if isinstance(address, str):
+        address = RedisAddress(address)
     try:
-        beats = read_beats(url)
+        beats = read_beats(address)
     except (RedisError, OSError) as exc:
-        return False, f"Redis does not answer at {url} ({type(exc).__name__})"
+        return False, f"Redis does not answer at {address.describe()} ({type(exc).__name__})"
     return verdict(beats, service, consumer, max_age_s, time.time())
 
 
@@ -118,8 +125,12 @@ def main(argv: list[str] | None = None) -> None:
         "--max-age", type=float, default=10.0, help="seconds a heartbeat stays fresh (10)"
     )
     args = parser.parse_args(argv)
-    url = os.environ.get("REDIS_URL", DEFAULT_REDIS_URL)
-    healthy, why = check(url, args.service, args.consumer, args.max_age)
+    address = RedisAddress.of(
+        os.environ.get("REDIS_URL", DEFAULT_REDIS_URL),
+        os.environ.get("REDIS_SENTINELS"),
+        os.environ.get("REDIS_MASTER_NAME"),
+    )
+    healthy, why = check(address, args.service, args.consumer, args.max_age)
     print(why)
     sys.exit(0 if healthy else 1)
 

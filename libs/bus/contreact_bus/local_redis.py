@@ -14,6 +14,7 @@ from pathlib import Path
 import redis
 
 from contreact_bus.exceptions import RedisUnavailable
+from contreact_bus.failover.address import RedisAddress, redis_client
 
 INSTALL_HINT = (
     "install it (Debian/Ubuntu: `sudo apt-get install redis-server`; macOS: "
@@ -50,11 +51,14 @@ def redis_server_argv(port: int, workdir: Path, *, appendonly: bool) -> list[str
     ]
 
 
-def answers(url: str) -> bool:
-    client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+def answers(address: RedisAddress | str) -> bool:
+    """Whether Redis (at a URL, or the primary its sentinels name) answers a PING now."""
+    if isinstance(address, str):
+        address = RedisAddress(address)
+    client = redis_client(address, asyncio=False, socket_connect_timeout=1, socket_timeout=1)
     try:
         return bool(client.ping())
-    except (redis.ConnectionError, redis.TimeoutError, OSError):
+    except (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError, OSError):
         return False
     finally:
         client.close()

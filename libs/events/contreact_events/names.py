@@ -100,6 +100,11 @@ ACTIVE_RUNS = "runs:active"
 SERVICES_HEARTBEAT = "services:heartbeat"
 """Hash of service instance name -> last heartbeat (unix seconds), for `contreact status`."""
 
+REPLICATION_MARK = "replication:mark"
+"""A counter written only to give a ``WAIT`` something of its connection's to wait for:
+the replication stream is one ordered stream, so once the replicas hold this write they
+hold every write before it (``contreact_bus.failover.durability``)."""
+
 
 def experiment_runs_key(experiment: str) -> str:
     """Set of the run ids of an experiment (a listing projection, for corpus scopes)."""

@@ -71,6 +71,7 @@ from contreact_bus.assessments import calls as evaluator_calls
 from contreact_bus.assessments.evaluators import Rating
 from contreact_bus.connection import connect
 from contreact_bus.exceptions import RunNotFound
+from contreact_bus.failover.durability import ReplicasBehind
 from contreact_bus.runs import load_events
 from contreact_events.catalog.assessment import AssessmentEvent, FollowUp, RunAssessed
 from contreact_events.catalog.chat import ChatMessage
@@ -130,18 +131,18 @@ def on_failure(
         error = "the assessor worker stopped during the job's last attempt (it was killed?)"
     else:
         error = f"{exc_type.__name__}: {exc}"
-    transient = isinstance(exc, AbandonedJobError | JobTimeoutException)
+    transient = isinstance(exc, AbandonedJobError | JobTimeoutException | ReplicasBehind)
     asyncio.run(_record_failure(AssessorSettings(), rating, error, attempt, transient))
 
 
 async def _record_failure(
     settings: AssessorSettings, rating: Rating, error: str, attempt: int, transient: bool
 ) -> None:
-    redis = await connect(settings.redis_url)
+    redis = await connect(settings.redis)
     try:
         key = assessments.RatingKey(rating.instrument, rating.evaluator.model, rating.repeat)
         failed = failed_event(rating, error, attempts=attempt, transient=transient)
-        await assessments.record(redis, failed, key)
+        await assessments.record(redis, failed, key, settings.durability)
         await _archive(redis, settings, rating.run_id)
     finally:
         await redis.aclose()
@@ -177,7 +178,7 @@ def _heartbeat(job: Job) -> Beat:
 async def _rate(
     settings: AssessorSettings, rating: Rating, *, attempt: int, last: bool, beat: Beat | None
 ) -> Outcome:
-    redis = await connect(settings.redis_url)
+    redis = await connect(settings.redis)
     try:
         return await rate(redis, settings, rating, attempt=attempt, last=last, beat=beat)
     finally:
@@ -215,7 +216,7 @@ async def rate(
         event = failed_event(
             rating, str(exc), attempts=attempt, transient=True, instrument=instrument, made=made
         )
-    recorded = await assessments.record(redis, event, key)
+    recorded = await assessments.record(redis, event, key, settings.durability)
     await _archive(redis, settings, rating.run_id)
     status = event.status if isinstance(event, RunAssessed) else "failed"
     return Outcome(recorded.entry_id, recorded.new, status)

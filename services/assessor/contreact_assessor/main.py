@@ -29,7 +29,7 @@ from rq.serializers import JSONSerializer
 from contreact_assessor.settings import AssessorSettings
 from contreact_bus.assessments.queueing import queue
 from contreact_bus.connection import connect
-from contreact_bus.redact import redact_url
+from contreact_bus.failover.address import RedisAddress, redis_client
 from contreact_bus.service import heartbeat, setup_logging
 from contreact_events.core.state import AgentState
 from contreact_events.instruments import INSTRUMENT_NAMES, load_instrument
@@ -42,7 +42,7 @@ def run(settings: AssessorSettings, *, burst: bool = False) -> bool:
     """Work the queue until stopped (SIGTERM/SIGINT: rq's warm shutdown), or with
     ``burst`` until it is empty. True if any job was worked."""
     _preload()
-    connection = _wait_for(settings.rq_url)
+    connection = _wait_for(settings.rq_redis)
     worker = SimpleWorker(
         [queue(connection)],
         connection=connection,
@@ -70,16 +70,19 @@ def _preload() -> None:
     AgentState.shape()  # (the JSON schema of the state, hashed once per process)
 
 
-def _wait_for(url: str) -> redis.Redis:
-    """rq's Redis, once it answers (a service started before Redis waits for it)."""
-    connection = redis.Redis.from_url(url)
+def _wait_for(address: RedisAddress) -> redis.Redis:
+    """rq's Redis, once it answers (a service started before Redis waits for it; a
+    failover's election, when no sentinel names a primary yet, is waited out too)."""
+    connection: redis.Redis = redis_client(address, asyncio=False)
     delay = 0.2
     while True:
         try:
             connection.ping()
             return connection
         except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-            log.warning("rq's Redis at %s does not answer (%s); trying again", redact_url(url), exc)
+            log.warning(
+                "rq's Redis (%s) does not answer (%s); trying again", address.describe(), exc
+            )
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
 
@@ -89,7 +92,7 @@ def _beat(settings: AssessorSettings, stop: threading.Event) -> None:
     own worker registration (`contreact status` and `up` read this one)."""
 
     async def beating() -> None:
-        client = await connect(settings.redis_url, wait=True)
+        client = await connect(settings.redis, wait=True)
         done = asyncio.Event()
         task = asyncio.create_task(
             heartbeat(client, f"{SERVICE}:{settings.instance_name}", settings.heartbeat_s, done)

@@ -23,7 +23,7 @@ from contreact_events.wire.tasks import EmbedTask
 
 async def run(settings: EmbedderSettings, service: EmbeddingService, *, burst: bool = False) -> int:
     """Serve until SIGTERM/SIGINT (or, with ``burst``, until the stream is drained)."""
-    redis = await connect(settings.redis_url, wait=True)
+    redis = await connect(settings.redis, wait=True)
     inbox = await Inbox.open(redis)
     consumer = Consumer(
         redis,

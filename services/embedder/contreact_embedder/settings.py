@@ -8,6 +8,7 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
+from contreact_bus.failover.address import DEFAULT_MASTER_NAME, RedisAddress
 from contreact_bus.service import instance_name
 from contreact_bus.streams.consumer import ConsumerSettings
 from contreact_embedder.embedding_service import Runtime
@@ -21,6 +22,16 @@ class EmbedderSettings(BaseSettings):
     redis_url: str = Field(
         default=DEFAULT_REDIS_URL,
         validation_alias=AliasChoices("CONTREACT_EMBED_REDIS_URL", "REDIS_URL"),
+    )
+    redis_sentinels: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("CONTREACT_EMBED_REDIS_SENTINELS", "REDIS_SENTINELS"),
+    )
+    """``host:port,host:port``: reach the primary these sentinels name (the URL then
+    gives only the scheme, credentials, TLS options and database)."""
+    redis_master_name: str = Field(
+        default=DEFAULT_MASTER_NAME,
+        validation_alias=AliasChoices("CONTREACT_EMBED_REDIS_MASTER_NAME", "REDIS_MASTER_NAME"),
     )
     data_dir: Path = Field(
         default=Path("data"),
@@ -67,3 +78,8 @@ class EmbedderSettings(BaseSettings):
             batch_size=self.tasks_per_read,
             reclaim_idle_ms=self.reclaim_idle_ms,
         )
+
+    @property
+    def redis(self) -> RedisAddress:
+        """Where the platform's Redis is: its URL, or the primary its sentinels name."""
+        return RedisAddress.of(self.redis_url, self.redis_sentinels, self.redis_master_name)

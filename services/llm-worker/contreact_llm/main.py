@@ -26,7 +26,7 @@ async def run(
 ) -> int:
     """Serve until SIGTERM/SIGINT or ``stop`` (with ``burst``: until nothing waits).
     Returns the checks answered plus the calls started."""
-    redis = await connect(settings.redis_url, wait=True)
+    redis = await connect(settings.redis, wait=True)
     handler = await build_handler(redis, settings)
     checks = Consumer(
         redis,

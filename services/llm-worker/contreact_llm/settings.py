@@ -8,6 +8,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
+from contreact_bus.failover.address import DEFAULT_MASTER_NAME, RedisAddress
 from contreact_bus.service import instance_name
 from contreact_llm.backends.check_slots import CheckTimes
 from contreact_llm.scheduling.host_slots import HostLimits, SlotTimes
@@ -31,6 +32,16 @@ class LLMWorkerSettings(BaseSettings):
     redis_url: str = Field(
         default=DEFAULT_REDIS_URL,
         validation_alias=AliasChoices("redis_url", "CONTREACT_LLM_REDIS_URL", "REDIS_URL"),
+    )
+    redis_sentinels: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("CONTREACT_LLM_REDIS_SENTINELS", "REDIS_SENTINELS"),
+    )
+    """``host:port,host:port``: reach the primary these sentinels name (the URL then
+    gives only the scheme, credentials, TLS options and database)."""
+    redis_master_name: str = Field(
+        default=DEFAULT_MASTER_NAME,
+        validation_alias=AliasChoices("CONTREACT_LLM_REDIS_MASTER_NAME", "REDIS_MASTER_NAME"),
     )
     consumer_name: str = Field(default_factory=instance_name)
     concurrency: int = Field(default=32, gt=0)
@@ -109,3 +120,8 @@ class LLMWorkerSettings(BaseSettings):
             connect_timeout_s=self.check_connect_timeout_s,
             parallel=self.check_host_parallel,
         )
+
+    @property
+    def redis(self) -> RedisAddress:
+        """Where the platform's Redis is: its URL, or the primary its sentinels name."""
+        return RedisAddress.of(self.redis_url, self.redis_sentinels, self.redis_master_name)

@@ -20,7 +20,7 @@ from contreact_memory.store import MemoryStore
 
 async def run(settings: MemorySettings, *, burst: bool = False) -> int:
     """Serve until SIGTERM/SIGINT (or, with ``burst``, until the stream is drained)."""
-    store, redis = MemoryStore.open(settings.database), await connect(settings.redis_url, wait=True)
+    store, redis = MemoryStore.open(settings.database), await connect(settings.redis, wait=True)
     inbox = await Inbox.open(redis)
     consumer = Consumer(
         redis,

@@ -39,7 +39,7 @@ async def deployment_shards(redis: aioredis.Redis, configured: int) -> int:
 async def run(
     settings: OrchestratorSettings, *, burst: bool = False, traces: RunTraces | None = None
 ) -> None:
-    redis = await connect(settings.redis_url, wait=True)
+    redis = await connect(settings.redis, wait=True)
     try:
         inbox = Inbox(redis, await deployment_shards(redis, settings.shards))
         orchestrator = Orchestrator(
@@ -49,6 +49,7 @@ async def run(
             inbox,
             log_retention_s=settings.log_retention_s,
             traces=traces,
+            durability=settings.durability,
         )
         replica = Replica(
             redis, orchestrator, settings.replica_name or instance_name(), settings.replica()

@@ -24,7 +24,8 @@ import redis.asyncio as aioredis
 from contreact_bus.archive import read_archive
 from contreact_bus.backoff import REDIS_DOWN, Backoff
 from contreact_bus.exceptions import FencedOut, LogMoved
-from contreact_bus.run_log import PendingTask, RunLog, append_result
+from contreact_bus.failover.durability import NO_WAIT, Durability
+from contreact_bus.run_log import RunLog, append_result
 from contreact_bus.runs import active_run_ids, meta_fields, register_run
 from contreact_bus.streams.inbox import Inbox
 from contreact_bus.traces import RunTraces
@@ -40,12 +41,7 @@ from contreact_events.names import (
     inbox_stream,
     run_meta_key,
 )
-from contreact_events.wire.tasks import (
-    DIGEST_REQUEST,
-    FORK_REQUEST,
-    InboxMessage,
-    digest_of,
-)
+from contreact_events.wire.tasks import DIGEST_REQUEST, FORK_REQUEST, InboxMessage
 from contreact_orchestrator.archiving import Archiver, listed_state
 from contreact_orchestrator.deadlines import DeadlineWatch
 from contreact_orchestrator.digests import write_digest
@@ -77,8 +73,10 @@ class Orchestrator:
         *,
         log_retention_s: float = 3600.0,
         traces: RunTraces | None = None,
+        durability: Durability = NO_WAIT,
     ) -> None:
         self._redis = redis
+        self._durability = durability
         self._archive_dir = archive_dir
         self._version = version
         self._inbox = inbox
@@ -193,6 +191,8 @@ class Orchestrator:
         if not wanted:
             return 0
         missing = await self._sender.missing(wanted, inbox_stream(shard))
+        if missing:
+            await self._durability.sync(self._redis)
         await self._sender.send(missing)
         return len(missing)
 
@@ -243,6 +243,7 @@ class Orchestrator:
             log.warning("run %s is quarantined: %s ignored", run_id, message.kind)
             return
         if run_id in self._unsure:
+            await self._durability.sync(self._redis)  # (the refolded log may be unreplicated)
             await self._sender.send(pending_tasks(state))
             self._unsure.discard(run_id)
         if message.kind == "RunRequested":
@@ -323,20 +324,13 @@ class Orchestrator:
         fence: int,
     ) -> None:
         """One round trip: the checked append (events, the task they call for, the
-        listing hash if it changed), then the tasks. If the append is refused, the
-        tasks queued after it still go out; workers check them against the recorded
-        task and drop them. A finished run stays in the active set until ``_finish``
-        has archived it."""
+        listing hash if it changed), then the tasks; if the append is refused, the tasks
+        still go out and workers drop them (no recorded task matches). A finished run stays
+        active until ``_finish`` has archived it. With ``durability``, the tasks go in a
+        second round trip once the append's ``WAIT`` says the replicas hold it."""
         meta = meta_fields(state)
         changed = meta != self._meta.get(state.run_id)
-        gating = [t for t in tasks if t.task_id == state.pending_task_id]
-        if gating:  # open tasks (analyses) are not recorded: no worker effect hangs on them
-            raw = self._sender.encode(gating[0])  # encoded once, digest of the bytes sent
-            pending: PendingTask | None = PendingTask(gating[0].task_id, digest_of(raw))
-        elif state.pending_task_id is None:
-            pending = PendingTask("", "")
-        else:
-            pending = None
+        pending = self._sender.recorded(state, tasks)
         async with self._redis.pipeline(transaction=False) as pipe:
             RunLog.queue_append(
                 pipe,
@@ -347,19 +341,24 @@ class Orchestrator:
                 pending=pending,
                 meta=meta if changed else None,
             )
-            for task in tasks:  # (the cycle's first: its bytes are reused, not encoded again)
-                self._sender.queue(pipe, task)
+            if self._durability.waits:
+                self._durability.queue_wait(pipe)
+            else:
+                for task in tasks:  # (the cycle's first: its bytes are reused, not encoded)
+                    self._sender.queue(pipe, task)
             results = await pipe.execute(raise_on_error=False)
         append_result(results[0])
         self._meta[state.run_id] = meta
+        if self._durability.waits:
+            self._durability.check(results[1])  # short of its replicas: an unsure write
         if self._traces is not None:
             self._traces.written(events)
         failed = [r for r in results[1:] if isinstance(r, BaseException)]
-        if failed:
+        if self._durability.waits:
+            await self._sender.send(tasks)  # (fails as Redis down: an unsure write)
+        elif failed:
             log.error("run %s: logged, but sending its task failed (%s)", state.run_id, failed[0])
             self._unsure.add(state.run_id)
-
-    # -- housekeeping ------------------------------------------------------------
 
     async def retry_archives(self, now: float | None = None) -> int:
         """Write again the archives that failed and whose wait is over (``now``:

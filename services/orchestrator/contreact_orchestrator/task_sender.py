@@ -25,7 +25,7 @@ from contreact_events.core.outbox import pending_tasks
 from contreact_events.core.state import AgentState
 from contreact_events.names import EMBED_TASKS_STREAM, LLM_TASKS_STREAM, MEMORY_TASKS_STREAM
 from contreact_events.wire.task_history import TaskEncoder
-from contreact_events.wire.tasks import EmbedTask, LLMTask, task_bytes, task_digest
+from contreact_events.wire.tasks import EmbedTask, LLMTask, digest_of, task_bytes, task_digest
 
 
 class TaskSender:
@@ -45,6 +45,16 @@ class TaskSender:
         raw = self._histories.encode(task) if isinstance(task, LLMTask) else task_bytes(task)
         self._encoded = (task, raw)
         return raw
+
+    def recorded(self, state: AgentState, tasks: Sequence[Task]) -> PendingTask | None:
+        """The task the append records for ``state`` (workers check tasks against it):
+        its gating task, encoded here once (the digest is of the bytes sent); none
+        pending: recorded as ""; open tasks (analyses) only: nothing recorded, as no
+        worker effect hangs on them."""
+        gating = [t for t in tasks if t.task_id == state.pending_task_id]
+        if gating:
+            return PendingTask(gating[0].task_id, digest_of(self.encode(gating[0])))
+        return PendingTask("", "") if state.pending_task_id is None else None
 
     def forget(self, run_id: str) -> None:
         """Drop what is kept of a run that is no longer held."""

@@ -29,6 +29,7 @@ from fastapi import Depends, Request
 
 from contreact_analysis.assessments.results import AssessmentMatrix
 from contreact_bus.assessments import read_assessments
+from contreact_bus.failover.address import redis_client
 from contreact_bus.queries import read_queries
 from contreact_events.catalog.assessment import AssessmentEvent
 from contreact_events.catalog.query import RunQueried
@@ -67,8 +68,9 @@ class AssessmentReader:
         self, run_ids: list[str]
     ) -> tuple[dict[str, list[AssessmentEvent]], str | None]:
         if self._redis is None:
-            self._redis = aioredis.from_url(
-                self.settings.redis_url,
+            self._redis = redis_client(
+                self.settings.redis,
+                asyncio=True,
                 socket_connect_timeout=REDIS_TIMEOUT_S,
                 socket_timeout=REDIS_TIMEOUT_S,
             )
@@ -95,8 +97,9 @@ class AssessmentReader:
 
     async def _queries(self, run_id: str) -> tuple[list[RunQueried], str | None]:
         if self._redis is None:
-            self._redis = aioredis.from_url(
-                self.settings.redis_url,
+            self._redis = redis_client(
+                self.settings.redis,
+                asyncio=True,
                 socket_connect_timeout=REDIS_TIMEOUT_S,
                 socket_timeout=REDIS_TIMEOUT_S,
             )

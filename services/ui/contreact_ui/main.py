@@ -51,7 +51,7 @@ def check_address(settings: UISettings) -> None:
 
 async def serve(settings: UISettings) -> None:
     check_address(settings)
-    redis = await connect(settings.redis_url, wait=True)
+    redis = await connect(settings.redis, wait=True)
     store = await open_or_rebuild(settings.database, redis, settings.archive_dir)
     notifier = Notifier()
     app = create_app(settings, notifier)
@@ -100,7 +100,7 @@ async def _exit_on(stop: asyncio.Event, server: uvicorn.Server) -> None:
 
 async def rebuild_command(settings: UISettings) -> int:
     try:
-        redis = await connect(settings.redis_url)
+        redis = await connect(settings.redis)
     except BusError as exc:
         print(f"contreact-ui: Redis is not reachable ({exc}); rebuilding from the archive alone")
         redis = None

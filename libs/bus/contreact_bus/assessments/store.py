@@ -40,6 +40,7 @@ import orjson
 import redis.asyncio as aioredis
 
 from contreact_bus.assessments.readings import RatingKey
+from contreact_bus.failover.durability import NO_WAIT, Durability
 from contreact_bus.replies import entries, text, text_map
 from contreact_events.catalog.assessment import AssessmentEvent, AssessmentRead
 from contreact_events.exceptions import CorruptEvent
@@ -173,22 +174,34 @@ async def claim_many(
     return out
 
 
-async def record(redis: aioredis.Redis, event: AssessmentEvent, key: RatingKey) -> Recorded:
+async def record(
+    redis: aioredis.Redis,
+    event: AssessmentEvent,
+    key: RatingKey,
+    durability: Durability = NO_WAIT,
+) -> Recorded:
     """Write ``event`` to its run's assessment stream unless ``key`` is recorded already
-    (then nothing is written and the earlier entry is returned)."""
+    (then nothing is written and the earlier entry is returned); with ``durability``,
+    return only once that many replicas hold it (else ``ReplicasBehind``)."""
     if isinstance(event, AssessmentRead) or getattr(event, "reading", None) is not None:
         raise ValueError("a person's reading is added with add_reading, never in a rating")
     fields: list[bytes | str] = []
     for name, value in assessment_to_fields(event).items():
         fields += [name, value]
-    reply = await redis.eval(
-        RECORD_SCRIPT,
-        2,
-        run_assessment_index_key(event.run_id),
-        run_assessments_key(event.run_id),
-        key.field,
-        *fields,
-    )
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.eval(
+            RECORD_SCRIPT,
+            2,
+            run_assessment_index_key(event.run_id),
+            run_assessments_key(event.run_id),
+            key.field,
+            *fields,
+        )
+        if durability.waits:
+            durability.queue_wait(pipe)
+        reply, *waited = await pipe.execute()
+    for acknowledged in waited:
+        durability.check(acknowledged)
     return Recorded(text(reply[1]), bool(int(reply[0])))
 
 
