@@ -97,6 +97,7 @@ class RunView:
             "llm_seconds": round(run.llm_seconds, 3) if run else 0,
             "advisory": self.advisory,
             "backend": run.backend if run else "",
+            "host": run.host if run else "",
             "resolved_model": run.resolved_model if run else "",
             "failure_reason": self.unreadable or (run.failure_reason if run else ""),
             "requested_at": self.started_at,
@@ -189,6 +190,14 @@ COLUMNS = (
 )
 
 
+def where(row: dict[str, Any]) -> str:
+    """`` (backend on host)``: what served the run's last call (a pool may move a run)."""
+    if not row["backend"]:
+        return ""
+    host = f" on {safe(row['host'], 60, one_line=True)}" if row.get("host") else ""
+    return f" ({safe(row['backend'], 40, one_line=True)}{host})"
+
+
 def table(rows: Sequence[dict[str, Any]]) -> list[str]:
     """The table's lines: model, replica, cycle, step, tokens, last advisory, status.
     A replica whose model was not the one configured (``auto`` fell back) says so."""
@@ -207,8 +216,7 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
             f"{row['tokens']:,}",
             cost_text(row["cost"], row["uncosted_calls"]),
             row["advisory"] or "-",
-            row["run_id"]
-            + (f" ({safe(row['backend'], 40, one_line=True)})" if row["backend"] else ""),
+            row["run_id"] + where(row),
         )
         lines.append(
             "  ".join(f"{cell:<{width}}" for cell, (_n, width) in zip(cells, COLUMNS, strict=True))

@@ -36,6 +36,7 @@ from contreact_llm.backends.embedded import EmbeddedBackend
 from contreact_llm.backends.ollama import OllamaBackend
 from contreact_llm.backends.openai import OpenAIBackend
 from contreact_llm.backends.scripted import ScriptedBackend
+from contreact_llm.exceptions import HostDown
 from contreact_llm.retry import RetryPolicy
 from contreact_llm.settings import LLMWorkerSettings
 
@@ -90,9 +91,12 @@ class LLMTaskHandler:
             await pipe.execute()
 
     async def reply(self, task: LLMTask) -> InboxMessage:
-        """The answer to ``task``; an unexpected error becomes its failure answer."""
+        """The answer to ``task``; an unexpected error becomes its failure answer.
+        Raises ``HostDown`` when a call of a pool could not reach its host."""
         try:
             return await self.answer(task)
+        except HostDown:
+            raise  # the call of a pool moves to another host (``scheduling.pool_calls``)
         except Exception as exc:
             log.exception("task %s of run %s failed unexpectedly", task.task_id, task.run_id)
             error = f"llm-worker error: {type(exc).__name__}: {exc}"
@@ -134,6 +138,8 @@ class LLMTaskHandler:
             return llm_responded(
                 task, answer.message, answer.usage, answer.model, answer.tool_call_error
             )
+        if answer.host_down and len(task.hosts) > 1:
+            raise HostDown(task.host, answer.error)
         return llm_failed(task, answer.error, retryable=answer.retryable, attempts=answer.attempts)
 
     async def analyse(self, task: LLMTask) -> InboxMessage:

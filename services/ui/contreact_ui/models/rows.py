@@ -55,6 +55,7 @@ RunSort = Literal[
     "status",
     "model",
     "backend",
+    "host",
     "experiment",
     "cycle",
     "step",
