@@ -1,0 +1,90 @@
+"""The pool's placement policy (``contreact_llm.scheduling.pool``), pure: a run sticks to
+its host while it is up, runs spread evenly, a run moves when its host is down, and a
+pool with every host down gets one line naming them all."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from contreact_llm.scheduling.pool import all_down, choose_host, pinned_counts, tie_break
+
+HOSTS = ("http://gpu1:11434", "http://gpu2:11434", "http://gpu3:11434")
+
+
+def place_all(
+    runs: list[str], hosts: tuple[str, ...], down: frozenset[str] = frozenset()
+) -> dict[str, str]:
+    """Pin runs one after another, as the workers do (each sees the pins before it)."""
+    pins: dict[str, str] = {}
+    for run in runs:
+        host = choose_host(run, hosts, pin=None, down=down, pinned=pinned_counts(pins, pins))
+        assert host is not None
+        pins[run] = host
+    return pins
+
+
+def test_a_run_keeps_its_host_while_it_is_up_whatever_the_load() -> None:
+    crowded = {HOSTS[0]: 9, HOSTS[1]: 0, HOSTS[2]: 0}
+    assert choose_host("r", HOSTS, pin=HOSTS[0], down=(), pinned=crowded) == HOSTS[0]
+
+
+def test_runs_spread_evenly_over_the_hosts() -> None:
+    pins = place_all([f"run-{n:03d}" for n in range(30)], HOSTS)
+    assert sorted(Counter(pins.values()).values()) == [10, 10, 10]
+    pins = place_all([f"run-{n:03d}" for n in range(31)], HOSTS)
+    assert sorted(Counter(pins.values()).values()) == [10, 10, 11]
+
+
+def test_a_new_run_goes_to_the_host_with_fewest_live_runs_and_ended_runs_do_not_count() -> None:
+    pins = {"a": HOSTS[0], "b": HOSTS[0], "c": HOSTS[1], "gone": HOSTS[2], "gone2": HOSTS[2]}
+    live = {"a", "b", "c"}
+    counts = pinned_counts(pins, live)
+    assert counts == {HOSTS[0]: 2, HOSTS[1]: 1}
+    assert choose_host("new", HOSTS, pin=None, down=(), pinned=counts) == HOSTS[2]
+
+
+def test_ties_are_broken_the_same_way_on_every_worker_and_differ_between_runs() -> None:
+    first = [choose_host(f"r{n}", HOSTS, pin=None, down=(), pinned={}) for n in range(12)]
+    again = [choose_host(f"r{n}", HOSTS, pin=None, down=(), pinned={}) for n in range(12)]
+    assert first == again  # deterministic: the same inputs, the same host
+    assert len(set(first)) > 1  # runs placed at once by several workers do not all pile up
+    expected = min(HOSTS, key=lambda host: tie_break("r0", host))
+    assert first[0] == expected
+
+
+def test_a_run_whose_host_is_down_moves_to_the_least_loaded_up_host() -> None:
+    counts = {HOSTS[0]: 3, HOSTS[1]: 2, HOSTS[2]: 1}
+    moved = choose_host("r", HOSTS, pin=HOSTS[2], down={HOSTS[2]}, pinned=counts)
+    assert moved == HOSTS[1]
+
+
+def test_after_a_host_dies_its_runs_spread_over_the_others() -> None:
+    runs = [f"run-{n:02d}" for n in range(12)]
+    pins = place_all(runs, HOSTS)
+    dead = HOSTS[0]
+    moved: dict[str, str] = {}
+    for run in runs:
+        others = {r: h for r, h in pins.items() if r != run}
+        host = choose_host(
+            run, HOSTS, pin=pins[run], down={dead}, pinned=pinned_counts(others, others)
+        )
+        assert host is not None and host != dead
+        moved[run] = pins[run] = host
+    assert Counter(moved.values()) == Counter({HOSTS[1]: 6, HOSTS[2]: 6})
+    # the runs that were not on the dead host kept theirs
+    survivors = [r for r, h in place_all(runs, HOSTS).items() if h != dead]
+    assert all(moved[r] == place_all(runs, HOSTS)[r] for r in survivors)
+
+
+def test_a_pin_outside_the_pool_is_not_kept() -> None:
+    assert choose_host("r", HOSTS[:2], pin="http://old:11434", down=(), pinned={}) in HOSTS[:2]
+
+
+def test_a_pool_with_every_host_down_has_no_host_and_one_line_naming_each() -> None:
+    assert choose_host("r", HOSTS, pin=HOSTS[0], down=set(HOSTS), pinned={}) is None
+    why = {HOSTS[0]: "connection refused", HOSTS[1]: "no answer within 600 s"}
+    line = all_down("llama3", HOSTS, why)
+    assert "\n" not in line
+    assert all(host in line for host in HOSTS)
+    assert "connection refused" in line and "no answer within 600 s" in line
+    assert "ollama serve" in line and "ollama_client_config.hosts" in line
