@@ -3,14 +3,18 @@
 A route's pins are a hash ``run id -> host`` (``llm_route_pins_key``); a host held down
 is a string with its last error that expires after ``host_down_s``
 (``llm_host_down_key``), so a host comes back by itself. Every worker reads and writes
-the same keys: a run keeps its host whichever worker takes its call. Pins of ended runs
-are dropped when a run is placed anew (they no longer count against their host)."""
+the same keys: a run keeps its host whichever worker takes its call. A placement is a
+transaction on the route's pins (``WATCH``): two workers placing runs at once see each
+other's pins, so the runs spread evenly. Pins of ended runs are dropped when a run is
+placed anew (they no longer count against their host)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
+from redis.exceptions import WatchError
 
 from contreact_bus.replies import text, text_map
 from contreact_events.names import ACTIVE_RUNS, llm_host_down_key, llm_route_pins_key
@@ -47,7 +51,26 @@ class PoolState:
         pin = None if pin_raw is None else text(pin_raw)
         if pin is not None and pin in hosts and pin not in down:
             return Placed(pin, down)
-        pins = text_map(await self._redis.hgetall(pins_key))
+        async with self._redis.pipeline(transaction=True) as pipe:
+            while True:  # one placement at a time per route, across every worker
+                try:
+                    await pipe.watch(pins_key)
+                    chosen = await self._pin(pipe, pins_key, hosts, run_id, down)
+                    break
+                except WatchError:
+                    continue
+        return Placed(chosen, down)
+
+    async def _pin(
+        self,
+        pipe: Pipeline,
+        pins_key: str,
+        hosts: tuple[str, ...],
+        run_id: str,
+        down: dict[str, str],
+    ) -> str | None:
+        """Choose the run's host and pin it, in a transaction on the watched pins."""
+        pins = text_map(await pipe.hgetall(pins_key))
         runs = [run for run in pins if run != run_id]
         live: set[str] = set()
         if runs:
@@ -55,13 +78,13 @@ class PoolState:
             live = {run for run, flag in zip(runs, flags, strict=True) if flag}
         chosen = choose_host(run_id, hosts, pin=None, down=down, pinned=pinned_counts(pins, live))
         ended = [run for run in runs if run not in live]
-        async with self._redis.pipeline(transaction=False) as pipe:
-            if chosen is not None:
-                pipe.hset(pins_key, run_id, chosen)
-            if ended:
-                pipe.hdel(pins_key, *ended)
-            await pipe.execute()
-        return Placed(chosen, down)
+        pipe.multi()  # type: ignore[no-untyped-call]
+        if chosen is not None:
+            pipe.hset(pins_key, run_id, chosen)
+        if ended:
+            pipe.hdel(pins_key, *ended)
+        await pipe.execute()
+        return chosen
 
     async def mark_down(self, host: str, why: str) -> None:
         await self._redis.set(llm_host_down_key(host), why, px=self.down_ms)
