@@ -1,0 +1,143 @@
+"""A model's pool of hosts, with real LLM workers on a real Redis and Ollama stand-ins
+on real sockets (``tests/support/ollama_host.py``): a run's calls stick to one host,
+runs spread evenly, each host's limit holds, a host that refuses connections is passed
+over (the call moves, the host is held down), and a pool with every host down answers
+with one line naming them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from contreact_bus.llm_routes import llm_task_stream, route_of
+from contreact_bus.local_redis import free_port
+from contreact_events.catalog.chat import ChatMessage
+from contreact_events.names import ACTIVE_RUNS, llm_host_down_key, llm_route_pins_key
+from contreact_events.wire.codec import message_from_fields
+from contreact_events.wire.tasks import InboxMessage, LLMTask
+from contreact_llm.main import run
+from contreact_llm.settings import LLMWorkerSettings
+from tests.support.inbox import INBOX, use_one_shard
+from tests.support.ollama_host import running_ollama_host
+from tests.support.orchestration import ask_for
+
+pytestmark = pytest.mark.redis
+
+
+@pytest.fixture(autouse=True)
+async def _one_inbox_shard(aredis: aioredis.Redis) -> None:
+    await use_one_shard(aredis)
+
+
+def chat(run_id: str, pool: tuple[str, ...], step: int = 1) -> LLMTask:
+    return LLMTask(
+        kind="chat",
+        task_id=f"{run_id}/c1/s{step}",
+        run_id=run_id,
+        backend="ollama",
+        model="m",
+        host=pool[0],
+        hosts=pool,
+        connect_timeout_s=2.0,
+        timeout_s=30.0,
+        messages=(ChatMessage(role="user", content="Cycle 1 begins."),),
+    )
+
+
+def worker(redis_url: str, name: str, pool: tuple[str, ...], **changes: Any) -> LLMWorkerSettings:
+    fields: dict[str, Any] = {
+        "redis_url": redis_url,
+        "consumer_name": name,
+        "hosts": {host: {"parallel": 1, "max_loaded_models": 1} for host in pool},
+        "poll_s": 0.1,
+        "backoff_base_s": 0.001,
+        **changes,
+    }
+    return LLMWorkerSettings(**fields)
+
+
+async def send(redis: aioredis.Redis, *tasks: LLMTask) -> None:
+    """Queue tasks as an orchestrator would (each its run's pending task; runs active)."""
+    for task in tasks:
+        await redis.sadd(ACTIVE_RUNS, task.run_id)
+        await ask_for(redis, task.run_id, task)
+        await llm_task_stream(redis, task).send(task)
+
+
+async def answers(redis: aioredis.Redis) -> dict[str, InboxMessage]:
+    """Each task's answer, by task id."""
+    entries = await redis.xrange(INBOX) or []
+    messages = [message_from_fields(InboxMessage, fields or {}) for _id, fields in entries]
+    return {m.causation_id or "": m for m in messages}
+
+
+def host_of(message: InboxMessage) -> str:
+    assert message.kind == "LLMResponded", message
+    return str(message.data["host"])
+
+
+async def test_runs_spread_evenly_stick_to_their_host_and_each_host_keeps_its_limit(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    """Eight runs over two hosts of one call at a time each, two workers: four runs a
+    host; a run's second call goes to the host of its first; neither host ever sees
+    two calls at once."""
+    latency = {"latency_s": lambda _m: 0.1}
+    with (
+        running_ollama_host(["m"], num_parallel=4, **latency) as one,
+        running_ollama_host(["m"], num_parallel=4, **latency) as two,
+    ):
+        pool = (one.host, two.host)
+        runs = [f"run-{n}" for n in range(8)]
+        first: dict[str, str] = {}
+        for step in (1, 2):
+            await send(aredis, *(chat(r, pool, step) for r in runs))
+            await asyncio.gather(
+                *(run(worker(redis_url, f"w{n}", pool), burst=True) for n in range(2))
+            )
+            done = await answers(aredis)
+            hosts = {r: host_of(done[f"{r}/c1/s{step}"]) for r in runs}
+            if step == 1:
+                first = hosts
+        assert hosts == first  # every run's second call went to the host of its first
+        assert Counter(first.values()) == {one.host: 4, two.host: 4}
+        assert (one.max_in_flight, two.max_in_flight) == (1, 1)
+        assert (len(one.calls), len(two.calls)) == (8, 8)
+    pins = await aredis.hgetall(llm_route_pins_key(route_of(chat("x", pool)).id))
+    assert {k.decode(): v.decode() for k, v in pins.items()} == first
+
+
+async def test_a_host_that_refuses_connections_is_held_down_and_its_calls_move(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    with running_ollama_host(["m"], num_parallel=4) as alive:
+        pool = (dead, alive.host)
+        runs = [f"run-{n}" for n in range(6)]
+        await send(aredis, *(chat(r, pool) for r in runs))
+        settings = worker(redis_url, "w1", pool, hosts={h: {"parallel": 2} for h in pool})
+        await run(settings, burst=True)
+        done = await answers(aredis)
+        assert {host_of(done[f"{r}/c1/s1"]) for r in runs} == {alive.host}
+        assert len(alive.calls) == 6
+    why = await aredis.get(llm_host_down_key(dead))
+    assert why is not None and b"does not answer at" in why
+    assert 0 < await aredis.pttl(llm_host_down_key(dead)) <= 30_000
+
+
+async def test_a_pool_whose_hosts_are_all_down_fails_the_call_with_one_line(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    pool = (f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}")
+    await send(aredis, chat("lonely", pool))
+    await run(worker(redis_url, "w1", pool), burst=True)
+    failed = (await answers(aredis))["lonely/c1/s1"]
+    assert failed.kind == "LLMFailed"
+    error = str(failed.data["error"])
+    assert "\n" not in error
+    assert error.startswith("every host of the pool for model 'm' is down")
+    assert all(host in error for host in pool) and "ollama serve" in error
