@@ -1,12 +1,20 @@
 """The pool's placement policy (``contreact_llm.scheduling.pool``), pure: a run sticks to
 its host while it is up, runs spread evenly, a run moves when its host is down, and a
-pool with every host down gets one line naming them all."""
+pool with every host down gets one line naming them all. And the record: the host of
+each call in the run log (``LLMResponded`` 3), older logs read with it unknown."""
 
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
+from contreact_events.catalog import LLMResponded
+from contreact_events.core.fold import fold_all
+from contreact_events.history.replay import replay_check
+from contreact_events.history.run_summary import run_summary
+from contreact_events.wire.codec import event_from_json
 from contreact_llm.scheduling.pool import all_down, choose_host, pinned_counts, tie_break
+from tests.support.pool_sim import MOVED_AFTER, POOL, pool_run
 
 HOSTS = ("http://gpu1:11434", "http://gpu2:11434", "http://gpu3:11434")
 
@@ -88,3 +96,24 @@ def test_a_pool_with_every_host_down_has_no_host_and_one_line_naming_each() -> N
     assert all(host in line for host in HOSTS)
     assert "connection refused" in line and "no answer within 600 s" in line
     assert "ollama serve" in line and "ollama_client_config.hosts" in line
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def test_the_saved_pool_log_records_each_calls_host_and_older_logs_read_it_as_unknown() -> None:
+    pool = FIXTURES / "runlog-v6-pool-host.jsonl"
+    events = [event_from_json(line) for line in pool.read_bytes().splitlines()]
+    hosts = [e.host for e in events if isinstance(e, LLMResponded)]
+    assert hosts == [POOL[0]] * MOVED_AFTER + [POOL[1]] * 3
+    state = fold_all(events)
+    assert state.status == "completed" and state.host == POOL[1]
+    assert run_summary(state).host == POOL[1]
+    assert replay_check(events).ok
+    assert pool_run().log == events  # the generator still makes the saved log
+    older = FIXTURES / "runlog-v5-budget-stop.jsonl"  # LLMResponded 2
+    lines = older.read_bytes().splitlines()
+    stored = [line for line in lines if b'"type":"LLMResponded"' in line]
+    assert stored and all(b'"host"' not in line for line in stored)
+    assert all(event_from_json(line).host is None for line in stored)  # type: ignore[union-attr]
+    assert fold_all([event_from_json(line) for line in lines]).host == ""
