@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from contreact_events.catalog import LLMResponded
+from contreact_events.catalog.cycle import LLMResponded
 from tests.support.faults import (
     DEADLINES,
     QUICK_RECLAIM,
@@ -52,7 +52,7 @@ def pool_config(run_id: str, pool: list[str]) -> dict[str, Any]:
 
 def served(events: list[Any]) -> list[str]:
     """The host of each of the run's calls, in order."""
-    return [e.host for e in events if isinstance(e, LLMResponded)]
+    return [e.host or "" for e in events if isinstance(e, LLMResponded)]
 
 
 def test_a_pool_spreads_runs_keeps_each_on_its_host_and_moves_them_off_a_dead_one(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from contreact_events.catalog import LLMResponded
+from contreact_events.catalog.cycle import LLMResponded
 from contreact_events.core.fold import fold_all
 from contreact_events.history.replay import replay_check
 from contreact_events.history.run_summary import run_summary
@@ -115,5 +115,5 @@ def test_the_saved_pool_log_records_each_calls_host_and_older_logs_read_it_as_un
     lines = older.read_bytes().splitlines()
     stored = [line for line in lines if b'"type":"LLMResponded"' in line]
     assert stored and all(b'"host"' not in line for line in stored)
-    assert all(event_from_json(line).host is None for line in stored)  # type: ignore[union-attr]
+    assert all(event_from_json(line).host is None for line in stored)
     assert fold_all([event_from_json(line) for line in lines]).host == ""
