@@ -8,12 +8,15 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from contreact_bus.experiments import ReplicaEntry
+from contreact_cli.views.experiment import RunView, table
 from contreact_events.catalog.cycle import LLMResponded
 from contreact_events.core.fold import fold_all
 from contreact_events.history.replay import replay_check
 from contreact_events.history.run_summary import run_summary
 from contreact_events.wire.codec import event_from_json
 from contreact_llm.scheduling.pool import all_down, choose_host, pinned_counts, tie_break
+from contreact_ui.read_models.describe import describe
 from tests.support.pool_sim import MOVED_AFTER, POOL, pool_run
 
 HOSTS = ("http://gpu1:11434", "http://gpu2:11434", "http://gpu3:11434")
@@ -117,3 +120,17 @@ def test_the_saved_pool_log_records_each_calls_host_and_older_logs_read_it_as_un
     assert stored and all(b'"host"' not in line for line in stored)
     assert all(event_from_json(line).host is None for line in stored)
     assert fold_all([event_from_json(line) for line in lines]).host == ""
+
+
+def test_the_experiment_table_and_the_dashboards_timeline_show_the_host() -> None:
+    sim = pool_run()
+    entry = ReplicaEntry("a-A", "a", "A", sim.config.model_name, sim.config.run_id, 1, "0" * 64)
+    view = RunView(entry)
+    view.take(sim.log)
+    row = view.row()
+    assert row["host"] == POOL[1]
+    header, line = table([row])
+    assert "HOST" in header.split() and " gpu2:11434 " in line
+    answers = [e for e in sim.log if isinstance(e, LLMResponded)]
+    assert describe(answers[0]).startswith(f"calls write from {POOL[0]}")
+    assert describe(answers[-1]).startswith(f"answer from {POOL[1]}: Cycle 3")

@@ -186,20 +186,19 @@ COLUMNS = (
     ("tokens", 9),
     ("cost", 10),
     ("advisory", 18),
+    ("host", 22),
     ("run", 0),
 )
 
 
-def where(row: dict[str, Any]) -> str:
-    """`` (backend on host)``: what served the run's last call (a pool may move a run)."""
-    if not row["backend"]:
-        return ""
-    host = f" on {safe(row['host'], 60, one_line=True)}" if row.get("host") else ""
-    return f" ({safe(row['backend'], 40, one_line=True)}{host})"
+def host_cell(host: str) -> str:
+    """The host of the run's last call, without the scheme (``gpu1:11434``), or ``-``."""
+    return safe(host.split("://", 1)[-1], 22, one_line=True) if host else "-"
 
 
 def table(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """The table's lines: model, replica, cycle, step, tokens, last advisory, status.
+    """The table's lines: model, replica, status, cycle, step, tokens, cost, last advisory,
+    the host of the last call (a pool may move a run), the run.
     A replica whose model was not the one configured (``auto`` fell back) says so."""
     lines = ["  ".join(f"{name.upper():<{width}}" for name, width in COLUMNS).rstrip()]
     for row in rows:
@@ -216,7 +215,9 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
             f"{row['tokens']:,}",
             cost_text(row["cost"], row["uncosted_calls"]),
             row["advisory"] or "-",
-            row["run_id"] + where(row),
+            host_cell(row.get("host", "")),
+            row["run_id"]
+            + (f" ({safe(row['backend'], 40, one_line=True)})" if row["backend"] else ""),
         )
         lines.append(
             "  ".join(f"{cell:<{width}}" for cell, (_n, width) in zip(cells, COLUMNS, strict=True))
