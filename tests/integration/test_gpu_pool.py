@@ -141,3 +141,28 @@ async def test_a_pool_whose_hosts_are_all_down_fails_the_call_with_one_line(
     assert "\n" not in error
     assert error.startswith("every host of the pool for model 'm' is down")
     assert all(host in error for host in pool) and "ollama serve" in error
+
+
+async def test_a_call_waits_for_its_busy_host_then_a_free_one_serves_it_and_the_pin_stays(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    """Two runs pinned to one host of one call at a time (a slow one): the second call
+    waits for it at most ``pool_stick_wait_s``, then the idle host serves it; both runs
+    keep their pin. With a long wait, both calls are served by their host, one after
+    the other."""
+    with (
+        running_ollama_host(["m"], num_parallel=4, latency_s=lambda _m: 1.0) as busy,
+        running_ollama_host(["m"], num_parallel=4) as idle,
+    ):
+        pool = (busy.host, idle.host)
+        pins = llm_route_pins_key(route_of(chat("x", pool)).id)
+        for step, wait_s, expected in ((1, 0.2, {busy.host, idle.host}), (2, 60.0, {busy.host})):
+            await aredis.hset(pins, mapping={"run-a": busy.host, "run-b": busy.host})
+            await send(aredis, chat("run-a", pool, step), chat("run-b", pool, step))
+            await run(worker(redis_url, "w1", pool, pool_stick_wait_s=wait_s), burst=True)
+            done = await answers(aredis)
+            served = {host_of(done[f"{r}/c1/s{step}"]) for r in ("run-a", "run-b")}
+            assert served == expected, step
+            assert await aredis.hgetall(pins) == {b"run-a": busy.host.encode(),
+                                                  b"run-b": busy.host.encode()}  # fmt: skip
+        assert busy.max_in_flight == 1

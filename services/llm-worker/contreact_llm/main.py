@@ -75,6 +75,7 @@ def build_scheduler(
             poll_s=settings.poll_s,
             reclaim_idle_ms=settings.reclaim_idle_ms,
             host_down_ms=int(settings.host_down_s * 1000),
+            stick_wait_s=settings.pool_stick_wait_s,
         ),
     )
 

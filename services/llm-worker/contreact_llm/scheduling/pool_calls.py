@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
@@ -25,7 +26,7 @@ from contreact_events.wire.tasks import InboxMessage, LLMTask
 from contreact_llm.exceptions import HostDown
 from contreact_llm.handler import LLMTaskHandler
 from contreact_llm.scheduling.host_slots import HostLimits, HostSlots, Lease
-from contreact_llm.scheduling.pool import all_down
+from contreact_llm.scheduling.pool import all_down, tie_break
 from contreact_llm.scheduling.pool_state import PoolState
 
 log = logging.getLogger(__name__)
@@ -46,11 +47,15 @@ class PoolCalls:
         slots: HostSlots,
         state: PoolState,
         limits: Callable[[], Mapping[str, HostLimits]],
+        stick_wait_s: float = 20.0,
     ) -> None:
         self._handler = handler
         self._slots = slots
         self.state = state
         self._limits = limits
+        self.stick_wait_s = stick_wait_s
+        """Longest a call waits for a slot on its run's host before any up host of the
+        pool with a free slot serves it (the run keeps its pin)."""
         self.freed = asyncio.Event()
         """Set when a slot is freed anywhere (the scheduler's bell)."""
 
@@ -79,8 +84,10 @@ class PoolCalls:
         self, held: HoldsLease, route: Route, run_id: str, failed: dict[str, str]
     ) -> tuple[str | None, dict[str, str]]:
         """Hold a slot on the run's host (waiting for one while it is full, asking the
-        pool again each time: its host may go down meanwhile). (host, hosts down);
-        host None, holding no slot, when every host is down."""
+        pool again each time: its host may go down meanwhile), at most ``stick_wait_s``:
+        then a slot on any up host. (host, hosts down); host None, holding no slot, when
+        every host is down."""
+        until = time.monotonic() + self.stick_wait_s
         while True:
             placed = await self.state.place(route.id, route.hosts, run_id, failed)
             host = placed.host
@@ -100,9 +107,26 @@ class PoolCalls:
                 # served where its slot is, and the run keeps its pin
                 return lease.host, placed.down
             await self._give_back(held)
+            if time.monotonic() >= until:
+                spill = await self._any_slot(route, run_id, placed.down)
+                if spill is not None:
+                    held.lease = spill
+                    return spill.host, placed.down
             self.freed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.freed.wait(), WAIT_S)
+
+    async def _any_slot(self, route: Route, run_id: str, down: dict[str, str]) -> Lease | None:
+        """A slot on an up host of the pool, in the run's order of the hosts."""
+        for host in sorted(route.hosts, key=lambda host: tie_break(run_id, host)):
+            if host in down:
+                continue
+            got = await self._slots.acquire(host, route.model, self._limits()[host])
+            if isinstance(got, list):
+                log.info("%s: %s waited %.0fs for its host; served by %s", route.id, run_id,
+                         self.stick_wait_s, host)  # fmt: skip
+                return got[0]
+        return None
 
     async def _give_back(self, held: HoldsLease) -> None:
         if held.lease is not None:

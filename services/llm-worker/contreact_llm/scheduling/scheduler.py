@@ -63,7 +63,8 @@ class SchedulerSettings:
     housekeeping_every_s: float = 30.0
     """How often the routes' streams are trimmed (as ``ConsumerSettings``)."""
     host_down_ms: int = 30_000
-    """How long a pool's host that could not be reached is held down (``pool``)."""
+    stick_wait_s: float = 20.0
+    """``pool``: a host not reached is down that long; a call waits that long for its host."""
 
 
 @dataclass
@@ -98,9 +99,8 @@ class ChatScheduler:
             reclaim_idle_ms=settings.reclaim_idle_ms,
             on_dead_letter=tell_run_of_dead_letter(handler.inbox),
         )
-        self._pool = PoolCalls(
-            handler, slots, PoolState(redis, settings.host_down_ms), self._routes.host_limits
-        )
+        self._pool = PoolCalls(handler, slots, PoolState(redis, settings.host_down_ms),
+                               self._routes.host_limits, settings.stick_wait_s)  # fmt: skip
         self.decoder = TaskDecoder()
         """Chat tasks, each run's known history validated once (``wire.task_history``)."""
         self._running: dict[bytes, _Running] = {}
