@@ -10,6 +10,7 @@ from pathlib import Path
 
 from contreact_bus.experiments import ReplicaEntry
 from contreact_cli.views.experiment import RunView, table
+from contreact_cli.views.progress import ProgressPrinter
 from contreact_events.catalog.cycle import LLMResponded
 from contreact_events.core.fold import fold_all
 from contreact_events.history.replay import replay_check
@@ -134,3 +135,12 @@ def test_the_experiment_table_and_the_dashboards_timeline_show_the_host() -> Non
     answers = [e for e in sim.log if isinstance(e, LLMResponded)]
     assert describe(answers[0]).startswith(f"calls write from {POOL[0]}")
     assert describe(answers[-1]).startswith(f"answer from {POOL[1]}: Cycle 3")
+
+
+def test_following_a_run_says_which_host_serves_it_and_when_it_moves() -> None:
+    printed: list[str] = []
+    printer = ProgressPrinter(printed.append)
+    for event in pool_run().log:
+        printer.show(event)
+    hosts = [line.strip() for line in printed if "served by" in line]
+    assert hosts == [f"served by {POOL[0]}", f"now served by {POOL[1]} (was {POOL[0]})"]
