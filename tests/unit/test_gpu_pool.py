@@ -13,6 +13,7 @@ from contreact_cli.views.experiment import RunView, table
 from contreact_cli.views.progress import ProgressPrinter
 from contreact_events.catalog.cycle import LLMResponded
 from contreact_events.core.fold import fold_all
+from contreact_events.history.export import export_records
 from contreact_events.history.replay import replay_check
 from contreact_events.history.run_summary import run_summary
 from contreact_events.wire.codec import event_from_json
@@ -115,6 +116,8 @@ def test_the_saved_pool_log_records_each_calls_host_and_older_logs_read_it_as_un
     assert run_summary(state).host == POOL[1]
     assert replay_check(events).ok
     assert pool_run().log == events  # the generator still makes the saved log
+    calls = [r["payload"] for r in export_records(events) if r["event_type"] == "LLM_INVOCATION"]
+    assert [c["host"] for c in calls] == hosts  # the export names the host of each call
     older = FIXTURES / "runlog-v5-budget-stop.jsonl"  # LLMResponded 2
     lines = older.read_bytes().splitlines()
     stored = [line for line in lines if b'"type":"LLMResponded"' in line]
