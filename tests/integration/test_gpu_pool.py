@@ -16,6 +16,9 @@ import redis.asyncio as aioredis
 from contreact_bus.llm_routes import llm_task_stream, route_of
 from contreact_bus.local_redis import free_port
 from contreact_events.catalog.chat import ChatMessage
+from contreact_events.catalog.exchange import Exchange
+from contreact_events.cognition.model_answer import analysis_json_schema
+from contreact_events.core.exchange_prompt import analysis_messages
 from contreact_events.names import ACTIVE_RUNS, llm_host_down_key, llm_route_pins_key
 from contreact_events.wire.codec import message_from_fields
 from contreact_events.wire.tasks import InboxMessage, LLMTask
@@ -166,3 +169,27 @@ async def test_a_call_waits_for_its_busy_host_then_a_free_one_serves_it_and_the_
             assert await aredis.hgetall(pins) == {b"run-a": busy.host.encode(),
                                                   b"run-b": busy.host.encode()}  # fmt: skip
         assert busy.max_in_flight == 1
+
+
+async def test_an_analysis_on_a_pool_whose_hosts_are_all_down_gets_the_heuristic(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    """An exchange's analysis is answered as its kind is, never as a failed call: the
+    heuristic stands in, with the one line as its reason."""
+    pool = (f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}")
+    exchange = Exchange(agent_message="Is anyone there?", operator_reply="Yes, I am.")
+    task = chat("asking", pool).model_copy(
+        update={
+            "kind": "analysis",
+            "tools": (),
+            "json_schema": analysis_json_schema(),
+            "messages": analysis_messages(exchange, ()),
+        }
+    )
+    await send(aredis, task)
+    await run(worker(redis_url, "w1", pool), burst=True)
+    answer = (await answers(aredis))[task.task_id]
+    assert answer.kind == "OperatorMessageAnalyzed", answer
+    reason = str(answer.data["fallback_reason"])
+    assert "every host of the pool for model 'm' is down" in reason
+    assert all(host in reason for host in pool)

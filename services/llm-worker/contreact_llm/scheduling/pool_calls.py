@@ -21,10 +21,9 @@ from typing import Protocol
 
 from contreact_bus.llm_routes import Route
 from contreact_events.config import EMBEDDED_HOST
-from contreact_events.wire.answers import llm_failed
 from contreact_events.wire.tasks import InboxMessage, LLMTask
 from contreact_llm.exceptions import HostDown
-from contreact_llm.handler import LLMTaskHandler
+from contreact_llm.handler import LLMTaskHandler, failure
 from contreact_llm.scheduling.host_slots import HostLimits, HostSlots, Lease
 from contreact_llm.scheduling.pool import all_down, tie_break
 from contreact_llm.scheduling.pool_state import PoolState
@@ -72,7 +71,7 @@ class PoolCalls:
             if host is None:
                 error = all_down(route.model, route.hosts, down)
                 log.warning("%s: %s", route.id, error)
-                return llm_failed(task, error, retryable=True, attempts=max(len(failed), 1))
+                return failure(task, error, retryable=True, attempts=max(len(failed), 1))
             try:
                 return await self._handler.reply(task.model_copy(update={"host": host}))
             except HostDown as exc:
