@@ -1,8 +1,9 @@
 """A model's pool of hosts, with real LLM workers on a real Redis and Ollama stand-ins
 on real sockets (``tests/support/ollama_host.py``): a run's calls stick to one host,
-runs spread evenly, each host's limit holds, a host that refuses connections is passed
+runs spread evenly, each host's limit holds, a call waits for its busy host at most
+``pool_stick_wait_s``, a host that refuses connections or stops answering is passed
 over (the call moves, the host is held down), and a pool with every host down answers
-with one line naming them."""
+with one line naming them (an analysis: the heuristic, with that line as its reason)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from contreact_llm.settings import LLMWorkerSettings
 from tests.support.inbox import INBOX, use_one_shard
 from tests.support.ollama_host import running_ollama_host
 from tests.support.orchestration import ask_for
+from tests.support.silent_host import silent_host
 
 pytestmark = pytest.mark.redis
 
@@ -193,3 +195,23 @@ async def test_an_analysis_on_a_pool_whose_hosts_are_all_down_gets_the_heuristic
     reason = str(answer.data["fallback_reason"])
     assert "every host of the pool for model 'm' is down" in reason
     assert all(host in reason for host in pool)
+
+
+async def test_a_host_that_stops_answering_is_held_down_after_the_calls_timeout(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    """A host that accepts connections and never answers (a wedged server): the runs
+    pinned to it wait ``timeout_s``, then move; the host is held down for the others."""
+    with silent_host() as wedged, running_ollama_host(["m"], num_parallel=4) as alive:
+        pool = (wedged.url, alive.host)
+        pins = llm_route_pins_key(route_of(chat("x", pool)).id)
+        await aredis.hset(pins, mapping={"run-a": wedged.url, "run-b": wedged.url})
+        tasks = [chat(r, pool).model_copy(update={"timeout_s": 1.0}) for r in ("run-a", "run-b")]
+        await send(aredis, *tasks)
+        await run(worker(redis_url, "w1", pool), burst=True)
+        done = await answers(aredis)
+        assert {host_of(done[t.task_id]) for t in tasks} == {alive.host}
+        assert wedged.accepted >= 1
+    why = await aredis.get(llm_host_down_key(wedged.url))
+    assert why is not None and b"did not answer within the call's timeout" in why
+    assert {v.decode() for v in (await aredis.hgetall(pins)).values()} == {alive.host}
