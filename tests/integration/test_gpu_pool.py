@@ -8,6 +8,7 @@ with one line naming them (an analysis: the heuristic, with that line as its rea
 from __future__ import annotations
 
 import asyncio
+import random
 from collections import Counter
 from typing import Any
 
@@ -24,6 +25,8 @@ from contreact_events.names import ACTIVE_RUNS, llm_host_down_key, llm_route_pin
 from contreact_events.wire.codec import message_from_fields
 from contreact_events.wire.tasks import InboxMessage, LLMTask
 from contreact_llm.main import run
+from contreact_llm.scheduling.pool import choose_host
+from contreact_llm.scheduling.pool_state import PIN_IDLE_MS, PoolState, pin_value, pinned_hosts
 from contreact_llm.settings import LLMWorkerSettings
 from tests.support.inbox import INBOX, use_one_shard
 from tests.support.ollama_host import running_ollama_host
@@ -80,6 +83,13 @@ async def answers(redis: aioredis.Redis) -> dict[str, InboxMessage]:
     return {m.causation_id or "": m for m in messages}
 
 
+async def pin(redis: aioredis.Redis, key: str, hosts: dict[str, str]) -> None:
+    """Pin runs to hosts now (the server's clock), as a placement does."""
+    seconds, micros = await redis.time()
+    now_ms = int(seconds) * 1000 + int(micros) // 1000
+    await redis.hset(key, mapping={run: pin_value(host, now_ms) for run, host in hosts.items()})
+
+
 def host_of(message: InboxMessage) -> str:
     assert message.kind == "LLMResponded", message
     return str(message.data["host"])
@@ -113,7 +123,7 @@ async def test_runs_spread_evenly_stick_to_their_host_and_each_host_keeps_its_li
         assert (one.max_in_flight, two.max_in_flight) == (1, 1)
         assert (len(one.calls), len(two.calls)) == (8, 8)
     pins = await aredis.hgetall(llm_route_pins_key(route_of(chat("x", pool)).id))
-    assert {k.decode(): v.decode() for k, v in pins.items()} == first
+    assert pinned_hosts(pins) == first
 
 
 async def test_a_host_that_refuses_connections_is_held_down_and_its_calls_move(
@@ -162,14 +172,16 @@ async def test_a_call_waits_for_its_busy_host_then_a_free_one_serves_it_and_the_
         pool = (busy.host, idle.host)
         pins = llm_route_pins_key(route_of(chat("x", pool)).id)
         for step, wait_s, expected in ((1, 0.2, {busy.host, idle.host}), (2, 60.0, {busy.host})):
-            await aredis.hset(pins, mapping={"run-a": busy.host, "run-b": busy.host})
+            await pin(aredis, pins, {"run-a": busy.host, "run-b": busy.host})
             await send(aredis, chat("run-a", pool, step), chat("run-b", pool, step))
             await run(worker(redis_url, "w1", pool, pool_stick_wait_s=wait_s), burst=True)
             done = await answers(aredis)
             served = {host_of(done[f"{r}/c1/s{step}"]) for r in ("run-a", "run-b")}
             assert served == expected, step
-            assert await aredis.hgetall(pins) == {b"run-a": busy.host.encode(),
-                                                  b"run-b": busy.host.encode()}  # fmt: skip
+            assert pinned_hosts(await aredis.hgetall(pins)) == {
+                "run-a": busy.host,
+                "run-b": busy.host,
+            }
         assert busy.max_in_flight == 1
 
 
@@ -205,7 +217,7 @@ async def test_a_host_that_stops_answering_is_held_down_after_the_calls_timeout(
     with silent_host() as wedged, running_ollama_host(["m"], num_parallel=4) as alive:
         pool = (wedged.url, alive.host)
         pins = llm_route_pins_key(route_of(chat("x", pool)).id)
-        await aredis.hset(pins, mapping={"run-a": wedged.url, "run-b": wedged.url})
+        await pin(aredis, pins, {"run-a": wedged.url, "run-b": wedged.url})
         tasks = [chat(r, pool).model_copy(update={"timeout_s": 1.0}) for r in ("run-a", "run-b")]
         await send(aredis, *tasks)
         await run(worker(redis_url, "w1", pool), burst=True)
@@ -214,4 +226,36 @@ async def test_a_host_that_stops_answering_is_held_down_after_the_calls_timeout(
         assert wedged.accepted >= 1
     why = await aredis.get(llm_host_down_key(wedged.url))
     assert why is not None and b"did not answer within the call's timeout" in why
-    assert {v.decode() for v in (await aredis.hgetall(pins)).values()} == {alive.host}
+    assert set(pinned_hosts(await aredis.hgetall(pins)).values()) == {alive.host}
+
+
+async def test_the_placement_script_applies_the_pure_policy(aredis: aioredis.Redis) -> None:
+    """``PoolState.place`` (one Lua script) against ``pool.choose_host`` on random
+    states: live pins, idle ones (past ``PIN_IDLE_MS``: not counted, dropped), a run's
+    own pin up or down, hosts down."""
+    hosts = tuple(f"http://gpu{n}:11434" for n in range(4))
+    chooser = random.Random(32)
+    state = PoolState(aredis)
+    seconds, _micros = await aredis.time()
+    now_ms = int(seconds) * 1000
+    for case in range(60):
+        key = llm_route_pins_key(f"case-{case}")
+        live = {f"r{n}": chooser.choice(hosts) for n in range(chooser.randint(0, 12))}
+        idle = {f"old{n}": chooser.choice(hosts) for n in range(chooser.randint(0, 4))}
+        mapping: dict[Any, Any] = {r: pin_value(h, now_ms) for r, h in live.items()}
+        mapping |= {r: pin_value(h, now_ms - PIN_IDLE_MS - 1000) for r, h in idle.items()}
+        if mapping:
+            await aredis.hset(key, mapping=mapping)
+        down = {h: "refused" for h in hosts if chooser.random() < 0.3}
+        run_id = chooser.choice([*live, "new-run"])
+        others = {r: h for r, h in live.items() if r != run_id}
+        expected = choose_host(
+            run_id, hosts, pin=live.get(run_id), down=down, pinned=Counter(others.values())
+        )
+        placed = await state.place(f"case-{case}", hosts, run_id, down)
+        assert placed.host == expected, case
+        pins = pinned_hosts(await aredis.hgetall(key))
+        if expected is not None:
+            assert pins[run_id] == expected
+        if expected != live.get(run_id):  # placed anew: the idle pins were dropped
+            assert not set(idle) & set(pins)

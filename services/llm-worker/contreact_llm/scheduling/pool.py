@@ -14,6 +14,9 @@
   by itself when that time has passed (the next call placed there is its probe: if it
   fails, the host is down again). A call that got an answer, an error one included
   (HTTP 4xx/5xx), found its host up.
+* **Where it runs.** ``pool_state.PLACE_SCRIPT`` applies this policy atomically in
+  Redis, on the route's pins (``tests/integration/test_gpu_pool.py`` holds the two
+  together on random states); this module is its specification.
 * **All down.** When no host of the pool is up, the call ends as a failure that names
   every host and why (``all_down``): the run fails with that line, as a run whose one
   host is down does.
@@ -50,7 +53,8 @@ def tie_break(run_id: str, host: str) -> str:
 
 
 def pinned_counts(pins: Mapping[str, str], live: Collection[str]) -> dict[str, int]:
-    """Live runs pinned to each host (``pins``: run -> host; ``live``: the runs not ended)."""
+    """Live runs pinned to each host (``pins``: run -> host; ``live``: the runs not ended:
+    in Redis, those whose pin was used within ``pool_state.PIN_IDLE_MS``)."""
     counts: dict[str, int] = {}
     for run_id, host in pins.items():
         if run_id in live:
