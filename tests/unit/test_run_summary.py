@@ -55,6 +55,7 @@ def test_the_listing_hash_is_the_summarys_slow_part() -> None:
         "model": summary.model,
         "backend": summary.backend,
         "resolved_model": summary.resolved_model,
+        "host": "",  # a version-2 log: the host that answered was not recorded
         "experiment": summary.experiment,
         "waiting_task": "",
         "failure_reason": "",

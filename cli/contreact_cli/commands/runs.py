@@ -99,6 +99,7 @@ def cmd_runs(args: argparse.Namespace, settings: CLISettings) -> int:
         out(
             f"{row.run_id:<40} {status:<17} cycle {row.cycle}/{row.cycle_count}  "
             + what_ran(row.model, row.resolved_model, row.backend)
+            + (f" on {safe(row.host, 80, one_line=True)}" if row.host else "")
         )
     return 0
 

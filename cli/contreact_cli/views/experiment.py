@@ -100,6 +100,7 @@ class RunView:
             "llm_seconds": round(run.llm_seconds, 3) if run else 0,
             "advisory": self.advisory,
             "backend": run.backend if run else "",
+            "host": run.host if run else "",
             "resolved_model": run.resolved_model if run else "",
             "failure_reason": self.unreadable or (run.failure_reason if run else ""),
             "requested_at": self.started_at,
@@ -188,12 +189,19 @@ COLUMNS = (
     ("tokens", 9),
     ("cost", 10),
     ("advisory", 18),
+    ("host", 22),
     ("run", 0),
 )
 
 
+def host_cell(host: str) -> str:
+    """The host of the run's last call, without the scheme (``gpu1:11434``), or ``-``."""
+    return safe(host.split("://", 1)[-1], 22, one_line=True) if host else "-"
+
+
 def table(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """The table's lines: model, replica, cycle, step, tokens, last advisory, status.
+    """The table's lines: model, replica, status, cycle, step, tokens, cost, last advisory,
+    the host of the last call (a pool may move a run), the run.
     A replica whose model was not the one configured (``auto`` fell back) says so."""
     lines = ["  ".join(f"{name.upper():<{width}}" for name, width in COLUMNS).rstrip()]
     for row in rows:
@@ -210,6 +218,7 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
             f"{row['tokens']:,}",
             cost_text(row["cost"], row["uncosted_calls"]),
             row["advisory"] or "-",
+            host_cell(row.get("host", "")),
             row["run_id"]
             + (f" ({safe(row['backend'], 40, one_line=True)})" if row["backend"] else ""),
         )

@@ -16,17 +16,36 @@ class ProgressPrinter:
         self._out = out
         self._cycles = cycle_count
         self._model = ""
+        self._pooled = False
+        """The run's model has a pool of hosts (``ollama_client_config.hosts``)."""
+        self._host = ""
 
     def show(self, event: Event) -> None:
         line = self._line(event)
         if line is not None:
             self._out(line)
 
+    def _answered(self, host: str | None, unparsed: bool) -> str | None:
+        """A pool's host, when it first answers and when the run moves; a tool call
+        that could not be parsed."""
+        lines = []
+        if host and host != self._host:
+            shown = safe(host, 80, one_line=True)
+            if self._host:
+                lines.append(f"  now served by {shown} (was {safe(self._host, 80, one_line=True)})")
+            elif self._pooled:
+                lines.append(f"  served by {shown}")
+            self._host = host
+        if unparsed:
+            lines.append("  the model's tool call could not be parsed; kept as text")
+        return "\n".join(lines) or None
+
     def _line(self, event: Event) -> str | None:
         match event.type:
             case "RunRequested":
                 self._cycles = event.config.cycle_count
                 self._model = event.config.model_name
+                self._pooled = len(event.config.llm_hosts()) > 1
                 return (
                     f"run {event.run_id}: model {safe(event.config.model_name, one_line=True)}, "
                     f"{self._cycles} cycle(s), backend {event.config.backend}"
@@ -58,8 +77,8 @@ class ProgressPrinter:
             case "OperatorReplied":
                 who = "operator" if event.by == "operator" else "operator (automatic)"
                 return f"  {who} -> agent: {safe(event.text, 300, one_line=True)}"
-            case "LLMResponded" if event.tool_call_error:
-                return "  the model's tool call could not be parsed; kept as text"
+            case "LLMResponded":
+                return self._answered(event.host, event.tool_call_error is not None)
             case "SimilarityAssessed":
                 if event.max_similarity is None:
                     note = safe(event.note, 200, one_line=True) if event.note else ""

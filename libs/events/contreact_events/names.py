@@ -61,6 +61,17 @@ def llm_route_runs_key(route_id: str) -> str:
     return f"llm:route:{route_id}:runs"
 
 
+def llm_route_pins_key(route_id: str) -> str:
+    """Hash of run id -> the host of the route's pool its calls stick to (``pool``)."""
+    return f"llm:route:{route_id}:pins"
+
+
+def llm_host_down_key(host: str) -> str:
+    """String set while a host is held down (its last error), expiring after
+    ``host_down_s``: a call that could not reach it set it (``pool``)."""
+    return f"llm:{{{host}}}:down"
+
+
 def llm_host_leases_key(host: str) -> str:
     """Sorted set of the calls in flight on a host: ``MODEL\\nLEASE`` scored by expiry (ms)."""
     return f"llm:{{{host}}}:leases"

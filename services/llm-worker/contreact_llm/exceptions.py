@@ -19,6 +19,21 @@ class TransientBackendError(BackendError):
     transient = True
 
 
+class HostUnreachable(TransientBackendError):
+    """The host could not be reached: a refused or reset connection, no connection
+    within the connect timeout, no answer within the call's timeout. In a pool the call
+    moves to another host at once (``scheduling.pool``) instead of trying this one again."""
+
+
+class HostDown(LLMWorkerError):
+    """A call of a pool found its host unreachable: the scheduler moves it."""
+
+    def __init__(self, host: str, error: str) -> None:
+        super().__init__(f"{host}: {error}")
+        self.host = host
+        self.error = error
+
+
 class CheckTimedOut(BackendError):
     """A model check got no answer from its host within its time (``check_slots``)."""
 

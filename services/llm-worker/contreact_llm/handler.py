@@ -36,6 +36,7 @@ from contreact_llm.backends.embedded import EmbeddedBackend
 from contreact_llm.backends.ollama import OllamaBackend
 from contreact_llm.backends.openai import OpenAIBackend
 from contreact_llm.backends.scripted import ScriptedBackend
+from contreact_llm.exceptions import HostDown
 from contreact_llm.retry import RetryPolicy
 from contreact_llm.settings import LLMWorkerSettings
 
@@ -90,18 +91,15 @@ class LLMTaskHandler:
             await pipe.execute()
 
     async def reply(self, task: LLMTask) -> InboxMessage:
-        """The answer to ``task``; an unexpected error becomes its failure answer."""
+        """The answer to ``task``; an unexpected error becomes its failure answer.
+        Raises ``HostDown`` when a call of a pool could not reach its host."""
         try:
             return await self.answer(task)
+        except HostDown:
+            raise  # the call of a pool moves to another host (``scheduling.pool_calls``)
         except Exception as exc:
             log.exception("task %s of run %s failed unexpectedly", task.task_id, task.run_id)
-            error = f"llm-worker error: {type(exc).__name__}: {exc}"
-            if task.kind == "check":
-                return model_checked(task, ok=False, backend=None, detail=error)
-            if task.kind == "analysis":
-                analysis, reason = heuristic_instead(task.messages, error)
-                return operator_message_analyzed(task, analysis, reason)
-            return llm_failed(task, error, retryable=False, attempts=1)
+            return failure(task, f"llm-worker error: {type(exc).__name__}: {exc}")
 
     async def answer(self, task: LLMTask) -> InboxMessage:
         """The inbox message answering ``task`` (no sending)."""
@@ -134,6 +132,8 @@ class LLMTaskHandler:
             return llm_responded(
                 task, answer.message, answer.usage, answer.model, answer.tool_call_error
             )
+        if answer.host_down and len(task.hosts) > 1:
+            raise HostDown(task.host, answer.error)
         return llm_failed(task, answer.error, retryable=answer.retryable, attempts=answer.attempts)
 
     async def analyse(self, task: LLMTask) -> InboxMessage:
@@ -149,6 +149,8 @@ class LLMTaskHandler:
         if isinstance(answer, ChatReply):
             analysis, fallback = analysis_from_answer(answer.message.content, task.messages)
             return operator_message_analyzed(task, analysis, fallback)
+        if answer.host_down and len(task.hosts) > 1:
+            raise HostDown(task.host, answer.error)  # another host of the pool is asked
         reason = f"no model answered after {answer.attempts} attempt(s): {answer.error}"
         analysis, reason = heuristic_instead(task.messages, reason)
         return operator_message_analyzed(task, analysis, reason)
@@ -177,6 +179,19 @@ class LLMTaskHandler:
     async def aclose(self) -> None:
         for backend in self._backends.values():
             await backend.aclose()
+
+
+def failure(
+    task: LLMTask, error: str, *, retryable: bool = False, attempts: int = 1
+) -> InboxMessage:
+    """The answer of a task that got none, as its kind takes it: a failed check, the
+    heuristic's analysis with the reason, a failed call."""
+    if task.kind == "check":
+        return model_checked(task, ok=False, backend=None, detail=error)
+    if task.kind == "analysis":
+        analysis, reason = heuristic_instead(task.messages, error)
+        return operator_message_analyzed(task, analysis, reason)
+    return llm_failed(task, error, retryable=retryable, attempts=attempts)
 
 
 def analysis_refusal(task: LLMTask) -> str | None:

@@ -74,6 +74,8 @@ def build_scheduler(
             max_wait_ms=int(settings.max_wait_s * 1000),
             poll_s=settings.poll_s,
             reclaim_idle_ms=settings.reclaim_idle_ms,
+            host_down_ms=int(settings.host_down_s * 1000),
+            stick_wait_s=settings.pool_stick_wait_s,
         ),
     )
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from contreact_llm.exceptions import BackendError, CallFailed
+from contreact_llm.exceptions import BackendError, CallFailed, HostUnreachable
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +29,18 @@ class RetryPolicy:
 
 
 async def with_retries(
-    policy: RetryPolicy, call: Callable[[], Awaitable[T]], deadline: datetime | None = None
+    policy: RetryPolicy,
+    call: Callable[[], Awaitable[T]],
+    deadline: datetime | None = None,
+    *,
+    pool: bool = False,
 ) -> tuple[T, int]:
     """``call()``'s result and the number of attempts it took.
 
     Transient ``BackendError``s are retried up to ``policy.max_attempts``, and not past
     the task's ``deadline`` (the run stops waiting then); any other ``BackendError``,
-    or the last transient one, is raised as ``CallFailed``.
+    or the last transient one, is raised as ``CallFailed``. In a ``pool`` of hosts an
+    unreachable host is not tried again: the call moves to another (``HostUnreachable``).
     """
     attempt = 1
     while True:
@@ -46,7 +51,8 @@ async def with_retries(
             past = deadline is not None and datetime.now(UTC).timestamp() + delay > (
                 deadline.timestamp()
             )
-            if not exc.transient or attempt >= policy.max_attempts or past:
+            moves = pool and isinstance(exc, HostUnreachable)
+            if not exc.transient or attempt >= policy.max_attempts or past or moves:
                 raise CallFailed(exc, attempt) from exc
             log.warning("attempt %d failed (%s); retrying in %.2fs", attempt, exc, delay)
         await asyncio.sleep(delay)

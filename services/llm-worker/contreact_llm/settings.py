@@ -79,6 +79,14 @@ class LLMWorkerSettings(BaseSettings):
     max_wait_s: float = Field(default=300.0, gt=0)
     """A route waiting this long without a call started makes the host drain a model."""
     drain_s: float = Field(default=60.0, gt=0)
+    host_down_s: float = Field(default=30.0, gt=0)
+    """A host of a pool that a call could not reach (refused, reset, no connection within
+    ``connect_timeout_s``, no answer within ``timeout_s``) takes no calls for this long;
+    then the next call placed there tries it again (docs/how-to/gpu-pool.md)."""
+    pool_stick_wait_s: float = Field(default=20.0, ge=0)
+    """Longest a call of a pool waits for a slot on its run's host (while that host is
+    up and busy); then any up host of the pool with a free slot serves it, and the run
+    keeps its host for its next calls."""
     poll_s: float = Field(default=1.0, gt=0)
     """Look at the routes at least this often (wake-ups come through pub/sub)."""
     max_attempts: int = Field(default=3, gt=0)

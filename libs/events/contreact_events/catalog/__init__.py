@@ -201,6 +201,7 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("RunForked", 2): _adds(question=""),
     ("LLMRequested", 1): _adds(prompt_sha256=None),
     ("LLMResponded", 1): _unchanged,
+    ("LLMResponded", 2): _adds(host=None),
     ("StepLimitReached", 1): _adds(final_call=False),
     ("RegenerationRequested", 1): _adds(pinned=False),
     ("ReflectionEmbedded", 1): _adds(runtime=TORCH_RUNTIME),

@@ -73,14 +73,18 @@ class LLMResponded(InputEvent):
     """Input from the LLM worker; ``causation_id`` is the task it answers."""
 
     type: Literal["LLMResponded"] = "LLMResponded"
-    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
-    """2: ``usage.cost`` and ``usage.cost_source`` (version 1 events read as unknown)."""
+    schema_version: Literal[3] = 3  # type: ignore[assignment]  # a raised version
+    """2: ``usage.cost`` and ``usage.cost_source`` (version 1 events read as unknown);
+    3: ``host`` (version 2 events read as unknown)."""
     message: AssistantMessage
     usage: LLMUsage = LLMUsage()
     model: str = ""
     tool_call_error: str | None = None
     """Set when the backend could not parse the model's tool call and the raw text
     was kept as a plain answer."""
+    host: str | None = None
+    """The host that answered: one of the model's pool (``ollama_client_config.hosts``),
+    the OpenAI-compatible base URL, ``embedded``; None in version 2 events (unknown)."""
 
 
 class LLMFailed(InputEvent):

@@ -280,6 +280,7 @@ def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
             "summary": event.message.content,
             "summary_upto": state.compaction_upto,
             "compactions": state.compactions + 1,
+            "host": event.host or state.host,
         }
         if state.cycle_metrics:  # its tokens and time count to the cycle it follows
             last = state.cycle_metrics[-1]
@@ -317,6 +318,7 @@ def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
     usage = event.usage
     return {
         "phase": "responded",
+        "host": event.host or state.host,
         "pending_task_id": None,
         "last_response": message,
         "message_history": Appended(reply),

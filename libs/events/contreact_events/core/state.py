@@ -142,6 +142,9 @@ class AgentState(BaseModel):
     model_digest: str | None = None
     resolved_model: str = ""
     """The model that answers (the embedded GGUF's name when ``auto`` fell back to it)."""
+    host: str = ""
+    """The host that answered the run's last call (``LLMResponded.host``; a model's pool
+    may move a run to another host when its host goes down)."""
     system_prompt: str = ""
     tools: tuple[dict[str, Any], ...] = ()
     cycle_number: int = 0

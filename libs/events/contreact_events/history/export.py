@@ -1,7 +1,7 @@
 """Export a run in seed 003's JSONL LogRecord format. Pure.
 
 Records: CYCLE_START, LLM_INVOCATION (prompt_messages, response_message,
-model_options, and the backend and model that actually answered), TOOL_CALL
+model_options, and the backend, model and host that actually answered), TOOL_CALL
 (tool_name, parameters, output), CYCLE_END (final_reflection, metrics); and
 SETTINGS_CHANGED (changes with old and new values, by, reason) where a researcher
 changed a setting mid-run (``contreact set``). The run
@@ -73,6 +73,7 @@ def _record(
                 "model_options": options,
                 "backend": after.backend,
                 "model": event.model,
+                "host": event.host,
                 "usage": event.usage.model_dump(mode="json"),
                 "tool_call_error": event.tool_call_error,
             }

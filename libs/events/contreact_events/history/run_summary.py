@@ -24,6 +24,7 @@ LISTING_STRINGS = (
     "model",
     "resolved_model",
     "backend",
+    "host",
     "experiment",
     "waiting_task",
     "failure_reason",
@@ -49,6 +50,8 @@ class RunListing(BaseModel):
     """The model that answered (differs from ``model`` when ``auto`` fell back)."""
     backend: str
     """The backend that ran once the model check resolved it, else the configured one."""
+    host: str
+    """The host that answered the run's last call (of its model's pool), or empty."""
     experiment: str
     cycle: int
     """The cycle in progress, or the last one."""
@@ -121,6 +124,7 @@ def listing_fields(state: AgentState) -> dict[str, str]:
         "model": config.model_name if config else "",
         "resolved_model": state.resolved_model,
         "backend": state.backend or (config.backend if config else ""),
+        "host": state.host,
         "experiment": (config.experiment or "") if config else "",
         "waiting_task": waiting.task_id if waiting else "",
         "failure_reason": ending_reason(state),
@@ -147,6 +151,7 @@ def run_summary(state: AgentState) -> RunSummary:
         model=config.model_name if config else "",
         resolved_model=state.resolved_model,
         backend=state.backend or (config.backend if config else ""),
+        host=state.host,
         experiment=(config.experiment or "") if config else "",
         cycle=state.cycle_number,
         cycle_count=config.cycle_count if config else 0,

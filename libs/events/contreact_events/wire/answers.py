@@ -114,6 +114,7 @@ def llm_responded(
         usage=usage,
         model=model,
         tool_call_error=tool_call_error,
+        host=task.host or None,
     )
 
 

@@ -40,6 +40,8 @@ class ChatFailure:
     error: str
     retryable: bool
     attempts: int
+    host_down: bool = False
+    """The host could not be reached (``HostUnreachable``): in a pool, the call moves."""
 
 
 ChatOutcome = ChatReply | ChatFailure

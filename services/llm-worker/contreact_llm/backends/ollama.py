@@ -30,6 +30,7 @@ from contreact_llm.exceptions import (
     BackendError,
     CallFailed,
     CheckTimedOut,
+    HostUnreachable,
     ToolCallParseError,
     TransientBackendError,
 )
@@ -73,12 +74,17 @@ def classify(exc: Exception, host: str) -> BackendError:
             return TransientBackendError(message)
         return BackendError(message)
     if isinstance(exc, httpx.ConnectTimeout):
-        return TransientBackendError(
+        return HostUnreachable(
             f"Ollama at {host} did not accept a connection within the connect timeout "
             "(ollama_client_config.connect_timeout_s): is the host right and the server up?"
         )
+    if isinstance(exc, httpx.TimeoutException):
+        return HostUnreachable(
+            f"Ollama at {host} did not answer within the call's timeout "
+            "(ollama_client_config.timeout_s)"
+        )
     if isinstance(exc, ConnectionError | httpx.TransportError):
-        return TransientBackendError(unreachable(host, exc))
+        return HostUnreachable(unreachable(host, exc))
     return BackendError(f"Ollama client error talking to {host}: {type(exc).__name__}: {exc}")
 
 
@@ -116,16 +122,27 @@ class OllamaBackend:
         return self._check_clients[key]
 
     async def check(self, task: LLMTask) -> CheckOutcome:
-        """The model must be on every host of the pool, the same version on each (a
-        run's calls may go to any of them). Each host is asked in its own queue, and
-        the whole check ends at its time (``check_slots``)."""
+        """The model must be on every host of the pool that answers, the same version
+        on each (a run's calls may go to any of them); a host of a pool that cannot be
+        reached is passed over with a note (the pool serves without it, and takes it
+        back once it answers), as long as one host answers. Each host is asked in its
+        own queue, and the whole check ends at its time (``check_slots``)."""
         window = self._checks.window(task.deadline)
+        pool = task.hosts or (task.host,)
         digests: dict[str, str | None] = {}
-        for host in task.hosts or (task.host,):
-            outcome = await self._check_host(task, host, window)
+        down: dict[str, str] = {}
+        for host in pool:
+            outcome, unreachable = await self._check_host(task, host, window)
+            if unreachable and len(pool) > 1:
+                down[host] = outcome.detail
+                continue
             if not outcome.ok:
                 return outcome
             digests[host] = outcome.model_digest
+        if not digests:
+            each = "; ".join(down.values())
+            detail = f"no host of the pool for model '{task.model}' answers: {each}"
+            return CheckOutcome(ok=False, backend="ollama", detail=detail)
         if len(set(digests.values())) > 1:
             versions = ", ".join(f"{host}: {digest}" for host, digest in digests.items())
             return CheckOutcome(
@@ -135,41 +152,48 @@ class OllamaBackend:
                 f"({versions}): run `ollama pull {task.model}` on each",
             )
         hosts = list(digests)
-        where = hosts[0] if len(hosts) == 1 else f"{len(hosts)} hosts ({', '.join(hosts)})"
+        where = hosts[0] if len(pool) == 1 else f"{len(hosts)} hosts ({', '.join(hosts)})"
+        passed = f"; passed over, not answering: {', '.join(down)}" if down else ""
         return CheckOutcome(
             ok=True,
             backend="ollama",
-            detail=f"model '{full_name(task.model)}' is available on {where}",
+            detail=f"model '{full_name(task.model)}' is available on {where}{passed}",
             model_digest=digests[hosts[0]],
             model=task.model,
         )
 
-    async def _check_host(self, task: LLMTask, host: str, window: CheckWindow) -> CheckOutcome:
+    async def _check_host(
+        self, task: LLMTask, host: str, window: CheckWindow
+    ) -> tuple[CheckOutcome, bool]:
+        """The host's outcome, and whether the host could not be reached at all."""
         client = self._check_client(host, task)
         try:
             listing = await self._checks.call(
                 host, window, client.list, server="Ollama", fix=CHECK_FIX
             )
         except CheckTimedOut as exc:
-            return CheckOutcome(ok=False, backend="ollama", detail=str(exc))
+            return CheckOutcome(ok=False, backend="ollama", detail=str(exc)), True
         except Exception as exc:
-            return CheckOutcome(ok=False, backend="ollama", detail=classify(exc, host).args[0])
+            error = classify(exc, host)
+            unreachable = isinstance(error, HostUnreachable)
+            return CheckOutcome(ok=False, backend="ollama", detail=error.args[0]), unreachable
         wanted = full_name(task.model)
         for entry in listing.models:
             if entry.model is not None and full_name(entry.model) == wanted:
-                return CheckOutcome(
+                outcome = CheckOutcome(
                     ok=True,
                     backend="ollama",
                     detail=f"model '{entry.model}' is available on {host}",
                     model_digest=entry.digest,
                 )
-        return CheckOutcome(ok=False, backend="ollama", detail=pull_hint(task.model, host))
+                return outcome, False
+        return CheckOutcome(ok=False, backend="ollama", detail=pull_hint(task.model, host)), False
 
     async def chat(self, task: LLMTask) -> ChatOutcome:
         started = time.monotonic()
         try:
             response, attempts = await with_retries(
-                self._retry, lambda: self._chat_once(task), task.deadline
+                self._retry, lambda: self._chat_once(task), task.deadline, pool=len(task.hosts) > 1
             )
         except CallFailed as failed:
             cause = failed.cause
@@ -185,7 +209,8 @@ class OllamaBackend:
                     model=task.model,
                     tool_call_error=str(cause),
                 )
-            return ChatFailure(str(cause), cause.transient, failed.attempts)
+            down = isinstance(cause, HostUnreachable)
+            return ChatFailure(str(cause), cause.transient, failed.attempts, host_down=down)
         usage = LLMUsage(
             prompt_tokens=response.prompt_eval_count or 0,
             completion_tokens=response.eval_count or 0,

@@ -22,6 +22,7 @@ every route's stream as on ``tasks:llm`` (``Consumer.housekeep``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,8 @@ from contreact_events.config import EMBEDDED_HOST
 from contreact_events.names import ACTIVE_RUNS, LLM_GROUP, llm_route_runs_key
 from contreact_llm.scheduling.host_slots import HostLimits, HostSlots, HostView, LocalSlots
 from contreact_llm.scheduling.placement import Waiting
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -95,6 +98,21 @@ class RouteScanner:
             await consumer.ensure_group()
             # (setdefault: housekeeping loads routes too, beside the dispatch loop)
             self.lines.setdefault(route_id, Line(route, consumer))
+
+    async def housekeep(self) -> tuple[int, int]:
+        """Trim what every worker is done with from each route's stream and forget
+        consumers long gone (``Consumer.housekeep``): without it a route's stream kept
+        every acked task, each with its run's whole history. Returns (trimmed, removed)."""
+        trimmed = removed = 0
+        await self.load_routes()
+        for line in list(self.lines.values()):
+            try:
+                done = await line.consumer.housekeep()
+            except Exception as exc:  # the next round tries again
+                log.warning("%s: housekeeping failed: %s", line.route.stream, exc)
+                continue
+            trimmed, removed = trimmed + done[0], removed + done[1]
+        return trimmed, removed
 
     def hosts(self) -> list[str]:
         hosts = {host for line in self.lines.values() for host in line.route.hosts}

@@ -41,6 +41,8 @@ from contreact_events.wire.task_history import TaskDecoder
 from contreact_llm.handler import LLMTaskHandler
 from contreact_llm.scheduling.host_slots import HostLimits, HostSlots, Lease, LocalSlots
 from contreact_llm.scheduling.placement import Attempt, Policy, plan
+from contreact_llm.scheduling.pool_calls import PoolCalls
+from contreact_llm.scheduling.pool_state import PoolState
 from contreact_llm.scheduling.route_scan import Line, RouteScanner
 
 log = logging.getLogger(__name__)
@@ -60,13 +62,17 @@ class SchedulerSettings:
     max_deliveries: int = 5
     housekeeping_every_s: float = 30.0
     """How often the routes' streams are trimmed (as ``ConsumerSettings``)."""
+    host_down_ms: int = 30_000
+    stick_wait_s: float = 20.0
+    """``pool``: a host not reached is down that long; a call waits that long for its host."""
 
 
 @dataclass
 class _Running:
     line: Line
     delivery: Delivery
-    lease: Lease
+    lease: Lease | None
+    """The slot the call holds (None: a call of a pool waiting for its run's host)."""
     ending: bool = False
     """Its result and release are on their way (a renewal may find the lease gone)."""
 
@@ -93,6 +99,8 @@ class ChatScheduler:
             reclaim_idle_ms=settings.reclaim_idle_ms,
             on_dead_letter=tell_run_of_dead_letter(handler.inbox),
         )
+        self._pool = PoolCalls(handler, slots, PoolState(redis, settings.host_down_ms),
+                               self._routes.host_limits, settings.stick_wait_s)  # fmt: skip
         self.decoder = TaskDecoder()
         """Chat tasks, each run's known history validated once (``wire.task_history``)."""
         self._running: dict[bytes, _Running] = {}
@@ -313,6 +321,7 @@ class ChatScheduler:
 
     async def _call(self, running: _Running) -> None:
         line, delivery, lease = running.line, running.delivery, running.lease
+        assert lease is not None  # (only ``PoolCalls`` gives a call's slot back)
         try:
             if delivery.deliveries > self.settings.max_deliveries:
                 reason = f"delivered {delivery.deliveries} times without success"
@@ -333,23 +342,25 @@ class ChatScheduler:
                 await self._release(lease)
                 return
             started = await self._handler.take(task.model_copy(update={"host": lease.host}))
-            message = await self._handler.reply(started)
+            message = await self._pool.reply(running, line.route, started)  # on its run's host
+            held = running.lease
             async with self._redis.pipeline(transaction=False) as pipe:
                 self._handler.queue_answer(pipe, task, message)
                 pipe.xack(line.route.stream, LLM_GROUP, delivery.entry_id)
-                if lease.host != EMBEDDED_HOST:
-                    self._slots.queue_release(pipe, lease)
+                if held is not None and held.host != EMBEDDED_HOST:
+                    self._slots.queue_release(pipe, held)
                 pipe.publish(LLM_WAKE_CHANNEL, self._freed)
                 running.ending = True
                 await pipe.execute()
-            if lease.host == EMBEDDED_HOST:
-                self._local.release(lease)
+            if held is not None and held.host == EMBEDDED_HOST:
+                self._local.release(held)
         except Exception:
             log.exception(
                 "%s: %s failed; it stays pending", line.route.id, delivery.entry_id.decode()
             )
         finally:
             self._running.pop(delivery.entry_id, None)
+            self._pool.freed.set()
             if self._blocked:  # calls wait for what this one just freed
                 self._wake.set()
 
@@ -371,6 +382,8 @@ class ChatScheduler:
                     if message is None:
                         continue
                     data = text(message["data"])
+                    if data.startswith(FREED_WAKE_PREFIX):
+                        self._pool.freed.set()  # a pool's call may wait for that slot
                     if data == self._freed:
                         continue  # our own release: the loop knows already
                     if data.startswith(ROUTE_WAKE_PREFIX):
@@ -402,30 +415,20 @@ class ChatScheduler:
             if not running:
                 continue
             try:
-                remote = [r.lease for r in running if r.lease.host != EMBEDDED_HOST]
+                held = [r.lease for r in running if r.lease is not None]
+                remote = [lease for lease in held if lease.host != EMBEDDED_HOST]
                 lost = {lease.lease_id for lease in await self._slots.renew(remote)}
                 for item in running:
-                    if item.lease.lease_id in lost and not item.ending:  # not just released
-                        lease = item.lease
+                    lease = item.lease
+                    if lease and lease.lease_id in lost and not item.ending:  # not just released
                         log.warning("lease of %s on %s had expired", lease.model, lease.host)
                 await self._refresh_claims([r for r in running if not r.ending])
             except Exception as exc:  # the next round tries again
                 log.warning("could not renew leases or claims: %s", exc)
 
     async def housekeep(self) -> tuple[int, int]:
-        """Trim what every worker is done with from each route's stream and forget
-        consumers long gone (``Consumer.housekeep``): without it a route's stream kept
-        every acked task, each with its run's whole history. Returns (trimmed, removed)."""
-        trimmed = removed = 0
-        await self._routes.load_routes()
-        for line in list(self._routes.lines.values()):
-            try:
-                done = await line.consumer.housekeep()
-            except Exception as exc:  # the next round tries again
-                log.warning("%s: housekeeping failed: %s", line.route.stream, exc)
-                continue
-            trimmed, removed = trimmed + done[0], removed + done[1]
-        return trimmed, removed
+        """Trim the routes' streams (``RouteScanner.housekeep``). (trimmed, removed)."""
+        return await self._routes.housekeep()
 
     async def _refresh_claims(self, running: Sequence[_Running]) -> None:
         by_stream: dict[str, list[Any]] = {}

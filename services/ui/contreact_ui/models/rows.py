@@ -64,6 +64,7 @@ RunSort = Literal[
     "status",
     "model",
     "backend",
+    "host",
     "experiment",
     "cycle",
     "step",

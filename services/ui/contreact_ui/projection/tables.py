@@ -46,7 +46,8 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT PRIMARY KEY,
   status TEXT NOT NULL, phase TEXT NOT NULL, model TEXT NOT NULL,
-  resolved_model TEXT NOT NULL, backend TEXT NOT NULL, experiment TEXT NOT NULL,
+  resolved_model TEXT NOT NULL, backend TEXT NOT NULL, host TEXT NOT NULL DEFAULT '',
+  experiment TEXT NOT NULL,
   cycle INTEGER NOT NULL, cycle_count INTEGER NOT NULL, step INTEGER NOT NULL,
   llm_calls INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL,
   completion_tokens INTEGER NOT NULL, llm_seconds REAL NOT NULL, events INTEGER NOT NULL,

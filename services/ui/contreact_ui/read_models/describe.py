@@ -56,8 +56,10 @@ def describe(event: Event) -> str:
             text = f"cycle {event.cycle} step {event.step} (call {event.call_index + 1})"
         case LLMResponded():
             calls = ", ".join(c.name for c in event.message.tool_calls)
-            text = (f"calls {calls}" if calls else "answer") + (
-                f": {event.message.content}" if event.message.content else ""
+            text = (
+                (f"calls {calls}" if calls else "answer")
+                + (f" from {event.host}" if event.host else "")
+                + (f": {event.message.content}" if event.message.content else "")
             )
         case LLMFailed():
             text = event.error

@@ -20,7 +20,7 @@ from contreact_events.diversity.search_texts import SearchText
 from contreact_events.history.run_summary import RunSummary
 from contreact_ui.models import CycleView, OperatorExchange, RegenerationAttempt
 
-PROJECTION_VERSION = 5
+PROJECTION_VERSION = 6
 """Raise this whenever a table's shape or meaning changes: the store then rebuilds."""
 
 ChangeKind = Literal["added", "changed", "deleted"]

@@ -320,7 +320,7 @@
     return unknown ? ">=" + shown : shown;
   }
 
-  const FIELDS = ["model", "backend", "experiment", "step", "llm_calls", "memory_keys"];
+  const FIELDS = ["model", "backend", "host", "experiment", "step", "llm_calls", "memory_keys"];
   function updateRunRows(rows) {
     const filters = DATA.filters;
     let missing = false;

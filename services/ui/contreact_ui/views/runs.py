@@ -19,6 +19,7 @@ SORTS: dict[RunSort, str] = {
     "status": "status",
     "model": "model",
     "backend": "backend",
+    "host": "host",
     "experiment": "experiment",
     "cycle": "cycle",
     "step": "step",
