@@ -41,7 +41,7 @@ def group(tmp_path: Path) -> Iterator[SentinelGroup]:
 def test_both_clients_follow_a_failover_and_an_acknowledged_write_survives(
     group: SentinelGroup,
 ) -> None:
-    async def scenario() -> tuple[bytes | None, int]:
+    async def scenario() -> tuple[bytes | str | None, int]:
         client = await connect(group.address())
         durable = Durability(replicas=2, timeout_ms=5000)
         async with client.pipeline(transaction=False) as pipe:
@@ -100,7 +100,7 @@ def test_rq_works_a_job_through_the_sentinels(group: SentinelGroup) -> None:
     job = queue.enqueue(say, "through sentinel")
     worker = SimpleWorker([queue], connection=connection, serializer=JSONSerializer)
     assert worker.work(burst=True, with_scheduler=True)
-    job.refresh()
+    job.refresh()  # type: ignore[no-untyped-call]
     assert job.return_value() == "THROUGH SENTINEL"
     connection.close()
 
