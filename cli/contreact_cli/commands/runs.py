@@ -250,7 +250,7 @@ def show_state(state: AgentState, out: Printer, *, as_json: bool) -> None:
         out(json.dumps(state.model_dump(mode="json"), indent=2))
         return
     config = state.config
-    out(f"run {state.run_id}: {state.status} (phase {state.phase})")
+    out(f"run {state.run_id}: {state.listed_status} (phase {state.phase})")
     if config is not None:
         backend: str = state.backend or config.backend
         if backend != config.backend:
