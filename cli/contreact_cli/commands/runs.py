@@ -56,7 +56,10 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--step",
         action="store_true",
-        help="rest before every model call: go on one call at a time with `contreact step RUN`",
+        help=(
+            "rest before every model call: `contreact step RUN` lets it make one and run the "
+            "tool call(s) it asks for"
+        ),
     )
     p = add_command(sub, "watch", cmd_watch, "follow a run's progress")
     p.add_argument("run", type=run_id)
