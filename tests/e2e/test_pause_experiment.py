@@ -99,7 +99,7 @@ def dashboard_status(stack: Stack, run_id: str) -> str | None:
 def raw_log(url: str, run_id: str) -> list[Any]:
     client = redis.Redis.from_url(url)
     try:
-        return list(client.xrange(run_log_key(run_id)))
+        return list(client.xrange(run_log_key(run_id)) or [])
     finally:
         client.close()
 
