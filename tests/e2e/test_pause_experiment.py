@@ -115,26 +115,28 @@ def test_one_models_runs_rest_through_restarts_and_a_live_run_is_queried(
         fake.auto_reply = True
         fake.latency_s = 1.5  # (slow models: both runs are live when one is paused)
         stack.cli("experiment", "run", str(experiment(tmp_path, fake)), "--detach", check=True)
-        stack.wait_until(
-            lambda: {r["run_id"]: r["cycle"] for r in stack.json("runs")}.get(PAUSED, 0) >= 1,
-            120,
-            "llama3's run in cycle 1",
-        )
+
+        def in_cycle_2() -> bool:  # (cycle 1 answered: both runs can be queried)
+            cycles = {r["run_id"]: r["cycle"] for r in stack.json("runs")}
+            return bool(min(cycles.get(PAUSED, 0), cycles.get(GOING, 0)) >= 2)
+
+        stack.wait_until(in_cycle_2, 120, "both runs in cycle 2")
 
         paused = stack.cli(
             "pause", "--experiment", "px", "--model", "llama3", "--reason", "a look", check=True
         )
         assert f"run {PAUSED} paused" in paused.stdout and GOING not in paused.stdout
+        # A query of the run still running: answered beside it while it goes on.
+        assert show(stack, GOING)["status"] == "running"
+        going = stack.cli("query", GOING, QUESTION, "--by", "ana", "--json", check=True)
+        going_record = RunQueried.model_validate(json.loads(going.stdout))
+        assert going_record.answer == "mistral: writing my notes, one a cycle."
+
         stack.wait_until(lambda: resting(stack, PAUSED), 60, "llama3's run to rest")
         stack.wait_until(lambda: listed(stack)[PAUSED] == "paused", 30, "listed as paused")
         stack.wait_until(lambda: dashboard_status(stack, PAUSED) == "paused", 60, "dashboard")
         assert show(stack, PAUSED)["status"] == "running"  # the fold's own status
         rested_calls = agent_calls(fake, "llama3")
-
-        # A query of the run still running: answered beside it while it goes on.
-        going = stack.cli("query", GOING, QUESTION, "--by", "ana", "--json", check=True)
-        going_record = RunQueried.model_validate(json.loads(going.stdout))
-        assert going_record.answer == "mistral: writing my notes, one a cycle."
 
         # The other model's run goes on to its end while llama3's rests.
         stack.wait_until(lambda: show(stack, GOING)["status"] == "completed", 180, "mistral")
