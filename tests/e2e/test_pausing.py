@@ -60,8 +60,8 @@ def test_a_paused_run_survives_restarts_holding_nothing_then_goes_on(tmp_path: P
         running_stack(tmp_path, None, env=QUICK_RECLAIM) as stack,
     ):
         fake.auto_reply = True
-        fake.latency_s = 1.0  # (a slow model: the run is live when it is paused)
-        stack.cli("run", str(config(tmp_path, fake, "pz-1", 4)), "--detach", check=True)
+        fake.latency_s = 2.0  # (a slow model: the run is live when it is paused, at load too)
+        stack.cli("run", str(config(tmp_path, fake, "pz-1", 6)), "--detach", check=True)
         stack.wait_until(lambda: show(stack, "pz-1")["cycle_number"] >= 1, what="cycle 1")
         paused = stack.cli("pause", "pz-1", "--reason", "a look", "--by", "ana", check=True)
         assert "run pz-1 paused" in paused.stdout
@@ -84,7 +84,7 @@ def test_a_paused_run_survives_restarts_holding_nothing_then_goes_on(tmp_path: P
         resumed = stack.cli("resume", "pz-1", check=True, timeout=120)
         assert "run pz-1 resumed" in resumed.stdout
         stack.wait_until(lambda: show(stack, "pz-1")["status"] == "completed", 180, "the end")
-        assert show(stack, "pz-1")["cycle_number"] == 4
+        assert show(stack, "pz-1")["cycle_number"] == 6
         assert stack.json("replay", "pz-1", "--check")["divergence"] is None
         assert stack.json("rebuild", "pz-1")["equal"] is True
         one_line(stack.cli("resume", "pz-1"), "has ended")

@@ -7,8 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from contreact_events.catalog.cycle import LLMRequested
+from contreact_events.config.experiment_resume import ACTIVE_STATUSES
 from contreact_events.core.outbox import pending_tasks, waiting_deadline
+from contreact_events.core.state import RESTING_STATUSES
 from contreact_events.history.replay import replay_check
+from contreact_events.history.run_summary import RunListing, listing_fields, run_summary
 from contreact_events.wire.codec import event_from_json, event_to_json
 from contreact_events.wire.tasks import LLMTask
 from tests.support.fork_sim import ForkSim
@@ -103,3 +106,45 @@ def test_a_fork_of_a_paused_run_runs() -> None:
     assert not child.state.paused
     child.drive([tool_then_reflect])
     assert child.state.status == "completed"
+
+
+def listed(sim: Sim) -> str:
+    """The status every listing shows, checked to be one value in all of them."""
+    summary = run_summary(sim.state)
+    fields = listing_fields(sim.state)
+    assert RunListing.from_hash(fields) == summary.listing()
+    assert summary.status == fields["status"] == sim.state.listed_status
+    return summary.status
+
+
+def test_a_paused_or_stepping_run_lists_as_paused_or_stepping_and_as_live() -> None:
+    sim = Sim(make_config(run_id="l", cycle_count=2))
+    sim.start()
+    assert listed(sim) == "running"
+    sim.send("RunPaused", None, by="ana")
+    assert listed(sim) == "paused"  # at once: it finishes the call in flight, then rests
+    sim.drive([tool_then_reflect])
+    assert listed(sim) == "paused" and sim.state.status == "running"  # the fold's own
+    assert RESTING_STATUSES <= ACTIVE_STATUSES  # an experiment run again leaves it alone
+    sim.send("RunResumed", None, by="ana")
+    assert listed(sim) == "running"
+    sim.send("RunPaused", None, by="ana", stepping=True)
+    assert listed(sim) == "stepping"
+    sim.send("RunResumed", None, by="ana", step=True)
+    assert listed(sim) == "stepping"  # between steps and during one
+    sim.send("RunResumed", None, by="ana")
+    sim.drive([tool_then_reflect])
+    assert listed(sim) == "completed"
+
+
+def test_a_paused_run_waiting_for_the_operator_lists_as_waiting_for_the_operator() -> None:
+    def asks(task: LLMTask) -> Any:
+        return say("", ("send_message_to_operator", {"message": "anyone?"}))
+
+    sim = Sim(make_config(run_id="w", cycle_count=1, operator={"mode": "human"}))
+    sim.start()
+    sim.send("RunPaused", None, by="ana")
+    sim.drive([asks])
+    assert sim.state.status == "waiting_operator" and sim.state.paused
+    assert listed(sim) == "waiting_operator"  # the reply is needed first
+    assert listing_fields(sim.state)["waiting_task"]

@@ -85,9 +85,16 @@ def register_pausing(sub: Any) -> None:
         if name == "pause":
             p.add_argument("--reason", type=text, default="", help="why (kept in the log)")
             p.add_argument(
-                "--step", action="store_true", help="go on one model call per `contreact step`"
+                "--step",
+                action="store_true",
+                help="go on one model call, and the tool call(s) it asks for, per `contreact step`",
             )
-    p = add_command(sub, "step", cmd_step, "let a stepping run make one more model call")
+    p = add_command(
+        sub,
+        "step",
+        cmd_step,
+        "let a stepping run make one more model call and run the tool call(s) it asks for",
+    )
     p.add_argument("run", help="the run")
     p.add_argument("--by", help=f"who (default: ${BY_ENV}, else your login name)")
     p.add_argument("--wait", type=positive_seconds, default=15.0, help="seconds to wait (15)")

@@ -56,7 +56,10 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--step",
         action="store_true",
-        help="rest before every model call: go on one call at a time with `contreact step RUN`",
+        help=(
+            "rest before every model call: `contreact step RUN` lets it make one and run the "
+            "tool call(s) it asks for"
+        ),
     )
     p = add_command(sub, "watch", cmd_watch, "follow a run's progress")
     p.add_argument("run", type=run_id)
@@ -251,7 +254,7 @@ def show_state(state: AgentState, out: Printer, *, as_json: bool) -> None:
         out(json.dumps(state.model_dump(mode="json"), indent=2))
         return
     config = state.config
-    out(f"run {state.run_id}: {state.status} (phase {state.phase})")
+    out(f"run {state.run_id}: {state.listed_status} (phase {state.phase})")
     if config is not None:
         backend: str = state.backend or config.backend
         if backend != config.backend:

@@ -21,11 +21,12 @@ from contreact_bus.experiments import ReplicaEntry, queue_entry, replica_entries
 from contreact_bus.forks import queue_fork, refusal
 from contreact_bus.replies import text
 from contreact_bus.streams.inbox import Inbox
+from contreact_events.core.state import RESTING_STATUSES
 from contreact_events.history.experiment_forks import PlannedFork
 from contreact_events.names import experiment_replicas_key, run_meta_key
 from contreact_events.wire.tasks import ForkRequest
 
-GOING = frozenset({"running", "waiting_operator"})
+GOING = frozenset({"running", "waiting_operator", *RESTING_STATUSES})
 
 
 @dataclass

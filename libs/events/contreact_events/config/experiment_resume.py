@@ -23,7 +23,11 @@ from contreact_events.config import RunConfig
 from contreact_events.config.experiment import PlannedRun
 from contreact_events.exceptions import ConfigError
 
-ACTIVE_STATUSES = frozenset({"new", "checking", "running", "waiting_operator"})
+ACTIVE_STATUSES = frozenset(
+    {"new", "checking", "running", "waiting_operator", "paused", "stepping"}
+)
+"""A run's listed statuses before it ends (``paused`` and ``stepping``: a running run at
+rest, ``core.state.RESTING_STATUSES``; config does not import core)."""
 DONE_STATUS = "completed"
 ENDED_FOR_GOOD = frozenset({DONE_STATUS, "stopped"})
 """A replica whose run completed, or was stopped by its budget (running it again would

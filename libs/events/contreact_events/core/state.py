@@ -27,6 +27,10 @@ RunStatus = Literal[
     "stopped",
 ]
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "stopped"})
+RESTING_STATUSES = frozenset({"paused", "stepping"})
+"""What the listings show (``AgentState.listed_status``) of a running run that a
+researcher paused (``contreact pause``) or steps (``contreact run --step``, ``pause
+--step``): live, not ended; the folded ``status`` stays ``running``."""
 
 Phase = Literal[
     "new",  # nothing folded yet
@@ -245,6 +249,19 @@ class AgentState(BaseModel):
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+    @property
+    def listed_status(self) -> str:
+        """The status every listing shows (``contreact runs``, ``experiment status``,
+        the live table, the dashboard): ``status``, except that a running run paused or
+        stepping says ``paused`` or ``stepping``. A run waiting for the operator's reply
+        says ``waiting_operator`` even when paused: the reply is needed first (it rests
+        once it has it)."""
+        if self.status == "running" and self.paused:
+            return "paused"
+        if self.status == "running" and self.stepping:
+            return "stepping"
+        return self.status
 
     @property
     def waiting_for(self) -> QueuedToolCall | None:

@@ -41,8 +41,9 @@ class RunListing(BaseModel):
 
     run_id: str
     status: str
-    """new, checking, running, waiting_operator, completed, failed, cancelled, stopped
-    (its budget reached: ``failure_reason`` says which);
+    """new, checking, running, paused or stepping (``contreact pause``: a running run
+    at rest, ``AgentState.listed_status``), waiting_operator, completed, failed,
+    cancelled, stopped (its budget reached: ``failure_reason`` says which);
     quarantined (set aside by the orchestrator) or unreadable (its log cannot be read)."""
     model: str
     """The configured model (empty before the run's config is folded)."""
@@ -120,7 +121,7 @@ def listing_fields(state: AgentState) -> dict[str, str]:
     waiting = state.waiting_for
     return {
         "run_id": state.run_id,
-        "status": state.status,
+        "status": state.listed_status,
         "model": config.model_name if config else "",
         "resolved_model": state.resolved_model,
         "backend": state.backend or (config.backend if config else ""),
@@ -146,7 +147,7 @@ def run_summary(state: AgentState) -> RunSummary:
     metrics = run_metrics(state)
     return RunSummary(
         run_id=state.run_id,
-        status=state.status,
+        status=state.listed_status,
         phase=state.phase,
         model=config.model_name if config else "",
         resolved_model=state.resolved_model,

@@ -11,6 +11,7 @@ from contreact_events.catalog.cycle import CycleMetrics
 from contreact_ui.models.assessments import AssessmentRow, Table2Live
 from contreact_ui.models.rows import (
     CycleView,
+    HistoryCut,
     Link,
     OperatorExchange,
     RegenerationAttempt,
@@ -138,6 +139,9 @@ class RunPage(_Model):
     """The questions asked of the run's model about it (``contreact query``)."""
     settings_changes: list[SettingsChangeRow] = []
     """Settings changed while it ran (``contreact set``), in log order."""
+    history_cuts: list[HistoryCut] = []
+    """The cycles of ``window`` whose prompts left part of the history out (``history:
+    truncate``) or carried it as a summary (``compact``)."""
 
 
 class MemoryEntry(_Model):

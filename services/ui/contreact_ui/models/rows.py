@@ -112,6 +112,35 @@ class RunsPage(_Model):
 
 
 @dataclass
+class HistoryCut:
+    """Where a cycle's prompts left part of the run's history out (``history:
+    truncate``) or carried it as a summary (``history: compact``): derived from the log,
+    each model call's prompt being the history cut by the run's policy
+    (``contreact_events.core.compaction.window``), so it is what the model was sent."""
+
+    __pydantic_config__ = ROW_CONFIG
+
+    cycle: int
+    kind: Literal["truncated", "summarised"]
+    """truncated: the messages left out were not sent; summarised: a summary of them
+    was sent in their place."""
+    seq: int
+    """The log position of the cycle's first model call that left messages out."""
+    first_left_out: int
+    """Messages 1 to this of the history that call left out."""
+    last_left_out: int
+    """The same for the cycle's last model call."""
+    messages: int
+    """The history's length (after the system message) at the cycle's last call."""
+    calls: int
+    """The cycle's model calls that left messages out."""
+    compaction_seq: int | None = None
+    """The log position of the compaction asked for just before the cycle, if one was
+    (``HistoryCompactionRequested``)."""
+    compaction_model: str | None = None
+
+
+@dataclass
 class CycleView:
     __pydantic_config__ = ROW_CONFIG
 

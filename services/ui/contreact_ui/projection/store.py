@@ -13,6 +13,7 @@ import sqlite3
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import astuple
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -290,6 +291,10 @@ def _write_delta(conn: sqlite3.Connection, delta: Delta, source: str, *, index: 
             )
             for cycle, m in delta.marks.items()
         ],
+    )
+    conn.executemany(
+        "INSERT OR REPLACE INTO history_cuts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(run_id, *astuple(c)) for c in delta.cuts.values()],
     )
     conn.executemany(
         "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?)",

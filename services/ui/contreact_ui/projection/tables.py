@@ -128,6 +128,12 @@ CREATE TABLE IF NOT EXISTS cycle_marks (
   start_seq INTEGER, embedded INTEGER NOT NULL, band TEXT,
   PRIMARY KEY (run_id, cycle)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS history_cuts (
+  run_id TEXT NOT NULL, cycle INTEGER NOT NULL, kind TEXT NOT NULL, seq INTEGER NOT NULL,
+  first_left_out INTEGER NOT NULL, last_left_out INTEGER NOT NULL, messages INTEGER NOT NULL,
+  calls INTEGER NOT NULL, compaction_seq INTEGER, compaction_model TEXT,
+  PRIMARY KEY (run_id, cycle)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS snapshots (
   run_id TEXT NOT NULL, seq INTEGER NOT NULL, cycle INTEGER NOT NULL, state BLOB NOT NULL,
   PRIMARY KEY (run_id, seq)
@@ -144,6 +150,7 @@ TABLES = (
     "events",
     "snapshots",
     "cycle_marks",
+    "history_cuts",
     "texts",
     "text_folds",
     "text_index",

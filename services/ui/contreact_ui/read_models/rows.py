@@ -18,7 +18,7 @@ from contreact_events.catalog import Event
 from contreact_events.catalog.cycle import CycleMetrics
 from contreact_events.diversity.search_texts import SearchText
 from contreact_events.history.run_summary import RunSummary
-from contreact_ui.models import CycleView, OperatorExchange, RegenerationAttempt
+from contreact_ui.models import CycleView, HistoryCut, OperatorExchange, RegenerationAttempt
 
 PROJECTION_VERSION = 6
 """Raise this whenever a table's shape or meaning changes: the store then rebuilds."""
@@ -171,6 +171,8 @@ class Delta:
     marks: dict[int, CycleMark] = field(default_factory=dict)
     texts: list[SearchText] = field(default_factory=list)
     """What the search page searches (a reflection again once its vector is logged)."""
+    cuts: dict[int, HistoryCut] = field(default_factory=dict)
+    """Per cycle, where its prompts left part of the history out (``history_cuts``)."""
 
     @property
     def empty(self) -> bool:

@@ -8,8 +8,6 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
 from contreact_events.catalog import EVENT_CLASSES, Event
 from contreact_events.catalog.cognition import (
     OperatorMessageAnalysisRequested,
@@ -57,8 +55,8 @@ from contreact_ui.models import (
     RegenerationAttempt,
     analysis_status,
 )
+from contreact_ui.read_models.history_cuts import CUT_TYPES, HistoryCuts
 from contreact_ui.read_models.rows import (
-    BAND_WIDTH,
     CycleMark,
     Delta,
     Entry,
@@ -70,6 +68,7 @@ from contreact_ui.read_models.rows import (
     new_cycle,
     new_exchange,
 )
+from contreact_ui.read_models.similarity_rows import band_row, similarities
 
 __all__ = [
     "SNAPSHOT_EVERY",
@@ -112,6 +111,7 @@ class RunProjector:
         self._first_ts: datetime | None = None
         self._last_ts: datetime | None = None
         self._texts = SearchTexts(run_id)
+        self._cuts = HistoryCuts()
 
     @property
     def run_id(self) -> str:
@@ -175,6 +175,8 @@ class RunProjector:
             row = self._cycles.get(number)
             if row is None or (row.ended_at is None and row.metrics is not state.metrics):
                 self._cycle(number).metrics = state.metrics
+        if kind in CUT_TYPES and (cut := self._cuts.feed(event, state)) is not None:
+            delta.cuts[cut.cycle] = cut
         if kind in SEARCHED_TYPES:
             texts = self._texts.feed(event, state.seq)
             if texts:
@@ -384,38 +386,6 @@ _PROJECTIONS: dict[str, _Projection] = {
 """What each projected event type changes besides the summary, by type name (the
 others change the summary only)."""
 assert all(EVENT_CLASSES[name].__name__ == name for name in _PROJECTIONS)
-
-
-def similarities(event: SimilarityAssessed, state: AgentState) -> tuple[tuple[int, float], ...]:
-    """The cycle's row of the similarity matrix, from the vectors in the log: the
-    cosine of this cycle's reflection with every earlier one (as assessed, when the
-    assessment carries its row). Computed with numpy for display: equal to the
-    assessment's exactly rounded figures within a few units in the last place."""
-    if event.similarities:
-        return event.similarities
-    earlier = [(c, v) for c, v in state.embeddings if c < event.cycle]
-    own = next((v for c, v in reversed(state.embeddings) if c == event.cycle), None)
-    if own is None or not earlier:
-        return ()
-    matrix = np.asarray([v for _, v in earlier], dtype=np.float64)
-    target = np.asarray(own, dtype=np.float64)
-    # np.linalg.norm's own steps for real vectors (its checks and dispatch cost more
-    # than the arithmetic at a run's few dozen rows), and clip as its two ufuncs
-    norms = np.sqrt(np.add.reduce(matrix * matrix, axis=1)) * float(np.sqrt(target.dot(target)))
-    norms[norms == 0] = 1.0
-    values = np.minimum(np.maximum(matrix @ target / norms, -1.0), 1.0)
-    return tuple(zip([c for c, _ in earlier], values.tolist(), strict=True))
-
-
-def band_row(cycle: int, values: Iterable[tuple[int, float]]) -> list[float | None]:
-    """A cycle's column of the similarity band: at index k its similarity to the
-    reflection of cycle ``cycle - k - 1`` (3 places), None where there is none."""
-    band: list[float | None] = [None] * BAND_WIDTH
-    for other, value in values:
-        lag = cycle - other - 1
-        if 0 <= lag < BAND_WIDTH:
-            band[lag] = round(value, 3)
-    return band
 
 
 def snapshot_bytes(state: AgentState) -> bytes:

@@ -92,7 +92,7 @@ def replay_page(
         seq=at,
         total=run.events,
         event=event_view(event_row) if event_row else None,
-        status=state.status,
+        status=state.listed_status,
         phase=state.phase,
         cycle=state.cycle_number,
         step=state.step,

@@ -26,6 +26,7 @@ from contreact_ui.models import (
     ChartCycle,
     CycleView,
     CycleWindow,
+    HistoryCut,
     Link,
     LiveChange,
     RegenerationAttempt,
@@ -48,6 +49,7 @@ CYCLE_VIEW = TypeAdapter(CycleView)
 CHART_CYCLE = TypeAdapter(ChartCycle)
 CHART_CYCLES = TypeAdapter(list[ChartCycle])
 REGENERATION_ATTEMPT = TypeAdapter(RegenerationAttempt)
+HISTORY_CUT = TypeAdapter(HistoryCut)
 
 
 def run_page(conn: sqlite3.Connection, run_id: str, from_cycle: int | None = None) -> RunPage:
@@ -96,7 +98,21 @@ def run_page(conn: sqlite3.Connection, run_id: str, from_cycle: int | None = Non
         fork_of=fork_origin(conn, run_id),
         forks=forks_of(conn, run_id),
         settings_changes=settings_changes(conn, run_id),
+        history_cuts=history_cuts(conn, run_id, window.first, window.last),
     )
+
+
+def history_cuts(conn: sqlite3.Connection, run_id: str, first: int, last: int) -> list[HistoryCut]:
+    """Where the prompts of the cycles ``first`` to ``last`` left history out."""
+    return [
+        HISTORY_CUT.validate_python(dict(r))
+        for r in conn.execute(
+            "SELECT cycle, kind, seq, first_left_out, last_left_out, messages, calls, "
+            "compaction_seq, compaction_model FROM history_cuts "
+            "WHERE run_id = ? AND cycle BETWEEN ? AND ? ORDER BY cycle",
+            (run_id, first, last),
+        )
+    ]
 
 
 def settings_changes(conn: sqlite3.Connection, run_id: str) -> list[SettingsChangeRow]:
