@@ -95,7 +95,9 @@ class Archiver:
             **meta_fields(state),
             "digest": state.digest(),
             "digest_shape": AgentState.shape(),
-            "archive": str(path),
+            # The name in the archive folder: a path past 64 bytes turned the hash from a
+            # listpack into a hashtable, 1 KiB a finished run kept (bench.services.scale).
+            "archive": path.name,
         }
         retention = max(1, int(self._retention_s))
         async with self._redis.pipeline(transaction=False) as pipe:

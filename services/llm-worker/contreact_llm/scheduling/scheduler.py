@@ -425,6 +425,7 @@ class ChatScheduler:
                 log.warning("%s: housekeeping failed: %s", line.route.stream, exc)
                 continue
             trimmed, removed = trimmed + done[0], removed + done[1]
+        await self._routes.forget_ended(await self._routes.ended_runs())
         return trimmed, removed
 
     async def _refresh_claims(self, running: Sequence[_Running]) -> None:
