@@ -110,6 +110,7 @@ BENCHES: dict[str, Expected] = {
     "services.scale": Expected(
         (
             "8 runs / one run",
+            "held by the finished runs, per run",
             "dataset over idle, after retention, per run",
             "  orchestrator",
             "  llm-worker",
