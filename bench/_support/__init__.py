@@ -101,11 +101,14 @@ def services(
     *,
     profile_dir: Path | None = None,
     extra_env: dict[str, str] | None = None,
+    counts: dict[str, int] | None = None,
 ) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
     """The orchestrator, one LLM worker and one memory service as subprocesses
     (``python -m MODULE``), logs in ``data_dir/logs``; ready once every one has a
     heartbeat; each stopped by its pid at the end. With ``profile_dir`` each runs
-    under cProfile and writes ``{name}.prof`` there when stopped."""
+    under cProfile and writes ``{name}.prof`` there when stopped. ``counts`` starts
+    more than one of a service (``{"orchestrator": 2}``): the second is named
+    ``orchestrator-2`` in the yielded dict, its log and its profile."""
     from contreact_events.names import SERVICES_HEARTBEAT
 
     logs = data_dir / "logs"
@@ -118,8 +121,13 @@ def services(
         **(extra_env or {}),
     }
     procs: dict[str, subprocess.Popen[bytes]] = {}
+    names = [
+        (name if n == 1 else f"{name}-{n}", module)
+        for name, module in SERVICE_MODULES.items()
+        for n in range(1, (counts or {}).get(name, 1) + 1)
+    ]
     try:
-        for name, module in SERVICE_MODULES.items():
+        for name, module in names:
             argv = [sys.executable]
             if profile_dir is not None:
                 argv += ["-m", "cProfile", "-o", str(profile_dir / f"{name}.prof")]
@@ -137,8 +145,10 @@ def services(
         deadline = time.monotonic() + 60
         try:
             while True:
-                beats = {k.decode().split(":", 1)[0] for k in client.hkeys(SERVICES_HEARTBEAT)}
-                if all(name in beats for name in SERVICE_MODULES):
+                beats = [k.decode().split(":", 1)[0] for k in client.hkeys(SERVICES_HEARTBEAT)]
+                if all(
+                    beats.count(name) >= (counts or {}).get(name, 1) for name in SERVICE_MODULES
+                ):
                     break
                 dead = [n for n, p in procs.items() if p.poll() is not None]
                 if dead or time.monotonic() > deadline:

@@ -110,6 +110,16 @@ BENCHES: dict[str, Expected] = {
     "services.experiment_scaling": Expected(
         ("3 runs as one experiment",), ("3 runs", "services' logs")
     ),
+    "services.scale": Expected(
+        (
+            "8 runs / one run",
+            "held by the finished runs, per run",
+            "dataset over idle, after retention, per run",
+            "  orchestrator",
+            "  llm-worker",
+        ),
+        ("8 runs", "Redis memory per finished run", "services' logs"),
+    ),
     "services.model_swaps": Expected(("model_aware: makespan", "lower bound"), ("model swaps",)),
     "research.assessment_matrix": Expected(("makespan", "lower bound"), ("assessment matrix",)),
     "research.analysis_speed": Expected(

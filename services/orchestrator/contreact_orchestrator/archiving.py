@@ -95,12 +95,17 @@ class Archiver:
             **meta_fields(state),
             "digest": state.digest(),
             "digest_shape": AgentState.shape(),
-            "archive": str(path),
+            # The name in the archive folder: a path past 64 bytes turned the hash from a
+            # listpack into a hashtable, 1 KiB a finished run kept (bench.services.scale).
+            "archive": path.name,
         }
+        # The hash outlives the log (run ids are not reused): its empty fields go, which
+        # every reader takes as empty (``RunListing.from_hash``), 64 bytes a run.
+        empty = [name for name, value in meta.items() if value == ""]
         retention = max(1, int(self._retention_s))
         async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.hset(run_meta_key(run_id), mapping=meta)
-            pipe.hdel(run_meta_key(run_id), ARCHIVE_ERROR)
+            pipe.hset(run_meta_key(run_id), mapping={k: v for k, v in meta.items() if v != ""})
+            pipe.hdel(run_meta_key(run_id), ARCHIVE_ERROR, *empty)
             for key in (run_log_key, run_writer_key, run_digest_key):
                 pipe.expire(key(run_id), retention)
             pipe.srem(ACTIVE_RUNS, run_id)  # last: cut short, recovery archives it again

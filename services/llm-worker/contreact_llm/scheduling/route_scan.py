@@ -112,6 +112,7 @@ class RouteScanner:
                 log.warning("%s: housekeeping failed: %s", line.route.stream, exc)
                 continue
             trimmed, removed = trimmed + done[0], removed + done[1]
+        await self.forget_ended(await self.ended_runs())
         return trimmed, removed
 
     def hosts(self) -> list[str]:
@@ -199,6 +200,29 @@ class RouteScanner:
             if members - active:
                 scan.ended[route_id] = [text(run) for run in members - active]
         scan.in_use = {host: frozenset(models) for host, models in in_use.items()}
+
+    async def ended_runs(self) -> dict[str, list[str]]:
+        """Per route: the runs in its set that have ended. The scan finds them only where
+        a host limits its loaded models; the housekeeping asks here for every route, so
+        a hosted API's or a scripted model's sets do not keep every run that ever called
+        (issue 32: 32 bytes a finished run, for ever). One key per command."""
+        lines = list(self.lines.values())
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for line in lines:
+                pipe.smembers(llm_route_runs_key(line.route.id))
+            members = [sorted(runs) for runs in await pipe.execute()]
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for runs in members:
+                if runs:
+                    pipe.smismember(ACTIVE_RUNS, runs)
+            answers = iter(await pipe.execute())
+        ended: dict[str, list[str]] = {}
+        for line, runs in zip(lines, members, strict=True):
+            if runs and (
+                gone := [text(r) for r, on in zip(runs, next(answers), strict=True) if not on]
+            ):
+                ended[line.route.id] = gone
+        return ended
 
     async def forget_ended(self, ended: dict[str, list[str]]) -> None:
         """Drop ended runs from their routes' sets (a run never becomes active again)."""
