@@ -98,11 +98,12 @@ def test_experiment_on_a_swarm_survives_an_update_a_kill_and_a_redeploy(
     ids = write_experiment(configs_dir, stack.servers)
     assert len(ids) == len(MODELS) * REPLICAS
 
-    pull, check = stack.cli(["models", "pull", FILE], ["models", "check", FILE])
-    assert pull[0] == 0, pull
-    assert check[0] == 0, check
-    for url in stack.servers:
-        assert url in check[1], check
+    # Each server of the pool (`models pull FILE` alone pulls on the configs' `host`).
+    pulls = stack.cli(*(["models", "pull", FILE, "--host", url] for url in stack.servers))
+    checks = stack.cli(*(["models", "check", FILE, "--host", url] for url in stack.servers))
+    for url, pull, check in zip(stack.servers, pulls, checks, strict=True):
+        assert pull[0] == 0, pull
+        assert check[0] == 0 and check[1].startswith(f"{url}: "), check
 
     start = time.monotonic()
     (submit,) = stack.cli(["experiment", "run", FILE, "--detach", "--wait", "120"])
