@@ -244,39 +244,35 @@ class SwarmStack:
         ).stdout
         return sorted(out.split())
 
-    def cli(self, *commands: Sequence[str], timeout: float = 300) -> list[tuple[int, str, str]]:
+    def cli(self, *commands: Sequence[str], timeout: float = 900) -> list[tuple[int, str, str]]:
         """``contreact`` commands in one container of the CLI's image on the stack's
-        network, with the stack's volumes and the configs (as `docker compose run cli`)."""
+        network, with the stack's volumes and the configs (as `docker compose run cli`),
+        one after another in one Python process (the CLI's own ``main``: one start and
+        one import for all, which is most of a short command's time on two loaded
+        cores). The time-out guards a hang only."""
         script = (
-            "import json, subprocess, sys\n"
+            "import contextlib, io, json, sys\n"
+            "from contreact_cli.main import main\n"
             "out = []\n"
             "for argv in json.loads(sys.argv[1]):\n"
-            "    p = subprocess.run(['contreact', *argv], capture_output=True, text=True)\n"
-            "    out.append([p.returncode, p.stdout, p.stderr])\n"
+            "    stdout, stderr, code = io.StringIO(), io.StringIO(), 0\n"
+            "    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):\n"
+            "        try:\n"
+            "            main(argv)\n"
+            "        except SystemExit as exc:\n"
+            "            code = exc.code if isinstance(exc.code, int) else 1\n"
+            "    out.append([code, stdout.getvalue(), stderr.getvalue()])\n"
             "print(json.dumps(out))\n"
         )
         proc = self(
-            "docker",
-            "run",
-            "--rm",
-            "--network",
-            f"{self.name}_backend",
-            "-e",
-            f"REDIS_URL=redis://:{self.env['REDIS_PASSWORD']}@redis:6379/0",
-            "-v",
-            f"{self.name}_runs:/data/runs:ro",
-            "-v",
-            f"{self.name}_memory:/data/memory",
-            "-v",
-            f"{self.configs}:/configs:ro",
-            "--entrypoint",
-            "python3",
+            "docker", "run", "--rm", "--network", f"{self.name}_backend",
+            "-e", f"REDIS_URL=redis://:{self.env['REDIS_PASSWORD']}@redis:6379/0",
+            "-v", f"{self.name}_runs:/data/runs:ro", "-v", f"{self.name}_memory:/data/memory",
+            "-v", f"{self.configs}:/configs:ro", "--entrypoint", "python3",
             f"{self.env['CONTREACT_IMAGE_PREFIX']}/cli:{self.images.tag}",
-            "-c",
-            script,
-            json.dumps([list(c) for c in commands]),
+            "-c", script, json.dumps([list(c) for c in commands]),
             timeout=timeout,
-        )
+        )  # fmt: skip
         results = json.loads(proc.stdout.strip().splitlines()[-1])
         return [(int(code), str(out), str(err)) for code, out, err in results]
 
