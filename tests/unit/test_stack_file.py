@@ -160,3 +160,13 @@ def test_a_stack_without_a_redis_password_is_refused() -> None:
     assert proc.returncode == 1
     (line,) = proc.stderr.splitlines()
     assert "no REDIS_PASSWORD" in line, line
+
+
+def test_every_variable_the_stack_and_its_scripts_read_is_in_env_example() -> None:
+    example = (ROOT / ".env.example").read_text()
+    variables = set(re.findall(r"\$\{([A-Z_]+)", (ROOT / "docker-stack.yml").read_text()))
+    for script in ("deploy/stack.sh", "deploy/registry.sh"):
+        variables |= set(re.findall(r"\$\{(CONTREACT_[A-Z_]+)", (ROOT / script).read_text()))
+    assert {"CONTREACT_ORCHESTRATORS", "CONTREACT_REGISTRY_ADDR"} <= variables
+    missing = sorted(v for v in variables if not re.search(rf"^# {v}=", example, re.M))
+    assert not missing
