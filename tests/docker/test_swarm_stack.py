@@ -129,7 +129,7 @@ def test_experiment_on_a_swarm_survives_an_update_a_kill_and_a_redeploy(
         timeout=180,
     )
     workers = set(stack.tasks("llm-worker"))
-    stack.update("llm-worker", "--force", "--update-delay", "1s")
+    stack.update("llm-worker", "--force", "--update-parallelism", "2", "--update-delay", "0s")
     killed = stack.kill_task("orchestrator")
     at_kill = metas(client, ids)
     assert all(m["status"] == "running" and int(m["cycle"]) < CYCLES for m in at_kill.values()), (
