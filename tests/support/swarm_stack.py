@@ -221,7 +221,9 @@ class SwarmStack:
         """`docker stack rm`, and wait until its containers and network are gone (the
         removal is asynchronous); seconds taken. The volumes stay."""
         start = time.monotonic()
-        self("docker", "stack", "rm", self.name)
+        # It can fail to remove the network while a task is still stopping ("in use by
+        # task"): the network is removed again below, once the containers are gone.
+        self("docker", "stack", "rm", self.name, check=False)
         deadline = time.monotonic() + timeout
         label = f"label=com.docker.stack.namespace={self.name}"
         while True:
@@ -229,6 +231,8 @@ class SwarmStack:
             nets = self("docker", "network", "ls", "-q", "--filter", label).stdout.split()
             if not left and not nets:
                 return time.monotonic() - start
+            if not left:
+                self("docker", "network", "rm", *nets, check=False)
             if time.monotonic() > deadline:
                 raise AssertionError(f"stack rm left {left} {nets}")
             time.sleep(1)
