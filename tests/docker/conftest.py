@@ -109,7 +109,7 @@ def registry(docker_env: dict[str, str], pytestconfig: pytest.Config) -> Iterato
     started.stop()
 
 
-STAND_IN_LATENCY_S = 1.0
+STAND_IN_LATENCY_S = 2.0
 """Seconds per stand-in answer: the experiment lasts long enough for a rolling update."""
 
 
