@@ -4,8 +4,10 @@ with its volumes afterwards."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
+import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
@@ -18,7 +20,9 @@ from tests.support.compose_stack import (
     Images,
     ensure_engine,
     prepare_images,
+    run,
 )
+from tests.support.swarm_stack import Registry, SwarmStack, ensure_swarm, stand_in
 
 NEEDS = (
     "the docker tests need a Docker engine with Compose (deploy/engine.sh installs and "
@@ -90,6 +94,102 @@ def compose_stack(
         if report is not None and report.failed:
             print(stack.logs(tail=80))
         stack.down(volumes=True)
+
+
+@pytest.fixture(scope="session")
+def registry(docker_env: dict[str, str], pytestconfig: pytest.Config) -> Iterator[Registry]:
+    """Debian's docker-registry on a free loopback port (deploy/registry.sh); its
+    storage stays in build/registry, so a second run pushes no layer again."""
+    try:
+        started = Registry.start(docker_env)
+    except DockerUnavailable as exc:
+        pytest.fail(f"{exc}: {NEEDS}", pytrace=False)
+    _say(pytestconfig, f"registry at {started.address}")
+    yield started
+    started.stop()
+
+
+STAND_IN_LATENCY_S = 2.0
+"""Seconds per stand-in answer: the experiment lasts long enough for a rolling update."""
+
+
+@pytest.fixture
+def swarm_stack(
+    docker_env: dict[str, str],
+    images: Images,
+    registry: Registry,
+    configs_dir: Path,
+    request: pytest.FixtureRequest,
+    pytestconfig: pytest.Config,
+) -> Iterator[SwarmStack]:
+    """A stack on a one-node swarm of the engine (every node label on it), its images
+    pushed to the registry by deploy/stack.sh, two model servers outside it (the pool)."""
+    try:
+        ensure_swarm(docker_env)
+    except DockerUnavailable as exc:
+        pytest.fail(f"{exc}: {NEEDS}", pytrace=False)
+    prefix = f"{registry.address}/{images.env()['CONTREACT_IMAGE_PREFIX']}"
+    servers = [
+        stand_in(docker_env, images.service_image("ollama"), STAND_IN_LATENCY_S) for _ in range(2)
+    ]
+    name = f"crsw{secrets.token_hex(3)}"
+    env = {
+        **docker_env,
+        "CONTREACT_IMAGE_PREFIX": prefix,
+        "CONTREACT_IMAGE_TAG": images.tag,
+        "CONTREACT_LOCAL_PREFIX": images.env()["CONTREACT_IMAGE_PREFIX"],
+        "REDIS_PASSWORD": secrets.token_hex(16),
+        "CONTREACT_REDIS_PORT": str(free_port()),
+        "CONTREACT_UI_PUBLISHED_PORT": str(free_port()),
+        "CONTREACT_ORCHESTRATORS": "2",
+        "CONTREACT_LLM_WORKERS": "4",
+        "CONTREACT_ASSESSORS": "2",
+        "CONTREACT_LLM_HOSTS": json.dumps(
+            {url: {"parallel": 4, "max_loaded_models": 2} for _, url in servers}
+        ),
+        "CONTREACT_OPENROUTER_SECRET": f"{name}_openrouter",
+        # As deploy/test/compose.yml: a killed task's claimed entries move on sooner.
+        "CONTREACT_ORCH_RECLAIM_IDLE_MS": "3000",
+        "CONTREACT_LLM_RECLAIM_IDLE_MS": "5000",
+        "CONTREACT_MEMORY_RECLAIM_IDLE_MS": "5000",
+        "CONTREACT_EMBED_RECLAIM_IDLE_MS": "5000",
+    }
+    stack = SwarmStack(env, images, configs_dir, [url for _, url in servers], name)
+    try:
+        start = time.monotonic()
+        push = stack.script("push")
+        assert push.returncode == 0, push.stderr
+        env["REDIS_IMAGE"] = registry.push(images.redis, docker_env)
+        _say(
+            pytestconfig, f"images pushed to {registry.address} in {time.monotonic() - start:.1f} s"
+        )
+        run(
+            ["docker", "secret", "create", env["CONTREACT_OPENROUTER_SECRET"], "-"],
+            env,
+            input_bytes=b"none",
+        )
+        yield stack
+    finally:
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.failed:
+            for service in ("orchestrator", "llm-worker", "memory"):
+                print(stack.logs(service))
+        stack.destroy()
+        run(["docker", "rm", "-f", *(c for c, _ in servers)], docker_env, check=False)
+        local = run(
+            [
+                "docker",
+                "image",
+                "ls",
+                "--format",
+                "{{.Repository}}:{{.Tag}}",
+                f"{registry.address}/*/*",
+            ],
+            docker_env,
+            check=False,
+        ).stdout.split()
+        if local:  # the registry's names of the images: tags only, the layers stay
+            run(["docker", "image", "rm", *local], docker_env, check=False)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import pytest
@@ -47,6 +47,14 @@ EXPERIMENT_FILE = f"/configs/{EXPERIMENT}.yaml"
 ENDED = ("completed", "failed", "cancelled")
 
 Metas = dict[str, dict[str, str]]
+
+
+class Stack(Protocol):
+    """What the checks below need of a stack (Compose's, or the swarm test's)."""
+
+    env: dict[str, str]
+
+    def cli(self, *commands: Sequence[str], timeout: float = 300) -> list[tuple[int, str, str]]: ...
 
 
 def write_experiment(configs: Path) -> list[str]:
@@ -145,7 +153,7 @@ def wait_for(
         time.sleep(0.3)
 
 
-def check_runs(stack: ComposeStack, ids: Sequence[str]) -> int:
+def check_runs(stack: Stack, ids: Sequence[str]) -> int:
     """Every run completed with its cycle count, its rebuilt state equal to the
     orchestrator's and its replay without divergence; the experiment's record naming
     them; the memory store equal to its rebuild from the logs. Returns the number of
@@ -186,11 +194,11 @@ def check_runs(stack: ComposeStack, ids: Sequence[str]) -> int:
     return int(report["entries"])
 
 
-def ui_url(stack: ComposeStack, path: str) -> str:
+def ui_url(stack: Stack, path: str) -> str:
     return f"http://127.0.0.1:{stack.env['CONTREACT_UI_PUBLISHED_PORT']}{path}"
 
 
-def wait_for_ui(stack: ComposeStack, ids: Sequence[str], timeout: float) -> dict[str, Any]:
+def wait_for_ui(stack: Stack, ids: Sequence[str], timeout: float) -> dict[str, Any]:
     """The dashboard's listing of the experiment (GET /runs.json from the host) once it
     shows every run ended: its projector follows the logs a little behind Redis."""
     deadline = time.monotonic() + timeout
@@ -209,7 +217,7 @@ def wait_for_ui(stack: ComposeStack, ids: Sequence[str], timeout: float) -> dict
         time.sleep(0.5)
 
 
-def check_dashboard(stack: ComposeStack, ids: Sequence[str]) -> None:
+def check_dashboard(stack: Stack, ids: Sequence[str]) -> None:
     """From the host: the JSON listing has every run completed with its cycles; a run's
     JSON page has every cycle; its HTML page renders."""
     rows = wait_for_ui(stack, ids, timeout=120)

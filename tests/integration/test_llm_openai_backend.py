@@ -5,6 +5,7 @@ key read from the environment and never repeated."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -262,3 +263,28 @@ async def test_an_analysis_asks_for_its_json_schema_and_a_chat_does_not(
         "json_schema": {"name": "operator_exchange_analysis", "schema": schema},
     }
     assert "response_format" not in plain
+
+
+async def test_the_key_from_a_secret_file_is_sent_and_never_shows(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    """A swarm secret: ROUTER_KEY unset, ROUTER_KEY_FILE names the mounted file (its
+    trailing newline dropped); the key is sent and scrubbed from errors as before."""
+    secret = tmp_path / "router_key"
+    secret.write_text(KEY + "\n")
+    backend = OpenAIBackend(FAST, environ={"ROUTER_KEY_FILE": str(secret)})
+    fake.fail(400, f"Unrecognized request argument supplied: top_k (key {KEY})")
+    outcome = await backend.chat(task(fake.base_url))
+    await backend.aclose()
+    (received,) = [r for r in fake.received if r.path.endswith("/chat/completions")]
+    assert received.headers["authorization"] == f"Bearer {KEY}"
+    assert isinstance(outcome, ChatFailure)
+    assert KEY not in outcome.error and "[key]" in outcome.error
+
+
+async def test_an_unreadable_secret_file_is_a_missing_key(fake: FakeOpenAI, tmp_path: Path) -> None:
+    backend = OpenAIBackend(FAST, environ={"ROUTER_KEY_FILE": str(tmp_path / "absent")})
+    checked = await backend.check(task(fake.base_url, kind="check"))
+    await backend.aclose()
+    assert not checked.ok and "ROUTER_KEY_FILE" in checked.detail
+    assert fake.received == []

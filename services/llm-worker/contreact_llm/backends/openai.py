@@ -2,7 +2,8 @@
 server), through the official ``openai`` client.
 
 The key: the run config names an environment variable (``api_key_env``); the worker
-reads it from its own environment when it builds a client. It never enters a task,
+reads it from its own environment when it builds a client, or, when that variable is
+unset, from the file ``<NAME>_FILE`` names (a swarm or Kubernetes secret). It never enters a task,
 an event, an export or a log line, and error texts are scrubbed of it.
 
 Options (``model_options``, named as Ollama names them) are mapped by
@@ -29,8 +30,9 @@ import json
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -159,6 +161,19 @@ def assistant_message(choice: Any) -> AssistantMessage:
     )
 
 
+def key_from(environ: Mapping[str, str], name: str) -> str:
+    """``environ[name]``, or else the content of the file ``environ[name + "_FILE"]``
+    names (a mounted secret; its trailing newline dropped); "" when neither is there."""
+    key = environ.get(name, "")
+    path = environ.get(f"{name}_FILE", "")
+    if key or not path:
+        return key
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""
+
+
 class OpenAIBackend:
     name: ResolvedBackend = "openai"
     structured_output = True
@@ -179,11 +194,12 @@ class OpenAIBackend:
         """The key from the worker's environment; None when the task needs none."""
         if task.api_key_env is None:
             return None
-        key = self._environ.get(task.api_key_env, "")
+        key = key_from(self._environ, task.api_key_env)
         if not key:
             raise BackendError(
                 f"the LLM worker has no {task.api_key_env} in its environment: export it "
-                "before `contreact up` (the key is read there, never from a config)"
+                f"before `contreact up`, or name a file holding it in {task.api_key_env}_FILE "
+                "(the key is read there, never from a config)"
             )
         return key
 
@@ -212,7 +228,7 @@ class OpenAIBackend:
         return self._check_clients[key]
 
     def _scrub(self, task: LLMTask, text: str) -> str:
-        key = self._environ.get(task.api_key_env or "", "")
+        key = key_from(self._environ, task.api_key_env) if task.api_key_env else ""
         return text.replace(key, "[key]") if key else text
 
     def classify(self, task: LLMTask, exc: Exception) -> BackendError:
