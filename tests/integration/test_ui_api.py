@@ -88,7 +88,12 @@ def client(app: FastAPI) -> Iterator[TestClient]:
 
 @pytest.fixture(scope="module")
 def api_schema(app: FastAPI) -> Any:
-    return schemathesis.openapi.from_asgi("/openapi.json", app)
+    schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+    # A generated cycle or event number the run does not have is schema-valid, and this
+    # API's documented answer to it is 400 ("a parameter names nothing that exists"):
+    # the check of valid data accepts it (it failed on `replay.json?cycle=2574` once).
+    schema.config.checks.positive_data_acceptance.expected_statuses.append("400")
+    return schema
 
 
 def test_generated_requests_get_documented_answers(api_schema: Any) -> None:
