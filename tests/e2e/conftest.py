@@ -30,23 +30,32 @@ def stack(
         yield running
 
 
-@pytest.fixture(scope="session", autouse=True)
-def default_ports_taken() -> Iterator[tuple[int, ...]]:
+@pytest.fixture(scope="session")
+def _held_ports() -> Iterator[dict[int, socket.socket]]:
+    """This worker's sockets on the default ports (those it could bind)."""
+    held: dict[int, socket.socket] = {}
+    try:
+        yield held
+    finally:
+        for sock in held.values():
+            sock.close()
+
+
+@pytest.fixture(autouse=True)
+def default_ports_taken(_held_ports: dict[int, socket.socket]) -> tuple[int, ...]:
     """Every e2e test runs with the default ports (dashboard 8765, local Redis 6390)
     taken, as they are after `make demo`: a stack that would take one fails its test
-    here, not only on the machine of a user whose demo still runs."""
-    held = []
+    here, not only on the machine of a user whose demo still runs. Checked before each
+    test: the xdist worker that held a port may have finished and let it go."""
     for port in DEFAULT_PORTS:
+        if port in _held_ports:
+            continue
         sock = socket.socket()
         try:
             sock.bind(("127.0.0.1", port))
             sock.listen()
-        except OSError:  # taken already (the user's demo, say): taken either way
+        except OSError:  # taken by another worker, or the user's demo: taken either way
             sock.close()
             continue
-        held.append(sock)
-    try:
-        yield DEFAULT_PORTS
-    finally:
-        for sock in held:
-            sock.close()
+        _held_ports[port] = sock
+    return DEFAULT_PORTS
