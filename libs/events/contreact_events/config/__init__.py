@@ -332,7 +332,7 @@ class RunConfig(Strict):
         tries the Ollama hosts first."""
         match backend or self.backend:
             case "openai":
-                return (self.openai_client_config.base_url,)
+                return self.openai_client_config.pool
             case "embedded":
                 return (EMBEDDED_HOST,)
         return self.ollama_client_config.pool
@@ -347,8 +347,7 @@ class RunConfig(Strict):
     def _no_credentials(
         cls, value: OllamaClientConfig | OpenAIClientConfig
     ) -> OllamaClientConfig | OpenAIClientConfig:
-        urls = value.pool if isinstance(value, OllamaClientConfig) else (value.base_url,)
-        for url in urls:
+        for url in value.pool:
             if has_credentials(url):
                 raise ValueError(CREDENTIALS_FIX)
         return value

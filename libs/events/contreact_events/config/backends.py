@@ -82,15 +82,29 @@ class OpenAIClientConfig(Strict):
     the LLM worker reads it from (``null`` for a server without keys)."""
 
     base_url: Name = DEFAULT_OPENAI_BASE_URL
+    base_urls: tuple[Name, ...] = Field(default=(), max_length=64)
+    """A pool: any of these servers may answer a call (the same model served by each,
+    e.g. vLLM on several GPU hosts). Empty: ``base_url`` alone."""
     api_key_env: Name | None = DEFAULT_OPENAI_KEY_ENV
     timeout_s: StrictFloat | None = Field(default=600.0, gt=0)
 
     @field_validator("base_url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^\s/{}]+[^\s{}]*$", value):
-            raise ValueError(f"{value!r} is not an http(s) URL (e.g. {DEFAULT_OPENAI_BASE_URL})")
-        return value.rstrip("/")
+        return _http_url(value)
+
+    @field_validator("base_urls")
+    @classmethod
+    def _urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        urls = tuple(_http_url(url) for url in value)
+        if len(set(urls)) != len(urls):
+            raise ValueError("base_urls must not repeat a URL")
+        return urls
+
+    @property
+    def pool(self) -> tuple[str, ...]:
+        """The servers that may answer, in the order given."""
+        return self.base_urls or (self.base_url,)
 
     @field_validator("api_key_env")
     @classmethod
@@ -101,6 +115,13 @@ class OpenAIClientConfig(Strict):
                 "never hold the key itself"
             )
         return value
+
+
+def _http_url(value: str) -> str:
+    """``value`` without a trailing ``/`` if it is an http(s) URL; else ValueError."""
+    if not re.match(r"^https?://[^\s/{}]+[^\s{}]*$", value):
+        raise ValueError(f"{value!r} is not an http(s) URL (e.g. {DEFAULT_OPENAI_BASE_URL})")
+    return value.rstrip("/")
 
 
 class ScriptedToolCall(Strict):

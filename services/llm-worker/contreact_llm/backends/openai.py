@@ -22,6 +22,12 @@ and ``num_keep`` not sent. The run log keeps no tool-call ids, so each call gets
 ``call_{message}_{index}`` from its place in the conversation (the same in every
 request) and each tool result the id of the call it answers. ``check`` checks the key
 is there, then lists ``/models`` (a server without the list passes with a note).
+
+A model's servers may form a pool (``openai_client_config.base_urls``, e.g. vLLM on
+several GPU hosts), served by the workers' pool as Ollama's hosts are: a server that
+cannot be reached (no connection, a dropped one, no connection within
+``connect_timeout_s``, no answer within ``timeout_s``) is ``HostUnreachable`` and the
+call moves; the check wants the model on every server of the pool that answers.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import os
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +54,7 @@ from contreact_llm.exceptions import (
     BackendError,
     CallFailed,
     CheckTimedOut,
+    HostUnreachable,
     TransientBackendError,
 )
 from contreact_llm.retry import RetryPolicy, with_retries
@@ -187,7 +194,7 @@ class OpenAIBackend:
         self._retry = retry
         self._environ = environ if environ is not None else os.environ
         self._checks = checks or CheckSlots()
-        self._clients: dict[tuple[str, str | None, float | None], AsyncOpenAI] = {}
+        self._clients: dict[tuple[str, str | None, float | None, float | None], AsyncOpenAI] = {}
         self._check_clients: dict[tuple[str, str | None, float], AsyncOpenAI] = {}
 
     def _key(self, task: LLMTask) -> str | None:
@@ -204,12 +211,19 @@ class OpenAIBackend:
         return key
 
     def _client(self, task: LLMTask) -> AsyncOpenAI:
-        key = (task.host, task.api_key_env, task.timeout_s)
+        """One client per (server, key, timeouts). In a pool, reaching a server is
+        bounded by the short connect timeout, so a silent host is passed over in
+        seconds; a server of its own waits ``timeout_s`` for that too, as it always did."""
+        connect_s = task.connect_timeout_s if len(task.hosts) > 1 else None
+        key = (task.host, task.api_key_env, task.timeout_s, connect_s)
         if key not in self._clients:
+            timeout = task.timeout_s if connect_s is None else openai.Timeout(
+                task.timeout_s, connect=connect_s
+            )  # fmt: skip
             self._clients[key] = AsyncOpenAI(
                 api_key=self._key(task) or NO_KEY,
                 base_url=task.host,
-                timeout=task.timeout_s,
+                timeout=timeout,
                 max_retries=0,  # the worker's RetryPolicy retries, as for every backend
             )
         return self._clients[key]
@@ -237,9 +251,10 @@ class OpenAIBackend:
         if isinstance(exc, BackendError):
             return exc
         if isinstance(exc, openai.APITimeoutError):
-            return TransientBackendError(f"{where} did not answer within {task.timeout_s}s")
+            return HostUnreachable(f"{where} did not answer within the call's timeout "
+                                   f"({task.timeout_s}s, openai_client_config.timeout_s)")  # fmt: skip
         if isinstance(exc, openai.APIConnectionError):
-            return TransientBackendError(
+            return HostUnreachable(
                 f"no OpenAI-compatible server answers at {where} ({exc.__cause__ or exc}); "
                 "check openai_client_config.base_url"
             )
@@ -257,6 +272,32 @@ class OpenAIBackend:
         return BackendError(f"OpenAI client error talking to {where}: {text}")
 
     async def check(self, task: LLMTask) -> CheckOutcome:
+        """The model must be served by every server of the pool that answers (a run's
+        calls may go to any of them); a server of a pool that cannot be reached is
+        passed over with a note, as long as one answers."""
+        pool = task.hosts or (task.host,)
+        if len(pool) == 1:
+            return (await self._check_host(task.model_copy(update={"host": pool[0]})))[0]
+        passed: list[CheckOutcome] = []
+        down: dict[str, str] = {}
+        for host in pool:
+            outcome, unreachable = await self._check_host(task.model_copy(update={"host": host}))
+            if unreachable:
+                down[host] = outcome.detail
+            elif not outcome.ok:
+                return outcome
+            else:
+                passed.append(outcome)
+        if not passed:
+            each = "; ".join(down.values())
+            detail = f"no host of the pool for model '{task.model}' answers: {each}"
+            return CheckOutcome(ok=False, backend="openai", detail=detail)
+        note = f"; passed over, not answering: {', '.join(down)}" if down else ""
+        details = "; ".join(outcome.detail for outcome in passed)
+        return replace(passed[0], detail=details + note)
+
+    async def _check_host(self, task: LLMTask) -> tuple[CheckOutcome, bool]:
+        """``task.host``'s outcome, and whether that server could not be reached."""
         options = request_options(task.options)
         unsent = (
             f"; not sent (set on the server): {', '.join(options.not_sent)}"
@@ -274,36 +315,41 @@ class OpenAIBackend:
                 task.host, window, served_models, server="the server", fix=CHECK_FIX
             )
         except CheckTimedOut as exc:
-            return CheckOutcome(ok=False, backend="openai", detail=str(exc))
+            return CheckOutcome(ok=False, backend="openai", detail=str(exc)), True
         except Exception as exc:
             error = self.classify(task, exc)
             if isinstance(exc, openai.NotFoundError):  # a server that lists no models
                 detail = f"{task.host} does not list its models; the first call will tell"
-                return CheckOutcome(ok=True, backend="openai", detail=detail + unsent)
-            return CheckOutcome(ok=False, backend="openai", detail=str(error))
+                return CheckOutcome(ok=True, backend="openai", detail=detail + unsent), False
+            unreachable = isinstance(error, HostUnreachable)
+            return CheckOutcome(ok=False, backend="openai", detail=str(error)), unreachable
         if task.model not in served:
             sample = ", ".join(served[:5]) or "none"
-            return CheckOutcome(
+            outcome = CheckOutcome(
                 ok=False,
                 backend="openai",
                 detail=f"model '{task.model}' is not served by {task.host} "
                 f"({len(served)} model(s) listed, e.g. {sample})",
             )
-        return CheckOutcome(
+            return outcome, False
+        outcome = CheckOutcome(
             ok=True,
             backend="openai",
             detail=f"model '{task.model}' is served by {task.host}{unsent}",
             model=task.model,
         )
+        return outcome, False
 
     async def chat(self, task: LLMTask) -> ChatOutcome:
         started = time.monotonic()
         try:
             completion, attempts = await with_retries(
-                self._retry, lambda: self._chat_once(task), task.deadline
+                self._retry, lambda: self._chat_once(task), task.deadline, pool=len(task.hosts) > 1
             )
         except CallFailed as failed:
-            return ChatFailure(str(failed.cause), failed.cause.transient, failed.attempts)
+            cause = failed.cause
+            down = isinstance(cause, HostUnreachable)
+            return ChatFailure(str(cause), cause.transient, failed.attempts, host_down=down)
         if not completion.choices:
             return ChatFailure(f"{task.host} answered without a choice", False, attempts)
         choice = completion.choices[0]

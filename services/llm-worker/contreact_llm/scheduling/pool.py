@@ -62,10 +62,20 @@ def pinned_counts(pins: Mapping[str, str], live: Collection[str]) -> dict[str, i
     return counts
 
 
-def all_down(model: str, hosts: Sequence[str], why: Mapping[str, str]) -> str:
+POOL_FIX = {
+    "ollama": "(`ollama serve`), or fix ollama_client_config.hosts",
+    "openai": "(vLLM, llama.cpp's server), or fix openai_client_config.base_urls",
+}
+"""How to bring a pool back, by backend."""
+
+
+def all_down(
+    model: str, hosts: Sequence[str], why: Mapping[str, str], backend: str = "ollama"
+) -> str:
     """The one line a call gets when no host of its pool is up."""
     each = "; ".join(f"{host}: {why.get(host) or 'down'}" for host in hosts)
+    fix = POOL_FIX.get(backend, POOL_FIX["ollama"])
     return (
         f"every host of the pool for model '{model}' is down ({each}): start the model "
-        "server on one of them (`ollama serve`), or fix ollama_client_config.hosts"
+        f"server on one of them {fix}"
     )

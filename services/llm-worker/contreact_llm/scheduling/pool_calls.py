@@ -69,7 +69,7 @@ class PoolCalls:
         while True:
             host, down = await self._slot_on_runs_host(held, route, task.run_id, failed)
             if host is None:
-                error = all_down(route.model, route.hosts, down)
+                error = all_down(route.model, route.hosts, down, route.backend)
                 log.warning("%s: %s", route.id, error)
                 return failure(task, error, retryable=True, attempts=max(len(failed), 1))
             try:
