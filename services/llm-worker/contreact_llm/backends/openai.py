@@ -217,9 +217,9 @@ class OpenAIBackend:
         connect_s = task.connect_timeout_s if len(task.hosts) > 1 else None
         key = (task.host, task.api_key_env, task.timeout_s, connect_s)
         if key not in self._clients:
-            timeout = task.timeout_s if connect_s is None else openai.Timeout(
-                task.timeout_s, connect=connect_s
-            )  # fmt: skip
+            timeout: float | openai.Timeout | None = task.timeout_s
+            if connect_s is not None:
+                timeout = openai.Timeout(task.timeout_s, connect=connect_s)
             self._clients[key] = AsyncOpenAI(
                 api_key=self._key(task) or NO_KEY,
                 base_url=task.host,
@@ -251,8 +251,10 @@ class OpenAIBackend:
         if isinstance(exc, BackendError):
             return exc
         if isinstance(exc, openai.APITimeoutError):
-            return HostUnreachable(f"{where} did not answer within the call's timeout "
-                                   f"({task.timeout_s}s, openai_client_config.timeout_s)")  # fmt: skip
+            return HostUnreachable(
+                f"{where} did not answer within the call's timeout "
+                f"({task.timeout_s}s, openai_client_config.timeout_s)"
+            )
         if isinstance(exc, openai.APIConnectionError):
             return HostUnreachable(
                 f"no OpenAI-compatible server answers at {where} ({exc.__cause__ or exc}); "
