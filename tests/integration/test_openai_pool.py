@@ -27,6 +27,7 @@ from contreact_llm.settings import LLMWorkerSettings
 from tests.integration.test_gpu_pool import answers, host_of, pin, send
 from tests.support.fake_openai import running_fake_openai
 from tests.support.inbox import use_one_shard
+from tests.support.silent_host import silent_host
 
 pytestmark = pytest.mark.redis
 
@@ -113,6 +114,26 @@ async def test_a_server_that_hangs_up_mid_answer_is_passed_over_at_once(
         assert answer.data["message"]["content"] == "from two"
         assert len(one.chat_requests()) == 1  # not retried on the server that hung up
     assert pinned_hosts(await aredis.hgetall(pins)) == {"run-b": two.base_url}
+
+
+async def test_a_server_that_stops_answering_is_passed_over_after_the_calls_timeout(
+    aredis: aioredis.Redis, redis_url: str
+) -> None:
+    """A server that accepts connections and never answers (a wedged vLLM): the run
+    pinned to it waits ``timeout_s``, then moves; the server is held down."""
+    with silent_host() as wedged, running_fake_openai(["m"]) as alive:
+        pool = (f"{wedged.url}/v1", alive.base_url)
+        pins = llm_route_pins_key(route_of(chat("x", pool)).id)
+        await pin(aredis, pins, {"run-c": pool[0]})
+        alive.reply("from the live one")
+        task = chat("run-c", pool).model_copy(update={"timeout_s": 1.0})
+        await send(aredis, task)
+        await run(worker(redis_url, pool), burst=True)
+        assert host_of((await answers(aredis))[task.task_id]) == alive.base_url
+        assert wedged.accepted >= 1
+    why = await aredis.get(llm_host_down_key(pool[0]))
+    assert why is not None and b"did not answer within the call's timeout" in why
+    assert pinned_hosts(await aredis.hgetall(pins)) == {"run-c": alive.base_url}
 
 
 async def test_a_pool_of_servers_all_down_fails_the_call_with_one_line(

@@ -4,11 +4,17 @@ and the pool's hosts are what the run's calls may go to."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from pydantic import ValidationError
 
+from contreact_events.catalog.run import RunRequested
 from contreact_events.config import RunConfig
 from contreact_events.config.errors import describe_validation_error
+from contreact_events.core.fold import fold_all
+from contreact_events.core.outbox import pending_tasks
+from contreact_events.wire.tasks import LLMTask
 from contreact_llm.scheduling.pool import all_down
 
 POOL = ["http://gpu1:8000/v1", "http://gpu2:8000/v1/"]
@@ -70,3 +76,23 @@ def test_a_pool_of_openai_servers_all_down_names_its_own_fix() -> None:
     line = all_down("m", tuple(POOL), {POOL[0]: "refused"}, "openai")
     assert line.startswith("every host of the pool for model 'm' is down (")
     assert "openai_client_config.base_urls" in line and "ollama" not in line
+
+
+def test_the_pools_connect_timeout_reaches_every_task_of_the_run() -> None:
+    """``openai_client_config.connect_timeout_s`` is what the worker's calls and checks
+    of an OpenAI-compatible run wait to reach a server (Ollama's is its own)."""
+    pooled = RunConfig.model_validate(
+        {
+            "run_id": "r1",
+            "model_name": "m",
+            "cycle_count": 1,
+            "backend": "openai",
+            "openai_client_config": {"base_urls": POOL, "connect_timeout_s": 1.5},
+            "ollama_client_config": {"connect_timeout_s": 9.0},
+        }
+    )
+    now = datetime.now(UTC)
+    requested = RunRequested(event_id="e1", run_id="r1", ts=now, correlation_id="r1", config=pooled)
+    state = fold_all([requested])
+    (check,) = [task for task in pending_tasks(state) if isinstance(task, LLMTask)]
+    assert check.hosts == pooled.llm_hosts() and check.connect_timeout_s == 1.5

@@ -58,7 +58,9 @@ async def compaction_model_problem(
         hosts=hosts,
         api_key_env=client.api_key_env if client else None,
         timeout_s=client.timeout_s if client else config.ollama_client_config.timeout_s,
-        connect_timeout_s=config.ollama_client_config.connect_timeout_s,
+        connect_timeout_s=(
+            client.connect_timeout_s if client else config.ollama_client_config.connect_timeout_s
+        ),
         script=config.script,
         deadline=datetime.now(UTC) + timedelta(seconds=wait_s),
         reply_to=job,

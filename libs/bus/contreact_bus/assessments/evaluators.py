@@ -123,7 +123,11 @@ def evaluator_from_config(
             hosts=config.llm_hosts(backend),
             api_key_env=client.api_key_env if client else None,
             timeout_s=client.timeout_s if client else config.ollama_client_config.timeout_s,
-            connect_timeout_s=config.ollama_client_config.connect_timeout_s,
+            connect_timeout_s=(
+                client.connect_timeout_s
+                if client
+                else config.ollama_client_config.connect_timeout_s
+            ),
             options={**{k: ran[k] for k in KEPT_OPTIONS if k in ran}, "temperature": temperature},
             seed=seed,
             keep_alive=config.keep_alive,

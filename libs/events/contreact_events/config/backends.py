@@ -87,6 +87,9 @@ class OpenAIClientConfig(Strict):
     e.g. vLLM on several GPU hosts). Empty: ``base_url`` alone."""
     api_key_env: Name | None = DEFAULT_OPENAI_KEY_ENV
     timeout_s: StrictFloat | None = Field(default=600.0, gt=0)
+    connect_timeout_s: StrictFloat = Field(default=5.0, gt=0, le=600)
+    """Longest wait to reach a server: the model check's, and in a pool (``base_urls``)
+    every call's, so a silent server is passed over after this, not after ``timeout_s``."""
 
     @field_validator("base_url")
     @classmethod

@@ -132,7 +132,11 @@ def analysis_tasks(state: AgentState) -> list[LLMTask]:
                 hosts=hosts,
                 api_key_env=client.api_key_env if client else None,
                 timeout_s=client.timeout_s if client else config.ollama_client_config.timeout_s,
-                connect_timeout_s=config.ollama_client_config.connect_timeout_s,
+                connect_timeout_s=(
+                    client.connect_timeout_s
+                    if client
+                    else config.ollama_client_config.connect_timeout_s
+                ),
                 messages=analysis_messages(task.exchange, task.recent, task.memories),
                 options={"temperature": cognition.temperature},
                 keep_alive=config.keep_alive,
@@ -168,7 +172,11 @@ def _pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
                 hosts=hosts,
                 api_key_env=client.api_key_env if client else None,
                 timeout_s=client.timeout_s if client else config.ollama_client_config.timeout_s,
-                connect_timeout_s=config.ollama_client_config.connect_timeout_s,
+                connect_timeout_s=(
+                    client.connect_timeout_s
+                    if client
+                    else config.ollama_client_config.connect_timeout_s
+                ),
                 messages=prompt_messages(state) if chat else (),
                 tools=offered_tools_now(state) if chat else (),
                 options=config.model_options.as_options(),
@@ -196,7 +204,11 @@ def _pending_tasks(state: AgentState) -> list[LLMTask | MemoryTask | EmbedTask]:
                 hosts=hosts,
                 api_key_env=client.api_key_env if client else None,
                 timeout_s=client.timeout_s if client else config.ollama_client_config.timeout_s,
-                connect_timeout_s=config.ollama_client_config.connect_timeout_s,
+                connect_timeout_s=(
+                    client.connect_timeout_s
+                    if client
+                    else config.ollama_client_config.connect_timeout_s
+                ),
                 messages=compaction_messages(state, config),
                 options=config.model_options.as_options(),
                 keep_alive=config.keep_alive,

@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 from openai import AsyncOpenAI
 
@@ -250,6 +251,14 @@ class OpenAIBackend:
         where = task.host
         if isinstance(exc, BackendError):
             return exc
+        if isinstance(exc, openai.APITimeoutError) and isinstance(
+            exc.__cause__, httpx.ConnectTimeout
+        ):
+            return HostUnreachable(
+                f"{where} did not accept a connection within the connect timeout "
+                f"({task.connect_timeout_s}s, openai_client_config.connect_timeout_s): "
+                "is the URL right and the server up?"
+            )
         if isinstance(exc, openai.APITimeoutError):
             return HostUnreachable(
                 f"{where} did not answer within the call's timeout "
