@@ -17,7 +17,8 @@ class ProgressPrinter:
         self._cycles = cycle_count
         self._model = ""
         self._pooled = False
-        """The run's model has a pool of hosts (``ollama_client_config.hosts``)."""
+        """The run's model has a pool of hosts (``ollama_client_config.hosts``,
+        ``openai_client_config.base_urls``)."""
         self._host = ""
 
     def show(self, event: Event) -> None:
