@@ -14,6 +14,9 @@ from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 
+GUARD = 300
+"""Seconds before a wait is taken for a hang (generous: only a hang reaches it)."""
+
 HOST = "http://localhost:11434"
 """The scripted models' nominal host: their calls are routed and limited on it."""
 
@@ -37,6 +40,20 @@ def script(latency_ms: float) -> dict[str, Any]:
             {"latency_ms": latency_ms, "content": "Reflection of cycle {cycle}."},
         ],
     }
+
+
+def asking_first(cycles: int) -> dict[str, Any]:
+    """A question to the operator, then each cycle as ``script`` has it (no repeat: a
+    second question would wait again)."""
+    ask = {"name": "send_message_to_operator", "arguments": {"message": "Shall I go on?"}}
+    return {"replies": [{"tool_calls": [ask]}, *script(0)["replies"] * cycles]}
+
+
+def answer(stack: Stack, run_id: str) -> None:
+    proc = stack.cli("reply", run_id, "Go on.")
+    # (the CLI waits 10 s for the orchestrator to take the reply; on a loaded machine it
+    # may take longer, and the run's end shows it was taken)
+    assert proc.returncode == 0 or "not taken it yet" in proc.stdout, proc.stdout + proc.stderr
 
 
 def write_experiment(tmp_path: Path, name: str, models: list[dict[str, Any]], **extra: Any) -> Path:
@@ -106,9 +123,17 @@ def test_three_models_two_replicas_and_a_slow_model_holds_nobody_back(
 def test_resubmitting_after_a_cancel_finishes_only_what_was_missing(
     stack: Stack, tmp_path: Path
 ) -> None:
+    # The long runs ask a human operator first and wait for the answer: they cannot end
+    # before the test cancels them, however fast or slow the machine is.
     models: list[dict[str, Any]] = [
         {"label": "done", "model_name": "quick-model", "script": script(0)},
-        {"label": "long", "model_name": "slow-model", "script": script(250), "cycle_count": 24},
+        {
+            "label": "long",
+            "model_name": "slow-model",
+            "script": asking_first(cycles=24),
+            "cycle_count": 24,
+            "operator": {"mode": "human"},
+        },
     ]
     path = write_experiment(tmp_path, "resume", models)
     stack.cli("experiment", "run", str(path), "--detach", check=True)
@@ -116,18 +141,28 @@ def test_resubmitting_after_a_cancel_finishes_only_what_was_missing(
     def state() -> dict[str, str]:
         return {row["run_id"]: row["status"] for row in rows(stack, "resume")}
 
-    stack.wait_until(
-        lambda: state().get("resume-done-A") == state().get("resume-done-B") == "completed",
-        what="the quick runs to complete",
-    )
-    assert state()["resume-long-A"] in ("checking", "running")
+    def reached(wanted: dict[str, str]) -> bool:
+        now = state()
+        return all(now.get(run_id) == status for run_id, status in wanted.items())
+
+    first = {"resume-done-A": "completed", "resume-done-B": "completed"}
+    first |= {"resume-long-A": "waiting_operator", "resume-long-B": "waiting_operator"}
+    stack.wait_until(lambda: reached(first), GUARD, "quick runs done, long ones asking")
     cancelled = stack.cli("experiment", "cancel", "resume", check=True)
     assert "cancelled 2 run(s)" in cancelled.stdout
     assert set(state().values()) == {"completed", "cancelled"}
 
-    again = stack.cli("experiment", "run", str(path), timeout=300)
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert "4 run(s): 2 done already, 2 run again" in again.stdout
+    resubmitted = stack.start("experiment", "run", str(path))
+    try:
+        asking = {"resume-long-A.2": "waiting_operator", "resume-long-B.2": "waiting_operator"}
+        stack.wait_until(lambda: reached(asking), GUARD, "the new long runs asking")
+        for run_id in asking:
+            answer(stack, run_id)
+        stdout, stderr = resubmitted.communicate(timeout=GUARD)
+    finally:
+        resubmitted.kill()
+    assert resubmitted.returncode == 0, stdout + stderr
+    assert "4 run(s): 2 done already, 2 run again" in stdout
     final = {row["replica"]: row for row in rows(stack, "resume")}
     assert {r: (row["run_id"], row["status"]) for r, row in final.items()} == {
         "done-A": ("resume-done-A", "completed"),

@@ -19,6 +19,11 @@ from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 
+GUARD = 300
+"""Seconds before a wait is taken for a hang (generous: only a hang reaches it)."""
+WAIT = str(GUARD)
+"""The same, for how long a control command waits for the orchestrator to take it."""
+
 
 def one_line(proc: Any, *needles: str) -> None:
     assert proc.returncode == 2, proc.stdout + proc.stderr
@@ -41,7 +46,6 @@ def page(stack: Stack, path: str) -> dict[str, Any]:
 def test_a_live_run_goes_on_longer_with_the_reason_recorded(stack: Stack, tmp_path: Path) -> None:
     with running_fake_ollama(models=["llama3:latest"]) as fake:
         fake.auto_reply = True
-        fake.latency_s = 2.0  # (a slow model keeps the run live while it is changed)
         config = {
             "run_id": "set-1",
             "model_name": "llama3",
@@ -52,11 +56,16 @@ def test_a_live_run_goes_on_longer_with_the_reason_recorded(stack: Stack, tmp_pa
         }
         path = tmp_path / "set-1.yaml"
         path.write_text(yaml.safe_dump(config))
-        stack.cli("run", str(path), "--detach", check=True)
-        stack.wait_until(lambda: stack.json("show", "set-1")["cycle_number"] >= 1, what="cycle 1")
+        # Stepping, the run makes the one model call each `step` grants and rests: it is
+        # live, whatever the machine's speed, until the test resumes it.
+        stack.cli("run", str(path), "--detach", "--step", check=True)
+        stack.wait_until(lambda: stack.json("show", "set-1")["stepping"], GUARD, "stepping")
+        stack.cli("step", "set-1", "--wait", WAIT, check=True)
+        stack.wait_until(lambda: len(fake.chat_requests()) == 1, GUARD, "the stepped call")
+        assert stack.json("show", "set-1")["cycle_number"] == 1
         changed = stack.cli(
             "set", "set-1", "cycle_count=5", "--reason", "the topic is not exhausted yet",
-            "--by", "ana", check=True,
+            "--by", "ana", "--wait", WAIT, check=True,
         )  # fmt: skip
         assert "run set-1: cycle_count 3 -> 5 changed" in changed.stdout
         assert "by ana: the topic is not exhausted yet" in changed.stdout
@@ -73,8 +82,10 @@ def test_a_live_run_goes_on_longer_with_the_reason_recorded(stack: Stack, tmp_pa
             "greater than 0",
         )
         one_line(stack.cli("set", "nobody", "cycle_count=4", "--reason", "r"), "nobody")
+        assert len(fake.chat_requests()) == 1  # (still resting after its one call)
+        stack.cli("resume", "set-1", "--wait", WAIT, check=True)
         stack.wait_until(
-            lambda: stack.json("show", "set-1")["status"] == "completed", 120, "the end"
+            lambda: stack.json("show", "set-1")["status"] == "completed", GUARD, "the end"
         )
         one_line(stack.cli("set", "set-1", "cycle_count=9", "--reason", "r"), "has ended", "fork")
     shown = stack.json("show", "set-1")
