@@ -312,7 +312,12 @@ class RunConfig(Strict):
     @property
     def price(self) -> ModelPrice | None:
         """The price of this run's model in the table, if any."""
-        return (self.prices or {}).get(self.model_name)
+        return self.price_of(self.model_name)
+
+    def price_of(self, model: str) -> ModelPrice | None:
+        """The price of ``model`` in the table (the run's, or ``cognition.model`` for
+        the exchange analyses), if any."""
+        return (self.prices or {}).get(model)
 
     @field_validator("prices", mode="before")
     @classmethod
