@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from contreact_events.catalog import upcast
-from contreact_events.config.spend import ModelPrice
+from contreact_events.config.spend import ModelPrice, missing_price
 from contreact_events.core.fold import fold_all
 from contreact_events.core.outbox import analysis_tasks
 from contreact_events.history.replay import replay_check
@@ -111,6 +111,17 @@ def test_the_analysis_task_carries_the_price_of_the_analysis_model() -> None:
     unpriced.answer_llm(ASK)
     (task,) = analysis_tasks(unpriced.state)
     assert task.model == "test-model" and task.price is None  # the table lacks it
+
+
+def test_a_price_table_without_the_analysis_model_is_named() -> None:
+    config = make_config(
+        cognition={"analysis": "model", "model": ANALYST},
+        prices={"test-model": {"input": 1, "output": 1}},
+    )
+    assert config.priced_models == ("test-model", ANALYST)
+    lines = [missing_price(config.prices, m) for m in config.priced_models]
+    assert lines[0] is None and f"no price for model '{ANALYST}'" in (lines[1] or "")
+    assert make_config(cognition={"model": ANALYST}).priced_models == ("test-model",)
 
 
 def test_an_analysis_without_usage_is_no_call_and_a_heuristic_one_costs_nothing() -> None:

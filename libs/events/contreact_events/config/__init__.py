@@ -314,6 +314,13 @@ class RunConfig(Strict):
         """The price of this run's model in the table, if any."""
         return self.price_of(self.model_name)
 
+    @property
+    def priced_models(self) -> tuple[str, ...]:
+        """The models whose calls the run pays for and a price table should list: its
+        own, and ``cognition.model`` when a model analyses its exchanges."""
+        analyst = self.cognition.model if self.cognition.analysis == "model" else None
+        return (self.model_name,) + ((analyst,) if analyst and analyst != self.model_name else ())
+
     def price_of(self, model: str) -> ModelPrice | None:
         """The price of ``model`` in the table (the run's, or ``cognition.model`` for
         the exchange analyses), if any."""
