@@ -316,14 +316,12 @@ class RunConfig(Strict):
 
     @property
     def priced_models(self) -> tuple[str, ...]:
-        """The models whose calls the run pays for and a price table should list: its
-        own, and ``cognition.model`` when a model analyses its exchanges."""
+        """The models the run pays for: its own, and the analyses' ``cognition.model``."""
         analyst = self.cognition.model if self.cognition.analysis == "model" else None
         return (self.model_name,) + ((analyst,) if analyst and analyst != self.model_name else ())
 
     def price_of(self, model: str) -> ModelPrice | None:
-        """The price of ``model`` in the table (the run's, or ``cognition.model`` for
-        the exchange analyses), if any."""
+        """The price of ``model`` (the run's, the analyses') in the table, if any."""
         return (self.prices or {}).get(model)
 
     @field_validator("prices", mode="before")
