@@ -60,6 +60,12 @@ class FakeOpenAI:
     structured: Callable[[dict[str, Any]], Any] | None = None
     """The JSON answer to a request for structured output (its body in), when nothing
     is queued."""
+    structured_first: bool = False
+    """True: a request for structured output is answered by ``structured`` even when
+    answers are queued (they are the other calls'), so runs whose analyses interleave
+    with the agent's calls get each its own."""
+    structured_cost: float | None = None
+    """The provider's cost (OpenRouter's ``usage.cost``) of each structured answer."""
 
     def reply(
         self,
@@ -137,13 +143,15 @@ def response_format_problem(body: dict[str, Any]) -> str | None:
     return None
 
 
-def structured_answer(data: Any) -> dict[str, Any]:
-    """A completion whose content is ``data`` as JSON (structured output)."""
+def structured_answer(data: Any, cost: float | None = None) -> dict[str, Any]:
+    """A completion whose content is ``data`` as JSON (structured output), with the
+    provider's ``cost`` when given."""
     message = {"role": "assistant", "content": json.dumps(data)}
+    usage: dict[str, Any] = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
     return {
         "model": None,
         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+        "usage": usage | ({"cost": cost} if cost is not None else {}),
     }
 
 
@@ -188,12 +196,14 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if problem is not None:
                 self._error(400, problem, "invalid_request_error")
                 return
-            with fake.lock:
-                answer = fake.queue.pop(0) if fake.queue else None
-                fake.in_flight += 1
             response_format = body.get("response_format") or {}
-            if answer is None and response_format.get("type") == "json_schema" and fake.structured:
-                answer = structured_answer(fake.structured(body))
+            structured = response_format.get("type") == "json_schema" and fake.structured
+            with fake.lock:
+                skip = structured and fake.structured_first
+                answer = fake.queue.pop(0) if fake.queue and not skip else None
+                fake.in_flight += 1
+            if answer is None and structured and fake.structured:
+                answer = structured_answer(fake.structured(body), fake.structured_cost)
                 fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
             try:
                 if fake.latency_s:

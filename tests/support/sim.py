@@ -84,8 +84,9 @@ class Sim:
                 self.analyses.clear()
         return decision
 
-    def answer_analysis(self, task_id: str, raw: str) -> Decision:
-        """The LLM worker's answer to an analysis task whose model answered ``raw``."""
+    def answer_analysis(self, task_id: str, raw: str, **usage: Any) -> Decision:
+        """The LLM worker's answer to an analysis task whose model answered ``raw``
+        (with ``usage``, the call's tokens and cost, when given)."""
         from contreact_events.core.exchange_prompt import analysis_from_answer
 
         task = self.analyses.pop(task_id)
@@ -96,6 +97,7 @@ class Sim:
             task_id=task_id,
             analysis=analysis.model_dump(mode="json"),
             fallback_reason=reason,
+            usage=usage or None,
         )
 
     def start(self) -> Decision:

@@ -78,9 +78,10 @@ def register(sub: Any) -> None:
 
 def cmd_run(args: argparse.Namespace, settings: CLISettings) -> int:
     config = load_config(Path(args.config), run_id=args.run_id)
-    unpriced = missing_price(config.prices, config.model_name)
-    if unpriced is not None:
-        warn(f"{args.config}: {unpriced}")
+    for model in config.priced_models:  # the run's, and the analyses' model
+        unpriced = missing_price(config.prices, model)
+        if unpriced is not None:
+            warn(f"{args.config}: {unpriced}")
     return asyncio.run(
         submit_run(settings, config, out, follow=not args.detach, wait_s=args.wait, step=args.step)
     )

@@ -146,9 +146,10 @@ class LLMTaskHandler:
             )
             return operator_message_analyzed(task, analysis, reason)
         answer = await backend.chat(task)
-        if isinstance(answer, ChatReply):
+        if isinstance(answer, ChatReply):  # a model answered: its call is spend
+            answer = priced(answer, task.price)
             analysis, fallback = analysis_from_answer(answer.message.content, task.messages)
-            return operator_message_analyzed(task, analysis, fallback)
+            return operator_message_analyzed(task, analysis, fallback, answer.usage)
         if answer.host_down and len(task.hosts) > 1:
             raise HostDown(task.host, answer.error)  # another host of the pool is asked
         reason = f"no model answered after {answer.attempts} attempt(s): {answer.error}"

@@ -23,7 +23,11 @@ from contreact_analysis.exceptions import UnreadableRun
 from contreact_analysis.frames.fork_rows import own_rows
 from contreact_analysis.frames.places import place_columns, run_facts
 from contreact_events.catalog import Event
-from contreact_events.catalog.cognition import PersistentMemoryRequested, PersistentMemoryStored
+from contreact_events.catalog.cognition import (
+    OperatorMessageAnalyzed,
+    PersistentMemoryRequested,
+    PersistentMemoryStored,
+)
 from contreact_events.catalog.cycle import (
     CycleEnded,
     CycleMetrics,
@@ -65,6 +69,7 @@ METRIC_FIELDS = tuple(CycleMetrics.model_fields)
 ROW_TYPES = frozenset(
     {
         "RunStarted",
+        "OperatorMessageAnalyzed",
         "CycleStarted",
         "ToolCallRequested",
         "ToolCallCompleted",
@@ -82,6 +87,15 @@ ROW_TYPES = frozenset(
 """The event types that add or change a row besides the events table's."""
 AGENT, PLATFORM = "agent", "platform"
 """Who wrote a memory key: the agent's own tool call, or the memory policy's store."""
+
+
+def _call_cost(event_type: str, fields: dict[str, Any]) -> float | None:
+    """The cost of the LLM call an event records (an agent's call, an exchange's
+    analysis by a model); None: unknown, or no call."""
+    if event_type not in ("LLMResponded", "OperatorMessageAnalyzed"):
+        return None
+    usage = fields["usage"]
+    return usage.cost if usage is not None else None
 
 
 @dataclass
@@ -181,7 +195,7 @@ class _Builder:
                 "ts": event.ts,
                 "cycle": fields.get("cycle") or state.cycle_number,
                 "task_id": fields.get("task_id") or event.causation_id,
-                "cost": fields["usage"].cost if event.type == "LLMResponded" else None,
+                "cost": _call_cost(event.type, fields),
             }
         )
         if event.type in ROW_TYPES:
@@ -193,7 +207,7 @@ class _Builder:
                 self.started = event
             case RunForked():
                 self.forked, self.own_first_ts = event, event.ts
-            case LLMResponded():
+            case LLMResponded() | OperatorMessageAnalyzed() if event.usage is not None:
                 row, cost = self.cycle(state.cycle_number), event.usage.cost
                 row["uncosted_calls" if cost is None else "cost"] += 1 if cost is None else cost
             case CycleStarted():

@@ -177,6 +177,14 @@ def _config_with_rules_1(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "config": config}
 
 
+def _analysis_usage_unknown(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 analyses recorded no usage. A worker's answer (its causation is its
+    task) may have been a model's call: it reads as one of unknown cost (``cost`` None,
+    never zero; its tokens were not recorded). The core's own analyses made no call."""
+    worker = data.get("causation_id") == data.get("task_id")
+    return {"usage": {} if worker else None, **data}
+
+
 def _adds(**defaults: Any) -> Upcaster:
     """An upcaster for a version that only added fields: the old events read with
     the value that describes how they ran."""
@@ -206,6 +214,7 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("RegenerationRequested", 1): _adds(pinned=False),
     ("ReflectionEmbedded", 1): _adds(runtime=TORCH_RUNTIME),
     ("ParagraphsChecked", 1): _adds(runtime=TORCH_RUNTIME),
+    ("OperatorMessageAnalyzed", 1): _analysis_usage_unknown,
 }
 """(event type, stored version) -> function returning the data at version + 1.
 Register one here whenever an event's ``schema_version`` literal is raised."""

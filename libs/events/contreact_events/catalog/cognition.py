@@ -28,6 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contreact_events.catalog.chat import LLMUsage
 from contreact_events.catalog.envelope import EventBase, InputEvent
 from contreact_events.catalog.exchange import Analysis, Exchange
 
@@ -61,11 +62,19 @@ class OperatorMessageAnalyzed(InputEvent):
     failing). ``causation_id`` of an answer is its task."""
 
     type: Literal["OperatorMessageAnalyzed"] = "OperatorMessageAnalyzed"
+    schema_version: Literal[2] = 2  # type: ignore[assignment]  # a raised version
+    """2: ``usage`` (a version 1 answer of a worker reads as a call of unknown cost)."""
     task_id: str
     analysis: LoggedAnalysis
     fallback_reason: str | None = None
     """Why the heuristic stands in for the model (its answer rejected, no answer), or
     None (the analyser that was asked for answered)."""
+    usage: LLMUsage | None = None
+    """The analysis call's tokens and cost when a model answered (its answer rejected
+    or not): the provider's cost, else the run's price for ``cognition.model``, else
+    unknown (``cost`` None, never zero). None: no model answered (the core's
+    heuristic, or the worker's standing in for a call that failed). Counted in the
+    run's spend and against its ``budget`` (docs/interop-and-spend.md)."""
 
 
 class PersistentMemoryRequested(EventBase):

@@ -312,7 +312,17 @@ class RunConfig(Strict):
     @property
     def price(self) -> ModelPrice | None:
         """The price of this run's model in the table, if any."""
-        return (self.prices or {}).get(self.model_name)
+        return self.price_of(self.model_name)
+
+    @property
+    def priced_models(self) -> tuple[str, ...]:
+        """The models the run pays for: its own, and the analyses' ``cognition.model``."""
+        analyst = self.cognition.model if self.cognition.analysis == "model" else None
+        return (self.model_name,) + ((analyst,) if analyst and analyst != self.model_name else ())
+
+    def price_of(self, model: str) -> ModelPrice | None:
+        """The price of ``model`` (the run's, the analyses') in the table, if any."""
+        return (self.prices or {}).get(model)
 
     @field_validator("prices", mode="before")
     @classmethod

@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import singledispatch
 from typing import Any
 
-from contreact_events.catalog.chat import ChatMessage, ToolCall
+from contreact_events.catalog.chat import ChatMessage, LLMUsage, ToolCall
 from contreact_events.catalog.cognition import (
     MemoriesRetrievalRequested,
     MemoriesRetrieved,
@@ -315,7 +315,6 @@ def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
         tool_calls=_calls_for_history(state, message.tool_calls),
         thinking=message.thinking,
     )
-    usage = event.usage
     return {
         "phase": "responded",
         "host": event.host or state.host,
@@ -324,6 +323,16 @@ def _(event: LLMResponded, state: AgentState) -> dict[str, Any]:
         "message_history": Appended(reply),
         "metrics": metrics,
         "last_prompt_tokens": event.usage.prompt_tokens,
+        **_spent(state, event.usage),
+    }
+
+
+def _spent(state: AgentState, usage: LLMUsage | None) -> dict[str, Any]:
+    """The run's spend with one more call's (an agent's, or an exchange's analysis):
+    its tokens, its cost when known, else one more call of unknown cost. None: no call."""
+    if usage is None:
+        return {}
+    return {
         "spent_tokens": state.spent_tokens + usage.prompt_tokens + usage.completion_tokens,
         "spent_cost": state.spent_cost + (usage.cost or 0.0),
         "uncosted_calls": state.uncosted_calls + (usage.cost is None),
@@ -724,7 +733,7 @@ def _(event: OperatorMessageAnalysisRequested, state: AgentState) -> dict[str, A
 
 @_apply.register
 def _(event: OperatorMessageAnalyzed, state: AgentState) -> dict[str, Any]:
-    changes: dict[str, Any] = {"analyses": state.analyses + 1}
+    changes: dict[str, Any] = {"analyses": state.analyses + 1, **_spent(state, event.usage)}
     _policy_sees(state, event, changes)
     if state.open_task(event.task_id) is not None:
         changes["open_tasks"] = tuple(t for t in state.open_tasks if t.task_id != event.task_id)

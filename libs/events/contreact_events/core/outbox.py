@@ -120,6 +120,7 @@ def analysis_tasks(state: AgentState) -> list[LLMTask]:
     cognition = config.cognition
     tasks = []
     waits = open_deadlines(state)
+    model = cognition.model or config.model_name
     for (task_id, send, deadline), task in zip(waits, state.open_tasks, strict=True):
         tasks.append(
             LLMTask(
@@ -127,7 +128,7 @@ def analysis_tasks(state: AgentState) -> list[LLMTask]:
                 task_id=task_id,
                 run_id=state.run_id,
                 backend=backend,
-                model=cognition.model or config.model_name,
+                model=model,
                 host=hosts[0],
                 hosts=hosts,
                 api_key_env=client.api_key_env if client else None,
@@ -146,6 +147,7 @@ def analysis_tasks(state: AgentState) -> list[LLMTask]:
                 holds_cycle=cognition.memory_policy,
                 deadline=deadline,
                 send=send,
+                price=config.price_of(model),
             )
         )
     return tasks

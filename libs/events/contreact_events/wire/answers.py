@@ -119,8 +119,12 @@ def llm_responded(
 
 
 def operator_message_analyzed(
-    task: LLMTask, analysis: Analysis, fallback_reason: str | None
+    task: LLMTask,
+    analysis: Analysis,
+    fallback_reason: str | None,
+    usage: LLMUsage | None = None,
 ) -> InboxMessage:
+    """The answer to an analysis task; ``usage``: the call's, when a model answered."""
     return input_message(
         OperatorMessageAnalyzed,
         task.run_id,
@@ -128,6 +132,7 @@ def operator_message_analyzed(
         task_id=task.task_id,
         analysis=analysis.model_dump(),
         fallback_reason=fallback_reason,
+        usage=usage,
     )
 
 
