@@ -19,6 +19,8 @@ from contreact_bus.run_log import RunLog
 from contreact_cli.commands.inspect import rebuild, replay
 from contreact_cli.commands.runs import show_state
 from contreact_cli.settings import CLISettings
+from contreact_events.catalog.cognition import OperatorMessageAnalyzed
+from contreact_events.catalog.cycle import LLMResponded
 from contreact_events.config.spend import ModelPrice
 from contreact_events.core.fold import fold_all
 from tests.support.bus_run import BusRun, bus_run
@@ -85,7 +87,7 @@ async def test_the_worker_prices_a_scripted_analysis_with_the_analysis_models_pr
     events = await RunLog(bus.redis).events("spend-scripted")
     state = fold_all(events)
     assert state.status == "completed"
-    analysed = [e for e in events if e.type == "OperatorMessageAnalyzed"]
+    analysed = [e for e in events if isinstance(e, OperatorMessageAnalyzed)]
     assert len(analysed) == 2 and all(e.fallback_reason is None for e in analysed)
     price = ModelPrice.model_validate(ANALYST_PRICE)
     for event in analysed:
@@ -93,15 +95,13 @@ async def test_the_worker_prices_a_scripted_analysis_with_the_analysis_models_pr
         assert usage is not None and usage.prompt_tokens > 0 and usage.completion_tokens > 0
         assert usage.cost_source == "price_table"
         assert usage.cost == pytest.approx(price.cost(usage.prompt_tokens, usage.completion_tokens))
-    agent_calls = [e for e in events if e.type == "LLMResponded"]
+    agent_calls = [e for e in events if isinstance(e, LLMResponded)]
     assert all(e.usage.cost is None for e in agent_calls)  # no price, no provider figure
-    assert state.spent_cost == pytest.approx(sum(e.usage.cost or 0 for e in analysed))
+    analysed_cost = sum(e.usage.cost or 0.0 for e in analysed if e.usage is not None)
+    assert state.spent_cost == pytest.approx(analysed_cost)
     assert state.uncosted_calls == len(agent_calls)
-    assert state.spent_tokens == sum(
-        e.usage.prompt_tokens + e.usage.completion_tokens
-        for e in [*agent_calls, *analysed]
-        if e.usage is not None
-    )
+    usages = [e.usage for e in agent_calls] + [e.usage for e in analysed if e.usage is not None]
+    assert state.spent_tokens == sum(u.prompt_tokens + u.completion_tokens for u in usages)
     await exact(bus, "spend-scripted", events)
 
 
@@ -126,7 +126,7 @@ async def test_the_providers_own_cost_of_an_analysis_is_recorded_and_shown(
     events = await RunLog(bus.redis).events("spend-openai")
     state = fold_all(events)
     assert state.status == "completed", state.failure_reason
-    analysed = [e for e in events if e.type == "OperatorMessageAnalyzed"]
+    analysed = [e for e in events if isinstance(e, OperatorMessageAnalyzed)]
     assert [(e.usage.cost, e.usage.cost_source) for e in analysed if e.usage] == [
         (0.003, "provider"),
         (0.003, "provider"),
