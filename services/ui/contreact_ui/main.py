@@ -89,6 +89,7 @@ async def serve(settings: UISettings) -> None:
         finally:
             stop.set()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.to_thread(app.state.embedder.close)  # see TextEmbedder.warm
             store.close()
             await redis.aclose()
 
