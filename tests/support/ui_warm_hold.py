@@ -35,5 +35,5 @@ def held_embedder() -> TextEmbedder:
 
 
 if __name__ == "__main__":
-    ui_app.TextEmbedder = held_embedder  # type: ignore[misc,assignment]
+    ui_app.TextEmbedder = held_embedder  # type: ignore[attr-defined,assignment]
     main()
