@@ -89,9 +89,10 @@ async def serve(settings: UISettings) -> None:
         finally:
             stop.set()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await asyncio.to_thread(app.state.embedder.close)  # see TextEmbedder.warm
             store.close()
             await redis.aclose()
+            # Last, so that a kill while it waits finds the store closed: see TextEmbedder.warm
+            await asyncio.to_thread(app.state.embedder.close)
 
 
 async def _exit_on(stop: asyncio.Event, server: uvicorn.Server) -> None:
