@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -23,6 +24,7 @@ from contreact_bus.local_redis import free_port
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import register_run
 from contreact_events.names import SERVICES_HEARTBEAT
+from contreact_ui.semantic import WAITS_FOR_WARM_UP
 from tests.support.sim import Sim, make_config, say
 from tests.support.waits import HANG_GUARD_S
 
@@ -97,6 +99,46 @@ def test_the_service_follows_runs_and_stops_on_sigterm(redis_url: str, tmp_path:
             proc.kill()
             proc.wait()
     assert "dashboard at http://127.0.0.1:" in (proc.stdout.read() if proc.stdout else "")
+
+
+def test_sigterm_while_the_search_model_warms_up_is_a_clean_exit(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """The worst moment: the dashboard answers before its search model has warmed up
+    (a thread loads it, then runs it once, in PyTorch). A SIGTERM then ended the
+    process with SIGABRT: the interpreter finalized with that thread in PyTorch, which
+    called ``std::terminate`` as the thread was ended. Here the warm-up is held in
+    PyTorch until the service says it waits for it (or, without that wait, has died)."""
+    port = free_port()
+    entered, release = tmp_path / "entered", tmp_path / "release"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.ui_warm_hold"],
+        env={
+            **env_for(redis_url, tmp_path / "data", port),
+            "CONTREACT_UI_WARM_SEARCH_MODEL": "true",
+            "HOLD_ENTERED": str(entered),
+            "HOLD_RELEASE": str(release),
+        },
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True)
+    reader.start()
+    try:
+        until(lambda: get(port, "/health.json")["ok"] and entered.exists())
+        proc.send_signal(signal.SIGTERM)
+        until(lambda: proc.poll() is not None or any(WAITS_FOR_WARM_UP in x for x in lines))
+        release.touch()
+        code = proc.wait(timeout=120)  # the timeout only guards a hang
+    finally:
+        release.touch()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    reader.join(timeout=HANG_GUARD_S)
+    assert code == 0, "".join(lines)[-3000:]
 
 
 def test_rebuild_is_one_command(redis_url: str, tmp_path: Path) -> None:

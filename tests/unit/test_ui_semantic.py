@@ -4,6 +4,7 @@ new texts refused with a line saying how to narrow it."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -13,6 +14,7 @@ from contreact_ui import semantic
 from contreact_ui.exceptions import BadQuery
 from contreact_ui.semantic import TextEmbedder
 from tests.support.experiment_runs import ToyEmbedding, ToyModel
+from tests.support.waits import HANG_GUARD_S
 
 
 class Counting(ToyModel):
@@ -102,3 +104,43 @@ def test_the_models_libraries_are_imported_whole_before_the_pages_are_served() -
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.stdout.strip() == "True", done.stderr[-2000:]
+
+
+class Held(ToyModel):
+    """A model whose run waits until the test lets it go (a load still under way)."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def embed_batch(self, texts: Sequence[str]) -> list[ToyEmbedding]:
+        self.entered.set()
+        assert self.release.wait(timeout=HANG_GUARD_S)  # guards a hang only
+        return super().embed_batch(texts)
+
+
+def test_close_waits_for_the_warm_up_under_way() -> None:
+    """A warm-up still in PyTorch when the interpreter finalizes aborts the process
+    (SIGABRT on SIGTERM): the warming thread is no daemon, and ``close`` returns only
+    once it has ended."""
+    model = Held()
+    embedder = TextEmbedder(model)
+    warming = embedder.warm()
+    assert not warming.daemon
+    assert model.entered.wait(timeout=HANG_GUARD_S)
+    closer = threading.Thread(target=embedder.close)
+    closer.start()
+    closer.join(timeout=0.2)  # it must not return while the model runs, however long
+    assert closer.is_alive() and warming.is_alive()
+    model.release.set()
+    closer.join(timeout=HANG_GUARD_S)
+    assert not closer.is_alive() and not warming.is_alive()
+
+
+def test_a_closed_embedder_does_not_start_warming(monkeypatch: pytest.MonkeyPatch) -> None:
+    loads: list[object] = []
+    monkeypatch.setattr(semantic, "_load", lambda: loads.append(None) or Counting())
+    embedder = TextEmbedder()
+    embedder.close()
+    embedder.warm().join(timeout=HANG_GUARD_S)
+    assert loads == [] and embedder.state == "not loaded"

@@ -91,6 +91,8 @@ async def serve(settings: UISettings) -> None:
             await asyncio.gather(*tasks, return_exceptions=True)
             store.close()
             await redis.aclose()
+            # Last, so that a kill while it waits finds the store closed: see TextEmbedder.warm
+            await asyncio.to_thread(app.state.embedder.close)
 
 
 async def _exit_on(stop: asyncio.Event, server: uvicorn.Server) -> None:

@@ -33,6 +33,7 @@ CACHE_TEXTS = 200_000
 WARM_NICENESS = 19
 """The warming thread's priority (Linux niceness is per thread): the pages and the
 follower come first while the model loads."""
+WAITS_FOR_WARM_UP = "waiting for the search model's warm-up to end before exiting"
 
 
 class Model(Protocol):
@@ -48,6 +49,8 @@ class TextEmbedder:
         self._cache: OrderedDict[str, Vector] = OrderedDict()
         self._lock = threading.Lock()
         self._loading = threading.Lock()  # one load, however many ask at once
+        self._closing = threading.Event()
+        self._warming: threading.Thread | None = None
         self.state: SearchModelState = "ready" if model is not None else "not loaded"
         self.problem: str | None = None
         """Why the model cannot be loaded (``state`` unavailable)."""
@@ -68,16 +71,42 @@ class TextEmbedder:
     def warm(self) -> threading.Thread:
         """Load the model (and run it once) in a background thread, so that the first
         search does not wait for it; a model that cannot load says why in ``problem``
-        (and each semantic search says it again)."""
-        thread = threading.Thread(target=self._warm, name="search-model", daemon=True)
+        (and each semantic search says it again).
+
+        Not a daemon, and ``close`` waits for it: a daemon thread still in PyTorch when
+        the interpreter finalizes is ended by ``pthread_exit`` as it takes the GIL back,
+        and that unwinds through a C++ destructor (pybind11's ``gil_scoped_release``),
+        which calls ``std::terminate``: the dashboard died of SIGABRT on a SIGTERM that
+        came while the model loaded."""
+        thread = threading.Thread(target=self._warm, name="search-model")
+        self._warming = thread
         thread.start()
         return thread
+
+    def close(self) -> None:
+        """Stop warming up (before the next step: loading, then running the model once)
+        and wait for the step under way; call it before the process exits."""
+        self._closing.set()
+        thread = self._warming
+        if thread is None or not thread.is_alive():
+            return
+        log.info(WAITS_FOR_WARM_UP)
+        if thread.native_id is not None:  # finish at the process's priority, when allowed
+            with contextlib.suppress(OSError):
+                os.setpriority(
+                    os.PRIO_PROCESS, thread.native_id, os.getpriority(os.PRIO_PROCESS, 0)
+                )
+        thread.join()
 
     def _warm(self) -> None:
         with contextlib.suppress(OSError):  # Linux: this thread alone yields to the rest
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_NICENESS)
         try:
-            self.model().embed_batch(["warm"])
+            if self._closing.is_set():
+                return
+            model = self.model()
+            if not self._closing.is_set():
+                model.embed_batch(["warm"])
         except BadQuery:
             pass  # ``problem`` says why; each semantic search says it again
         except Exception:  # a background thread's failure goes to the log, not nowhere
