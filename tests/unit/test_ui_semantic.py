@@ -139,7 +139,12 @@ def test_close_waits_for_the_warm_up_under_way() -> None:
 
 def test_a_closed_embedder_does_not_start_warming(monkeypatch: pytest.MonkeyPatch) -> None:
     loads: list[object] = []
-    monkeypatch.setattr(semantic, "_load", lambda: loads.append(None) or Counting())
+
+    def load() -> Counting:
+        loads.append(None)
+        return Counting()
+
+    monkeypatch.setattr(semantic, "_load", load)
     embedder = TextEmbedder()
     embedder.close()
     embedder.warm().join(timeout=HANG_GUARD_S)
