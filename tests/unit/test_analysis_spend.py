@@ -56,6 +56,7 @@ def spend_sim() -> Sim:
     table) arrive during the next cycle; a cost budget of 0.1 USD."""
     return Sim(
         make_config(
+            run_id="analysis-spend",  # (every saved log has its own run id)
             cycle_count=4,
             cognition={"analysis": "model", "model": ANALYST},
             budget={"cost": 0.1},
@@ -157,7 +158,7 @@ def test_the_dataframes_show_the_analyses_spend() -> None:
 
     sim = spend_sim()
     drive(sim)
-    frames = build_frames({"run-1": sim.log})
+    frames = build_frames({"analysis-spend": sim.log})
     (run,) = frames.runs.to_dict("records")
     assert run["cost"] == pytest.approx(sim.state.spent_cost)
     assert run["uncosted_calls"] == 1

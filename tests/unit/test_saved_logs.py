@@ -28,6 +28,13 @@ def test_the_saved_logs_cover_every_event_type() -> None:
     assert seen == set(EVENT_CLASSES)
 
 
+def test_every_saved_log_has_a_run_id_of_its_own() -> None:
+    """Tests load them all as one archive (the dashboard's fixtures): two logs of one
+    run id would be one run there, the other's events silently left out."""
+    ids = [event_from_json(p.read_bytes().splitlines()[0]).run_id for p in LOGS]
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+
+
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name)
 def test_a_saved_log_folds_replays_and_exports(path: Path) -> None:
     events = load(path)
