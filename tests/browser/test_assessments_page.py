@@ -223,5 +223,6 @@ def test_table2_and_its_ratings_with_hostile_raw_answers(dashboard: Dashboard, p
     assert listing.count() == 3
     inert(page, "run")
     page.locator("#run-assessments-link").click()
+    page.wait_for_load_state()  # the new page, not the one left
     assert page.locator("#ratings-table tbody tr[data-status]").count() == 3
     assert not dialogs

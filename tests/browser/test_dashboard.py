@@ -118,6 +118,7 @@ def test_event_log_links_a_prompt_to_its_answer(ui_stack: UIStack, page: Page) -
     assert '"message"' in page.locator("pre.payload").inner_text()
     page.go_back()
     page.locator("#prompt-link").click()
+    page.wait_for_load_state()  # the new page, not the one left
     assert "The prompt of the next LLM call" in page.locator("#prompt").inner_text()
     assert page.locator("ol.prompt li.role-system").count() == 1
     shot(page, "replay-prompt")

@@ -157,6 +157,7 @@ def test_defect_3_long_runs_stay_readable(ui: ArchiveUI, page: Page, run_id: str
     assert page.locator("#by-cycle-note").is_visible()
     assert set(page.locator("#events-table tbody tr td:nth-child(4)").all_inner_texts()) == {"0"}
     page.locator("#next-cycle").click()
+    page.wait_for_load_state()  # the new page, not the one left
     assert page.locator("#pager-cycle").inner_text() == "1"
     assert set(page.locator("#events-table tbody tr td:nth-child(4)").all_inner_texts()) == {"1"}
     assert page.locator("#events-table tbody tr").count() < 40
@@ -309,6 +310,7 @@ def test_the_timeline_shows_where_a_cycles_time_went(ui: ArchiveUI, page: Page) 
     chart(page, "chart-time")
     assert page.get_attribute("#chart-time", "data-traces") == "4"
     page.locator("#next-cycle").click()
+    page.wait_for_load_state()  # the new page, not the one left
     assert "cycle=4" in page.url
     both_widths(page, "time-timeline")
     page.goto(f"{ui.base}/runs/failed-run/timeline?cycle=3")

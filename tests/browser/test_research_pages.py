@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from playwright.sync_api import Dialog, Page
+from playwright.sync_api import Dialog, Locator, Page
 
 from contreact_events.config import parse_run_config
 from contreact_events.config.overrides import changed_settings
@@ -180,6 +180,13 @@ def test_the_experiment_page_of_a_long_run_is_live(experiment: UIStack, page: Pa
     assert "at cycle 100" in page.locator("#replicas-table td[data-field=advisory]").inner_text()
 
 
+def follow(page: Page, link: Locator, timeout: float = 30_000) -> None:
+    """Click what leads to another page and wait for that page: a count or a URL read
+    right after the click reads the page being left (a search found nothing, once)."""
+    with page.expect_navigation(timeout=timeout):
+        link.click(timeout=timeout)
+
+
 def test_search_links_each_result_to_its_cycle(
     experiment: UIStack, page: Page, dialogs: list[str]
 ) -> None:
@@ -187,7 +194,7 @@ def test_search_links_each_result_to_its_cycle(
     page.goto(stack.base + "/runs")
     page.get_by_role("link", name="Search", exact=True).click()
     page.fill("#search-q", NEEDLE)
-    page.locator("#search-submit").click()
+    follow(page, page.locator("#search-submit"))
     hits = page.locator("#search-hits li.hit")
     assert hits.count() == 8  # 4 replicas x 2 cycles
     assert page.locator("#search-hits mark").first.inner_text() == NEEDLE.upper()
@@ -195,22 +202,22 @@ def test_search_links_each_result_to_its_cycle(
     shots(page, "search-keyword")
     first = hits.first
     cycle = first.locator(".hit-cycle").inner_text()
-    first.locator(".hit-event").click()
+    follow(page, first.locator(".hit-event"))
     assert page.locator("h2 .etype").inner_text() == "ReflectionRecorded"
     page.go_back()
-    page.locator("#search-hits li.hit").first.locator(".hit-cycle").click()
+    follow(page, page.locator("#search-hits li.hit").first.locator(".hit-cycle"))
     assert f"cycle={cycle.split()[-1]}" in page.url
     for q in ("<script>", "onmouseover", "svg onload", "javascript:"):
         page.goto(stack.base + "/search")
         page.fill("#search-q", q)
-        page.locator("#search-submit").click()
+        follow(page, page.locator("#search-submit"))
         assert page.locator("#search-hits mark").count() >= 1, q
         inert(page, stack, f"search {q}")
     page.goto(stack.base + "/search")
     page.fill("#search-q", "a note about tides and the sea")
     page.select_option("#search-mode", "semantic")
     page.check("input[name=kind][value=reflection]")
-    page.locator("#search-submit").click(timeout=180_000)  # the first loads the model
+    follow(page, page.locator("#search-submit"), 180_000)  # the first loads the model
     scores = [float(s) for s in page.locator("#search-hits .score").all_inner_texts()]
     assert scores and scores == sorted(scores, reverse=True)
     inert(page, stack, "semantic search")
@@ -239,6 +246,7 @@ def test_runs_sort_by_a_column_and_filter_by_day(
     page.fill("input[name=since]", day)
     page.fill("input[name=until]", day)
     page.locator("form.filters button").click()
+    page.wait_for_load_state()  # the new page, not the one left
     assert "sort=llm_calls" in page.url  # the order is kept
     runs = page.locator("#runs-table tbody tr").evaluate_all("rs => rs.map(r => r.dataset.run)")
     assert sorted(runs) == [f"{EXP}-beta-A", f"{EXP}-beta-B"]
@@ -247,6 +255,7 @@ def test_runs_sort_by_a_column_and_filter_by_day(
     page.fill("input[name=since]", "2999-01-01")
     page.fill("input[name=until]", "")
     page.locator("form.filters button").click()
+    page.wait_for_load_state()  # the new page, not the one left
     assert page.locator("#runs-table tbody tr.empty-row").count() == 1
 
 

@@ -101,6 +101,7 @@ def test_a_fork_says_on_its_run_page_what_it_is(ui: ArchiveUI, page: Page, width
     assert "diversity.moderate_threshold 0.7 → 0.6" in text
     shot(page, "fork-run", width)
     page.locator("#fork-parent").click()
+    page.wait_for_load_state()  # the new page, not the one left
     assert page.url.endswith(f"/runs/{PARENT}")
     assert page.locator("#fork-of").count() == 0  # the parent is no fork
     forks = page.locator("#forks li")

@@ -50,10 +50,9 @@ def asking_first(cycles: int) -> dict[str, Any]:
 
 
 def answer(stack: Stack, run_id: str) -> None:
-    proc = stack.cli("reply", run_id, "Go on.")
-    # (the CLI waits 10 s for the orchestrator to take the reply; on a loaded machine it
-    # may take longer, and the run's end shows it was taken)
-    assert proc.returncode == 0 or "not taken it yet" in proc.stdout, proc.stdout + proc.stderr
+    # (a generous wait for the orchestrator to take it: only a hang reaches 300 s)
+    proc = stack.cli("reply", run_id, "Go on.", "--wait", "300")
+    assert proc.returncode == 0 and "reply delivered" in proc.stdout, proc.stdout + proc.stderr
 
 
 def write_experiment(tmp_path: Path, name: str, models: list[dict[str, Any]], **extra: Any) -> Path:
@@ -149,7 +148,7 @@ def test_resubmitting_after_a_cancel_finishes_only_what_was_missing(
     first = {"resume-done-A": "completed", "resume-done-B": "completed"}
     first |= {"resume-long-A": "waiting_operator", "resume-long-B": "waiting_operator"}
     stack.wait_until(lambda: reached(first), GUARD, "quick runs done, long ones asking")
-    cancelled = stack.cli("experiment", "cancel", "resume", check=True)
+    cancelled = stack.cli("experiment", "cancel", "resume", "--wait", "300", check=True)
     assert "cancelled 2 run(s)" in cancelled.stdout
     assert set(state().values()) == {"completed", "cancelled"}
 

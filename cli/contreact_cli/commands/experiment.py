@@ -226,7 +226,9 @@ async def experiment_status(settings: CLISettings, name: str) -> list[dict[str, 
     return (await _progress(settings, name)).rows()
 
 
-async def cancel_experiment(settings: CLISettings, name: str, reason: str, out: Printer) -> int:
+async def cancel_experiment(
+    settings: CLISettings, name: str, reason: str, out: Printer, wait_s: float = 15.0
+) -> int:
     rows = await experiment_status(settings, name)
     going = [row["run_id"] for row in rows if row["status"] in (*ACTIVE_STATUSES, "submitted")]
     if not going:
@@ -238,7 +240,7 @@ async def cancel_experiment(settings: CLISettings, name: str, reason: str, out: 
             for run_id in going:
                 inbox.queue(pipe, run_cancelled(run_id, reason))
             await pipe.execute()
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + wait_s
         statuses: dict[str, str | None] = {}
         while time.monotonic() < deadline:
             statuses = await run_statuses(redis, settings.archive_dir, going)
@@ -322,6 +324,12 @@ def register(sub: Any) -> None:
     p = add_command(actions, "cancel", cmd_cancel, "cancel every run of an experiment still going")
     p.add_argument("name", type=experiment_name)
     p.add_argument("--reason", type=text, default="experiment cancelled by the operator")
+    p.add_argument(
+        "--wait",
+        type=positive_seconds,
+        default=15.0,
+        help="seconds to wait (15)",
+    )
     p = add_command(
         actions,
         "export",
@@ -361,7 +369,7 @@ def cmd_status(args: argparse.Namespace, settings: CLISettings) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace, settings: CLISettings) -> int:
-    return asyncio.run(cancel_experiment(settings, args.name, args.reason, out))
+    return asyncio.run(cancel_experiment(settings, args.name, args.reason, out, args.wait))
 
 
 def cmd_export(args: argparse.Namespace, settings: CLISettings) -> int:

@@ -71,9 +71,21 @@ def register(sub: Any) -> None:
     p = add_command(sub, "reply", cmd_reply, "answer the agent's message to the operator")
     p.add_argument("run", type=run_id)
     p.add_argument("text", type=free_text)
+    p.add_argument(
+        "--wait",
+        type=positive_seconds,
+        default=10.0,
+        help="seconds to wait (10)",
+    )
     p = add_command(sub, "cancel", cmd_cancel, "cancel a run")
     p.add_argument("run", type=run_id)
     p.add_argument("--reason", type=free_text, default="cancelled by the operator")
+    p.add_argument(
+        "--wait",
+        type=positive_seconds,
+        default=10.0,
+        help="seconds to wait (10)",
+    )
 
 
 def cmd_run(args: argparse.Namespace, settings: CLISettings) -> int:
@@ -115,11 +127,11 @@ def cmd_show(args: argparse.Namespace, settings: CLISettings) -> int:
 
 
 def cmd_reply(args: argparse.Namespace, settings: CLISettings) -> int:
-    return asyncio.run(reply(settings, args.run, args.text, out))
+    return asyncio.run(reply(settings, args.run, args.text, out, wait_s=args.wait))
 
 
 def cmd_cancel(args: argparse.Namespace, settings: CLISettings) -> int:
-    return asyncio.run(cancel(settings, args.run, args.reason, out))
+    return asyncio.run(cancel(settings, args.run, args.reason, out, wait_s=args.wait))
 
 
 async def submit_run(
@@ -191,7 +203,9 @@ async def watch_run(settings: CLISettings, run_id: str, out: Printer) -> int:
         return await follow_run(redis, run_id, out, progress_every_s=settings.progress_every_s)
 
 
-async def reply(settings: CLISettings, run_id: str, text: str, out: Printer) -> int:
+async def reply(
+    settings: CLISettings, run_id: str, text: str, out: Printer, *, wait_s: float = 10.0
+) -> int:
     async with redis_client(settings) as redis:
         meta = await run_meta(redis, run_id)
         task_id = meta.get("waiting_task", "")
@@ -202,7 +216,7 @@ async def reply(settings: CLISettings, run_id: str, text: str, out: Printer) -> 
             )
         after = await RunLog(redis).last_id(run_id)
         await send_reply(redis, run_id, task_id, text)
-        accepted = await _wait_for_event(redis, run_id, after, "OperatorReplied")
+        accepted = await _wait_for_event(redis, run_id, after, "OperatorReplied", wait_s)
         out(
             "reply delivered"
             if accepted
@@ -211,7 +225,9 @@ async def reply(settings: CLISettings, run_id: str, text: str, out: Printer) -> 
         return 0 if accepted else 1
 
 
-async def cancel(settings: CLISettings, run_id: str, reason: str, out: Printer) -> int:
+async def cancel(
+    settings: CLISettings, run_id: str, reason: str, out: Printer, *, wait_s: float = 10.0
+) -> int:
     async with redis_client(settings) as redis:
         meta = await run_meta(redis, run_id)
         if meta.get("status") in TERMINAL_STATUSES:
@@ -219,7 +235,7 @@ async def cancel(settings: CLISettings, run_id: str, reason: str, out: Printer) 
         message = run_cancelled(run_id, reason)
         after = await RunLog(redis).last_id(run_id)
         await (await Inbox.open(redis)).send(message)
-        accepted = await _wait_for_event(redis, run_id, after, "RunCancelled")
+        accepted = await _wait_for_event(redis, run_id, after, "RunCancelled", wait_s)
         out(
             f"run {run_id} cancelled"
             if accepted
