@@ -2,8 +2,9 @@
 
 Healthy when a heartbeat of ``SERVICE`` that this process's host (the container) beat
 is fresh: every service names its heartbeat ``{service}:{consumer}``, and a consumer
-name in a container starts with the container's host name (the workers' default is
-``{hostname}-{pid}``; the orchestrator's image sets its name to the host name). So a
+name in a container starts with the container's host name (every service's default,
+the orchestrator's replica name included, is ``{hostname}-{pid}``:
+``contreact_bus.service.instance_name``). So a
 replica is judged by its own heartbeat, not by a sibling's. Exit 0 when healthy, 1
 otherwise, with one line saying why (shown by ``docker inspect``).
 
