@@ -17,7 +17,6 @@ import redis.asyncio as aioredis
 
 from contreact_bus.llm_routes import llm_task_stream, route_of
 from contreact_bus.local_redis import free_port
-from contreact_events.catalog.chat import ChatMessage
 from contreact_events.catalog.exchange import Exchange
 from contreact_events.cognition.model_answer import analysis_json_schema
 from contreact_events.core.exchange_prompt import analysis_messages
@@ -31,6 +30,7 @@ from contreact_llm.settings import LLMWorkerSettings
 from tests.support.inbox import INBOX, use_one_shard
 from tests.support.ollama_host import running_ollama_host
 from tests.support.orchestration import ask_for
+from tests.support.pool_tasks import pool_chat, pool_worker
 from tests.support.silent_host import silent_host
 
 pytestmark = pytest.mark.redis
@@ -42,30 +42,11 @@ async def _one_inbox_shard(aredis: aioredis.Redis) -> None:
 
 
 def chat(run_id: str, pool: tuple[str, ...], step: int = 1) -> LLMTask:
-    return LLMTask(
-        kind="chat",
-        task_id=f"{run_id}/c1/s{step}",
-        run_id=run_id,
-        backend="ollama",
-        model="m",
-        host=pool[0],
-        hosts=pool,
-        connect_timeout_s=2.0,
-        timeout_s=30.0,
-        messages=(ChatMessage(role="user", content="Cycle 1 begins."),),
-    )
+    return pool_chat(run_id, pool, "ollama", "Cycle 1 begins.", step)
 
 
 def worker(redis_url: str, name: str, pool: tuple[str, ...], **changes: Any) -> LLMWorkerSettings:
-    fields: dict[str, Any] = {
-        "redis_url": redis_url,
-        "consumer_name": name,
-        "hosts": {host: {"parallel": 1, "max_loaded_models": 1} for host in pool},
-        "poll_s": 0.1,
-        "backoff_base_s": 0.001,
-        **changes,
-    }
-    return LLMWorkerSettings(**fields)
+    return pool_worker(redis_url, name, pool, 1, 1, **changes)
 
 
 async def send(redis: aioredis.Redis, *tasks: LLMTask) -> None:

@@ -16,7 +16,6 @@ import redis.asyncio as aioredis
 
 from contreact_bus.llm_routes import route_of
 from contreact_bus.local_redis import free_port
-from contreact_events.catalog.chat import ChatMessage
 from contreact_events.names import llm_host_down_key, llm_route_pins_key
 from contreact_events.wire.tasks import LLMTask
 from contreact_llm.backends.openai import OpenAIBackend
@@ -27,6 +26,7 @@ from contreact_llm.settings import LLMWorkerSettings
 from tests.integration.test_gpu_pool import answers, host_of, pin, send
 from tests.support.fake_openai import running_fake_openai
 from tests.support.inbox import use_one_shard
+from tests.support.pool_tasks import pool_chat, pool_worker
 from tests.support.silent_host import silent_host
 
 pytestmark = pytest.mark.redis
@@ -38,31 +38,11 @@ async def _one_inbox_shard(aredis: aioredis.Redis) -> None:
 
 
 def chat(run_id: str, pool: tuple[str, ...], step: int = 1) -> LLMTask:
-    return LLMTask(
-        kind="chat",
-        task_id=f"{run_id}/c1/s{step}",
-        run_id=run_id,
-        backend="openai",
-        model="m",
-        host=pool[0],
-        hosts=pool,
-        api_key_env=None,
-        connect_timeout_s=2.0,
-        timeout_s=30.0,  # guards a hang only: the stand-ins answer at once
-        messages=(ChatMessage(role="user", content=f"Step {step} begins."),),
-    )
+    return pool_chat(run_id, pool, "openai", f"Step {step} begins.", step, api_key_env=None)
 
 
 def worker(redis_url: str, pool: tuple[str, ...], **changes: Any) -> LLMWorkerSettings:
-    fields: dict[str, Any] = {
-        "redis_url": redis_url,
-        "consumer_name": "w1",
-        "hosts": {host: {"parallel": 2, "max_loaded_models": 0} for host in pool},
-        "poll_s": 0.1,
-        "backoff_base_s": 0.001,
-        **changes,
-    }
-    return LLMWorkerSettings(**fields)
+    return pool_worker(redis_url, "w1", pool, 2, 0, **changes)
 
 
 async def test_a_run_sticks_to_its_server_and_moves_when_that_server_is_killed(
