@@ -3,11 +3,11 @@
 A ``RedisAddress`` is a URL (``redis://`` or ``rediss://`` for TLS, an ACL user and
 password, a database: as ``REDIS_URL`` always was), or, with sentinels named
 (``REDIS_SENTINELS=host:port,host:port``), whichever server those sentinels call the
-primary of ``REDIS_MASTER_NAME``: the URL then gives the scheme, the credentials, the TLS
-options and the database, and its host and port are not used. ``redis_client`` makes
-both kinds of client from one address: the asyncio client of the services (the caller
-passes its pool class) and the sync client of rq, the health check and the CLI's rq
-calls. Through sentinels they are redis-py's own (``redis.sentinel.Sentinel`` and
+primary of ``REDIS_MASTER_NAME``: the URL then gives the scheme, the credentials (the
+sentinels' too), the TLS options and the database, and its host and port are not used.
+``redis_client`` makes both kinds of client from one address: the asyncio client of the
+services (the caller passes its pool class) and the sync client of rq, the health check
+and the CLI's rq calls. Through sentinels they are redis-py's own (``redis.sentinel.Sentinel`` and
 ``redis.asyncio.sentinel.Sentinel``, ``master_for``): each new connection asks the
 sentinels for the primary, and a connection to a primary that was demoted turns its
 ``READONLY`` answer into a ``ConnectionError``, so the next try finds the new one.
@@ -111,6 +111,7 @@ def redis_client(
         managing.SentinelManagedSSLConnection if tls else managing.SentinelManagedConnection
     )
     sentinel_kwargs = {k: v for k, v in options.items() if k.startswith("socket_")}
+    sentinel_kwargs.update(sentinel_credentials(kwargs))
     if tls:  # sentinels of a TLS deployment speak TLS too, with the same CA
         sentinel_kwargs.update({k: v for k, v in kwargs.items() if k.startswith("ssl")})
         sentinel_kwargs["ssl"] = True
@@ -123,17 +124,26 @@ def redis_client(
     )
 
 
+def sentinel_credentials(url_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The URL's ACL user and password, which the sentinels are asked with too: a
+    deployment with a password on Redis gives its sentinels the same (``requirepass`` in
+    their configuration, or the same ACL user); a URL without one asks them without."""
+    return {k: url_kwargs[k] for k in ("username", "password") if url_kwargs.get(k)}
+
+
 def sentinel_diagnosis(address: RedisAddress, timeout_s: float = 2.0) -> str:
     """One line saying why no primary was found through ``address``'s sentinels: none
     answers, or those that answer know no master of that name (and which they know)."""
     import redis
+    from redis.connection import parse_url
 
+    credentials = sentinel_credentials(dict(parse_url(address.url)))  # type: ignore[no-untyped-call]
     known: set[str] = set()
     answering = []
     silent = []
     for host, port in address.sentinels:
         client = redis.Redis(host=host, port=port, socket_timeout=timeout_s,
-                             socket_connect_timeout=timeout_s)  # fmt: skip
+                             socket_connect_timeout=timeout_s, **credentials)  # fmt: skip
         try:
             masters = client.sentinel_masters()
         except (redis.RedisError, OSError):
