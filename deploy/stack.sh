@@ -11,7 +11,9 @@
 #   CONTREACT_IMAGE_TAG     the images' tag (latest)
 #   CONTREACT_LOCAL_PREFIX  what `push` tags from: the names `docker compose build` gave (contreact)
 #   REDIS_PASSWORD          Redis's password (required: Redis is published on its node)
-#   CONTREACT_STACK_FILE    the stack file (docker-stack.yml beside this folder)
+#   CONTREACT_STACK_FILE    the stack file, or files separated by `:` as COMPOSE_FILE's
+#                           (docker-stack.yml beside this folder; a Redis that fails
+#                           over: docker-stack.yml:docker-stack.sentinel.yml)
 #   and the stack file's own: CONTREACT_ORCHESTRATORS, CONTREACT_LLM_WORKERS, ...
 #
 # A deployment without a registry is refused here, with one line: a swarm's nodes pull
@@ -27,10 +29,9 @@ if [ -n "${CONTREACT_STACK_ENV:-}" ]; then
   . "$CONTREACT_STACK_ENV"
   set +a
 fi
-STACK_FILE=${CONTREACT_STACK_FILE:-$HERE/docker-stack.yml}
+IFS=: read -r -a STACK_FILES <<<"${CONTREACT_STACK_FILE:-$HERE/docker-stack.yml}"
 TAG=${CONTREACT_IMAGE_TAG:-latest}
 SERVICES=(orchestrator llm-worker memory embedder ui assessor cli)
-LABELS=(contreact.redis contreact.data contreact.ui contreact.gpu)
 SECRET=${CONTREACT_OPENROUTER_SECRET:-contreact_openrouter_api_key}
 
 say() { printf 'stack: %s\n' "$*" >&2; }
@@ -60,6 +61,10 @@ in_registry() { # in_registry IMAGE: the registry serves it (TLS, or plain HTTP 
 }
 
 check() {
+  local file
+  for file in "${STACK_FILES[@]}"; do
+    [ -f "$file" ] || fail "no stack file $file (CONTREACT_STACK_FILE: files separated by :)"
+  done
   need_prefix
   local prefix=$CONTREACT_IMAGE_PREFIX registry
   registry=$(registry_of "$prefix")
@@ -88,8 +93,11 @@ check() {
   docker secret inspect "$SECRET" >/dev/null 2>&1 ||
     fail "no swarm secret $SECRET: printf %s \"\$OPENROUTER_API_KEY\" | docker secret create" \
       "$SECRET - (any value, e.g. none, when no run calls OpenRouter)"
-  local label node labelled
-  for label in "${LABELS[@]}"; do
+  local label node labelled labels
+  # The node labels the files place services by (contreact.redis, contreact.data, ...).
+  labels=$(grep -ho 'node\.labels\.[A-Za-z0-9._-]* == true' "${STACK_FILES[@]}" |
+    sed 's/^node\.labels\.//; s/ == true$//' | sort -u)
+  for label in $labels; do
     labelled=""
     for node in $(docker node ls -q); do
       if [ "$(docker node inspect --format "{{index .Spec.Labels \"$label\"}}" "$node")" = true ]; then
@@ -118,12 +126,14 @@ push() {
 
 case "${1:-}" in
   push) push ;;
-  check) check && say "ready to deploy $STACK_FILE" ;;
+  check) check && say "ready to deploy ${STACK_FILES[*]}" ;;
   deploy)
     stack=${2:-contreact}
     check
-    say "deploying $STACK_FILE as $stack"
-    docker stack deploy --with-registry-auth --prune -c "$STACK_FILE" "$stack" >&2
+    say "deploying ${STACK_FILES[*]} as $stack"
+    files=()
+    for file in "${STACK_FILES[@]}"; do files+=(-c "$file"); done
+    docker stack deploy --with-registry-auth --prune "${files[@]}" "$stack" >&2
     ;;
   *) fail "usage: deploy/stack.sh push | check | deploy [STACK]" ;;
 esac
