@@ -22,7 +22,14 @@ from tests.support.compose_stack import (
     prepare_images,
     run,
 )
-from tests.support.swarm_stack import Registry, SwarmStack, ensure_swarm, stand_in
+from tests.support.swarm_stack import (
+    SENTINEL_FILE,
+    STACK_FILE,
+    Registry,
+    SwarmStack,
+    ensure_swarm,
+    stand_in,
+)
 
 NEEDS = (
     "the docker tests need a Docker engine with Compose (deploy/engine.sh installs and "
@@ -123,7 +130,8 @@ def swarm_stack(
     pytestconfig: pytest.Config,
 ) -> Iterator[SwarmStack]:
     """A stack on a one-node swarm of the engine (every node label on it), its images
-    pushed to the registry by deploy/stack.sh, two model servers outside it (the pool)."""
+    pushed to the registry by deploy/stack.sh, two model servers outside it (the pool);
+    its Redis is docker-stack.sentinel.yml's: a primary, two replicas, three sentinels."""
     try:
         ensure_swarm(docker_env)
     except DockerUnavailable as exc:
@@ -139,7 +147,10 @@ def swarm_stack(
         "CONTREACT_IMAGE_TAG": images.tag,
         "CONTREACT_LOCAL_PREFIX": images.env()["CONTREACT_IMAGE_PREFIX"],
         "REDIS_PASSWORD": secrets.token_hex(16),
+        "CONTREACT_STACK_FILE": f"{STACK_FILE}:{SENTINEL_FILE}",
         "CONTREACT_REDIS_PORT": str(free_port()),
+        "CONTREACT_REDIS_2_PORT": str(free_port()),
+        "CONTREACT_REDIS_3_PORT": str(free_port()),
         "CONTREACT_UI_PUBLISHED_PORT": str(free_port()),
         "CONTREACT_ORCHESTRATORS": "2",
         "CONTREACT_LLM_WORKERS": "4",
@@ -172,7 +183,7 @@ def swarm_stack(
     finally:
         report = getattr(request.node, "rep_call", None)
         if report is not None and report.failed:
-            for service in ("orchestrator", "llm-worker", "memory"):
+            for service in ("orchestrator", "llm-worker", "memory", "redis", "sentinel-1"):
                 print(stack.logs(service))
         stack.destroy()
         run(["docker", "rm", "-f", *(c for c, _ in servers)], docker_env, check=False)

@@ -1,17 +1,23 @@
-"""`docker stack deploy` of docker-stack.yml on a real swarm (the engine as a one-node
-swarm, every node label on it): the images pushed by `deploy/stack.sh push` to Debian's
-docker-registry and pulled from it, two model servers outside the stack as the runs'
-pool (the project's Ollama stand-in, on the host's network as a GPU host's would be).
+"""`docker stack deploy` of docker-stack.yml with docker-stack.sentinel.yml (a Redis that
+fails over: a primary, two replicas, three sentinels) on a real swarm (the engine as a
+one-node swarm, every node label on it): the images pushed by `deploy/stack.sh push` to
+Debian's docker-registry and pulled from it, two model servers outside the stack as the
+runs' pool (the project's Ollama stand-in, on the host's network as a GPU host's would
+be).
 
 One experiment, 2 models x 4 replicas, with 2 orchestrators, 4 LLM workers and 2
-assessors: a rolling update of the LLM workers (`docker service update --force`)
-begins mid-experiment and a task's container (an orchestrator's) is killed; every run
-completes with its cycle count, swarm replaces the killed task and every LLM worker
-task; each run's rebuilt state equals the live one, its replay has no divergence, the
-memory store equals its rebuild (one note per cycle: every effect once); the dashboard
+assessors, every service reaching Redis through the sentinels: a rolling update of the
+LLM workers (`docker service update --force`) begins mid-experiment, a task's container
+(an orchestrator's) is killed, and so is the Redis primary's; a replica is promoted (the
+sentinels name another server), the runs move again (the seconds are printed), every
+run completes with its cycle count, swarm replaces the killed tasks and every LLM
+worker task, and the old primary comes back as a replica of the new one; each run's
+rebuilt state equals the live one, its replay has no divergence, the memory store
+equals its rebuild (one note per cycle: every effect once, none lost); the dashboard
 shows the runs from its published port. Then `docker stack rm` and a second deploy with
 the volumes kept: the runs, the memory and the experiment's record are all still there
-(submitting the file again sends nothing).
+(submitting the file again sends nothing), and the sentinels name the promoted server
+the primary still: the servers kept their roles in their volumes.
 
 `deploy/stack.sh deploy` refuses, in one line, images the registry does not hold
 (tests/unit/test_stack_file.py: no registry named, or none answering).
@@ -27,6 +33,7 @@ import redis
 import yaml
 
 from contreact_cli.config_file import load_experiment
+from contreact_events.names import run_log_key
 from tests.docker.test_compose_stack import (
     CYCLES,
     ENDED,
@@ -67,6 +74,14 @@ def write_experiment(configs: Path, pool: list[str]) -> list[str]:
     return [run.config.run_id for run in planned]
 
 
+def logged_events(client: redis.Redis, ids: list[str]) -> int:
+    """Events in the run logs."""
+    with client.pipeline(transaction=False) as pipe:
+        for run_id in ids:
+            pipe.xlen(run_log_key(run_id))
+        return sum(pipe.execute())
+
+
 def test_deploy_refuses_images_the_registry_does_not_hold(
     docker_env: dict[str, str], registry: Registry
 ) -> None:
@@ -102,8 +117,9 @@ def test_experiment_on_a_swarm_survives_an_update_a_kill_and_a_redeploy(
     counts = stack.replicas()
     for service, wanted in EXPECTED.items():
         assert counts[service] == (wanted, wanted), counts
-    port, password = int(stack.env["CONTREACT_REDIS_PORT"]), stack.env["REDIS_PASSWORD"]
-    client = redis.Redis(port=port, password=password)
+    assert stack.primary() == "redis", "the first primary is `redis`"
+    assert {stack.role(s)[1] for s in ("redis-2", "redis-3")} == {"redis"}, "its replicas"
+    client = stack.client()  # follows the primary
     ids = write_experiment(configs_dir, stack.servers)
     assert len(ids) == len(MODELS) * REPLICAS
 
@@ -133,8 +149,21 @@ def test_experiment_on_a_swarm_survives_an_update_a_kill_and_a_redeploy(
     killed = stack.kill_task("orchestrator")
     at_kill = metas(client, ids)
     assert all(m["status"] == "running" and int(m["cycle"]) < CYCLES for m in at_kill.values()), (
-        f"the update and the kill must land mid-run: {at_kill}"
+        f"the update and the kills must land mid-run: {at_kill}"
     )
+    stack.kill_task("redis")
+    down = time.monotonic()
+    promoted = stack.wait_for_new_primary("redis")
+    failover = {"promoted": round(time.monotonic() - down, 1)}
+    held = logged_events(client, ids)
+    wait_for(
+        client,
+        ids,
+        "the runs to move again after the failover",
+        lambda _m: logged_events(client, ids) > held,
+        timeout=180,
+    )
+    failover["moving"] = round(time.monotonic() - down, 1)
     final = wait_for(
         client,
         ids,
@@ -154,6 +183,8 @@ def test_experiment_on_a_swarm_survives_an_update_a_kill_and_a_redeploy(
     assert len(stack.tasks("llm-worker")) == 4
     orchestrators = stack.tasks("orchestrator")
     assert killed not in orchestrators and len(orchestrators) == 2, "swarm replaced the task"
+    assert stack.primary() == promoted
+    assert stack.role("redis") == ["slave", promoted], "the old primary is a replica now"
     entries = check_runs(stack, ids)
     assert entries == len(ids) * CYCLES  # one note written per cycle, none twice
     lap("checks")
@@ -173,8 +204,11 @@ def test_experiment_on_a_swarm_survives_an_update_a_kill_and_a_redeploy(
     assert again[0] == 0 and f"{len(ids)} run(s): {len(ids)} done already" in again[1], again
     assert check_runs(stack, ids) == entries
     check_dashboard(stack, ids)
+    assert stack.primary() == promoted, "the servers kept their roles"
     lap("checks again")
     print(
         f"swarm: 2x4 experiment of {CYCLES} cycles; worker tasks replaced while the runs "
-        f"went on: {replaced_mid_run} of 4; seconds: {took}"
+        f"went on: {replaced_mid_run} of 4; the Redis primary killed mid-run: {promoted} "
+        f"promoted {failover['promoted']} s after the kill, the runs moving again "
+        f"{failover['moving']} s after it; seconds: {took}"
     )

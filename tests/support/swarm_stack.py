@@ -5,7 +5,10 @@ kept in build/registry, so layers pushed once are not pushed again). ``ensure_sw
 makes the engine a swarm manager (a one-node swarm: `docker swarm init`, left in place
 for the next run). ``SwarmStack`` drives one stack: ``deploy/stack.sh push`` and
 ``deploy``, the services' tasks, a task's container killed, a rolling update, `docker
-stack rm`, and the contreact CLI as a container on the stack's network.
+stack rm`, and the contreact CLI as a container on the stack's network. With
+docker-stack.sentinel.yml too (a Redis that fails over): the primary the sentinels name,
+a Redis client that follows it through the servers' published ports, and the CLI
+reaching Redis through the sentinels.
 """
 
 from __future__ import annotations
@@ -19,12 +22,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import redis
+
 from contreact_bus.local_redis import free_port
 from tests.support.compose_stack import ROOT, DockerUnavailable, Images, run
+from tests.support.swarm_redis import (
+    MASTER_NAME,
+    REDIS_SERVERS,
+    SENTINEL_LABELS,
+    SENTINELS,
+    following_client,
+)
 
 SERVICES = ("redis", "orchestrator", "llm-worker", "memory", "embedder", "ui", "assessor")
 LABELS = ("contreact.redis", "contreact.data", "contreact.ui", "contreact.gpu")
 STACK_FILE = ROOT / "docker-stack.yml"
+SENTINEL_FILE = ROOT / "docker-stack.sentinel.yml"
 
 
 @dataclass
@@ -75,7 +88,8 @@ def ensure_swarm(env: Mapping[str, str]) -> str:
     if state != "active true":
         raise DockerUnavailable(f"the engine is in a swarm but not a manager of it ({state})")
     node = run(["docker", "info", "--format", "{{.Swarm.NodeID}}"], env).stdout.strip()
-    adds = [arg for label in LABELS for arg in ("--label-add", f"{label}=true")]
+    labels = (*LABELS, *SENTINEL_LABELS)
+    adds = [arg for label in labels for arg in ("--label-add", f"{label}=true")]
     run(["docker", "node", "update", *adds, node], env)
     return node
 
@@ -122,8 +136,75 @@ class SwarmStack:
         self.wait_converged(timeout=timeout)
         return time.monotonic() - start
 
+    @property
+    def through_sentinels(self) -> bool:
+        """Deployed with docker-stack.sentinel.yml (CONTREACT_STACK_FILE)."""
+        return SENTINEL_FILE.name in self.env.get("CONTREACT_STACK_FILE", "")
+
+    @property
+    def services(self) -> tuple[str, ...]:
+        extra = (*REDIS_SERVERS, *SENTINELS) if self.through_sentinels else ()
+        return tuple(dict.fromkeys((*SERVICES, *extra)))
+
     def service(self, name: str) -> str:
         return f"{self.name}_{name}"
+
+    def primary(self) -> str:
+        """The Redis server the sentinels name the primary (the first that answers)."""
+        for sentinel in SENTINELS:
+            for container in self.tasks(sentinel).values():
+                try:
+                    proc = self(
+                        "docker", "exec", "-e", f"REDISCLI_AUTH={self.env['REDIS_PASSWORD']}",
+                        container, "timeout", "5", "redis-cli", "-p", "26379", "--raw",
+                        "sentinel", "get-master-addr-by-name", MASTER_NAME,
+                        check=False, timeout=30,
+                    )  # fmt: skip
+                except subprocess.TimeoutExpired:
+                    continue  # the engine is busy: ask the next
+                named = proc.stdout.split()[:1]
+                if proc.returncode == 0 and named and named[0] in REDIS_SERVERS:
+                    return named[0]
+        raise AssertionError(f"no sentinel names a primary\n{self.task_errors()}")
+
+    def wait_for_new_primary(self, old: str, *, timeout: float = 120) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                named = self.primary()
+            except AssertionError:  # no sentinel answers just now
+                named = old
+            if named != old:
+                return named
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no replica was promoted within {timeout} s")
+            time.sleep(0.2)
+
+    def published(self, server: str) -> int:
+        return int(self.env[REDIS_SERVERS[server]])
+
+    def role(self, server: str) -> list[str]:
+        """ROLE of a Redis server, through its published port: ["master", ...] or
+        ["slave", PRIMARY'S NAME, ...]."""
+        client = redis.Redis(
+            port=self.published(server), password=self.env["REDIS_PASSWORD"],
+            socket_timeout=5, decode_responses=True,
+        )  # fmt: skip
+        try:
+            return [str(part) for part in client.role()[:2]]
+        finally:
+            client.close()
+
+    def client(self) -> redis.Redis:
+        """A client of Redis from the host: the published port of the plain stack's
+        one Redis, or, through sentinels, of whichever server is the primary (each
+        connection asks the servers' ROLE; a command that meets none retries for a
+        minute, so a failover is waited out). The sentinels announce the servers'
+        names on the stack's network, which the host cannot resolve."""
+        password = self.env["REDIS_PASSWORD"]
+        if not self.through_sentinels:
+            return redis.Redis(port=int(self.env["CONTREACT_REDIS_PORT"]), password=password)
+        return following_client([self.published(server) for server in REDIS_SERVERS], password)
 
     def replicas(self) -> dict[str, tuple[int, int]]:
         """Service -> (tasks running, tasks wanted)."""
@@ -147,7 +228,7 @@ class SwarmStack:
         deadline = time.monotonic() + timeout
         while True:
             counts = self.replicas()
-            if set(counts) == set(SERVICES) and all(r == w for r, w in counts.values()):
+            if set(counts) == set(self.services) and all(r == w for r, w in counts.values()):
                 return
             if time.monotonic() > deadline:
                 raise AssertionError(
@@ -271,6 +352,8 @@ class SwarmStack:
         proc = self(
             "docker", "run", "--rm", "--network", f"{self.name}_backend",
             "-e", f"REDIS_URL=redis://:{self.env['REDIS_PASSWORD']}@redis:6379/0",
+            *(["-e", f"REDIS_SENTINELS={','.join(f'{s}:26379' for s in SENTINELS)}",
+               "-e", f"REDIS_MASTER_NAME={MASTER_NAME}"] if self.through_sentinels else []),
             "-v", f"{self.name}_runs:/data/runs:ro", "-v", f"{self.name}_memory:/data/memory",
             "-v", f"{self.configs}:/configs:ro", "--entrypoint", "python3",
             f"{self.env['CONTREACT_IMAGE_PREFIX']}/cli:{self.images.tag}",
