@@ -3,7 +3,8 @@ primary, two replicas and three sentinels (``contreact_bus.failover.local_sentin
 kinds of client the platform makes (``failover.address.redis_client``: asyncio for the
 services, sync for rq) reach the primary the sentinels name and find the promoted
 replica after the primary is killed; a ``WAIT``-acknowledged write survives it; rq
-works a job through them; bad settings get one line naming the problem and the fix."""
+works a job through them; sentinels with a password are asked with the URL's; bad
+settings get one line naming the problem and the fix."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
+from redis.sentinel import MasterNotFoundError
 from rq import Queue, SimpleWorker
 from rq.serializers import JSONSerializer
 
@@ -103,6 +106,30 @@ def test_rq_works_a_job_through_the_sentinels(group: SentinelGroup) -> None:
     job.refresh()  # type: ignore[no-untyped-call]
     assert job.return_value() == "THROUGH SENTINEL"
     connection.close()
+
+
+def test_sentinels_with_a_password_are_asked_with_the_urls(tmp_path: Path) -> None:
+    """Sentinels with Redis's password as their ``requirepass`` (as the swarm stack's):
+    both clients ask them with the URL's password; a URL without it finds no primary."""
+    with running_sentinel_group(tmp_path, password="s3cret") as group:
+        assert group.address().url == "redis://:s3cret@127.0.0.1/0"
+        client = redis_client(group.address(), asyncio=False, socket_timeout=5)
+        client.set("k", "v")
+        client.close()
+
+        async def read() -> bytes | None:
+            through = await connect(group.address())
+            try:
+                return cast("bytes | None", await through.get("k"))
+            finally:
+                await through.aclose()
+
+        assert asyncio.run(read()) == b"v"
+        bare = RedisAddress("redis://127.0.0.1/0", group.sentinel_pairs(), group.master_name)
+        refused = redis_client(bare, asyncio=False, socket_timeout=5)
+        with pytest.raises(MasterNotFoundError):
+            refused.ping()
+        refused.close()
 
 
 def test_a_sentinel_that_does_not_answer_is_named(tmp_path: Path) -> None:

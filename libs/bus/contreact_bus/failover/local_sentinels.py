@@ -34,6 +34,8 @@ class SentinelGroup:
     servers: dict[int, subprocess.Popen[Any]] = field(default_factory=dict)
     """Data servers (primary and replicas) by port."""
     sentinels: dict[int, subprocess.Popen[Any]] = field(default_factory=dict)
+    password: str | None = None
+    """Every server's and sentinel's ``requirepass`` (None: none)."""
 
     @property
     def sentinels_setting(self) -> str:
@@ -41,7 +43,7 @@ class SentinelGroup:
         return ",".join(f"127.0.0.1:{port}" for port in self.sentinels)
 
     def address(self, db: int = 0) -> RedisAddress:
-        return RedisAddress(f"redis://127.0.0.1/{db}", self.sentinel_pairs(), self.master_name)
+        return RedisAddress(self.url(0, db), self.sentinel_pairs(), self.master_name)
 
     def sentinel_pairs(self) -> tuple[tuple[str, int], ...]:
         return tuple(("127.0.0.1", port) for port in self.sentinels)
@@ -51,7 +53,7 @@ class SentinelGroup:
         names the primary of the start (the supervisor of `contreact up` checks it once);
         its host is not used through the sentinels."""
         return {
-            "REDIS_URL": f"redis://127.0.0.1:{self.primary_port()}/{db}",
+            "REDIS_URL": self.url(self.primary_port(), db),
             "REDIS_SENTINELS": self.sentinels_setting,
             "REDIS_MASTER_NAME": self.master_name,
         }
@@ -59,7 +61,9 @@ class SentinelGroup:
     def primary_port(self) -> int:
         """The primary's port as a sentinel that answers names it."""
         for port in self.sentinels:
-            client = redis.Redis(port=port, socket_timeout=2, decode_responses=True)
+            client = redis.Redis(
+                port=port, socket_timeout=2, decode_responses=True, password=self.password
+            )
             try:
                 found: Any = client.sentinel_get_master_addr_by_name(self.master_name)
             except redis.RedisError:
@@ -71,7 +75,12 @@ class SentinelGroup:
         raise RedisUnavailable(f"no sentinel of {self.sentinels_setting} names a primary")
 
     def url(self, port: int | None = None, db: int = 0) -> str:
-        return f"redis://127.0.0.1:{port or self.primary_port()}/{db}"
+        """A server's URL (the primary's when ``port`` is None; with port 0, a URL of
+        the credentials and database alone, for an address through the sentinels)."""
+        if port is None:
+            port = self.primary_port()
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1{f':{port}' if port else ''}/{db}"
 
     def kill_primary(self) -> int:
         """SIGKILL the primary (no goodbye to its replicas); returns its port."""
@@ -88,7 +97,7 @@ class SentinelGroup:
             with contextlib.suppress(RedisUnavailable, redis.RedisError, OSError):
                 port = self.primary_port()
                 if port != old:
-                    client = redis.Redis(port=port, socket_timeout=2)
+                    client = redis.Redis(port=port, socket_timeout=2, password=self.password)
                     try:
                         if client.role()[0] in (b"master", "master"):
                             return port
@@ -132,22 +141,25 @@ def running_sentinel_group(
     sentinels: int = 3,
     master_name: str = "contreact",
     down_after_ms: int = DOWN_AFTER_MS,
+    password: str | None = None,
 ) -> Iterator[SentinelGroup]:
     """A primary, ``replicas`` replicas in sync with it, and ``sentinels`` sentinels
-    (quorum: a majority) that all see the replicas and each other."""
-    group = SentinelGroup(workdir, master_name)
+    (quorum: a majority) that all see the replicas and each other; with ``password``,
+    the servers' and the sentinels' (a word without spaces)."""
+    group = SentinelGroup(workdir, master_name, password=password)
+    auth = ["--requirepass", password, "--masterauth", password] if password else []
     try:
         primary = free_port()
         for port in [primary, *(free_port() for _ in range(replicas))]:
             folder = workdir / f"redis-{port}"
             folder.mkdir(parents=True)
             argv = redis_server_argv(port, folder, appendonly=False)
-            argv += ["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"]
+            argv += ["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0", *auth]
             if port != primary:
                 argv += ["--replicaof", "127.0.0.1", str(primary)]
             group.servers[port] = _start(argv, folder / "log")
-            wait_until_answers(f"redis://127.0.0.1:{port}/0")
-        _wait_in_sync(primary, replicas)
+            wait_until_answers(group.url(port))
+        _wait_in_sync(primary, replicas, password)
         quorum = sentinels // 2 + 1
         for _ in range(sentinels):
             port = free_port()
@@ -160,17 +172,21 @@ def running_sentinel_group(
                 f"sentinel down-after-milliseconds {master_name} {down_after_ms}\n"
                 f"sentinel failover-timeout {master_name} {max(4 * down_after_ms, 3000)}\n"
                 f"sentinel parallel-syncs {master_name} {max(replicas, 1)}\n"
-            )
+                + (f"requirepass {password}\nsentinel auth-pass {master_name} {password}\n"
+                   if password else "")
+            )  # fmt: skip
             group.sentinels[port] = _start(sentinel_argv(config), folder / "log")
-            wait_until_answers(f"redis://127.0.0.1:{port}")
+            wait_until_answers(group.url(port).removesuffix("/0"))
         _wait_discovered(group, replicas, sentinels)
         yield group
     finally:
         group.stop()
 
 
-def _wait_in_sync(primary: int, replicas: int, timeout_s: float = 30.0) -> None:
-    client = redis.Redis(port=primary, socket_timeout=2)
+def _wait_in_sync(
+    primary: int, replicas: int, password: str | None, timeout_s: float = 30.0
+) -> None:
+    client = redis.Redis(port=primary, socket_timeout=2, password=password)
     deadline = time.monotonic() + timeout_s
     try:
         while int(client.info("replication").get("connected_slaves", 0)) < replicas:
@@ -186,7 +202,9 @@ def _wait_discovered(group: SentinelGroup, replicas: int, sentinels: int) -> Non
     the primary's hello channel, every 2 s): a failover before that finds no replica."""
     deadline = time.monotonic() + 60.0
     for port in group.sentinels:
-        client = redis.Redis(port=port, socket_timeout=2, decode_responses=True)
+        client = redis.Redis(
+            port=port, socket_timeout=2, decode_responses=True, password=group.password
+        )
         try:
             while True:
                 state: Any = client.sentinel_master(group.master_name)
