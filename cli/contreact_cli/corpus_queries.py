@@ -163,7 +163,7 @@ def _semantic_hits(
     texts: list[SearchText], chunks: list[Any], query: str, k: int
 ) -> list[dict[str, Any]]:
     try:
-        from contreact_embedder.embedding_service import EmbeddingService
+        from contreact_embedder.embedding_service import query_model
     except ImportError:
         raise CLIError(
             "`contreact search` embeds the query with the embedder's model, which is not "
@@ -174,7 +174,7 @@ def _semantic_hits(
     if not texts and not chunks:
         return []
     unembedded = [t for t in texts if t.vector is None]
-    embedded = EmbeddingService().embed_batch([query, *(t.text for t in unembedded)])
+    embedded = query_model().embed_batch([query, *(t.text for t in unembedded)])
     fresh = iter(e.as_floats() for e in embedded[1:])
     vectors = [t.vector if t.vector is not None else next(fresh) for t in texts]
     candidates = [*texts, *(_paragraph(c) for c in chunks)]

@@ -28,6 +28,7 @@ from contreact_embedder.onnx_runtime import (
     run_cost,
 )
 from contreact_embedder.settings import EmbedderSettings
+from contreact_embedder.tokens import Tokenizer
 from contreact_events.catalog.diversity import ParagraphsChecked, ReflectionEmbedded
 from contreact_events.diversity.paragraphs import split_paragraphs
 from contreact_events.wire.codec import event_from_json
@@ -242,7 +243,7 @@ def test_side_by_side_runs_give_the_vectors_of_one_session(
     service, cache = exported
     path = next(cache.glob("*/model.onnx"))
     texts = fixed_corpus()[400:]
-    ids = service._token_ids(texts)[0]
+    ids = Tokenizer(service.path, service.max_seq_length).ids(texts)[0]
     alone = OnnxEncoder(path, workers=1)
     side_by_side = OnnxEncoder(path, workers=2)
     assert alone.solo is None and side_by_side.solo is not None

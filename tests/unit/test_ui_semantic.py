@@ -4,8 +4,10 @@ new texts refused with a line saying how to narrow it."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -85,10 +87,13 @@ def test_a_model_that_cannot_load_says_why(monkeypatch: pytest.MonkeyPatch) -> N
         embedder.query("q")  # each search says it again
 
 
-def test_the_models_libraries_are_imported_whole_before_the_pages_are_served() -> None:
+def test_the_models_libraries_are_imported_whole_before_the_pages_are_served(
+    tmp_path: Path,
+) -> None:
     """A PyTorch half imported by the warming thread was visible to the page threads, and
     scipy's array checks failed on it (HTTP 500 on the compare page under load): the
-    dashboard imports the libraries to the end before it serves (``main.serve``)."""
+    dashboard imports the libraries to the end before it serves (``main.serve``) when
+    its model will need them (no ONNX export kept: here, an empty cache)."""
     import inspect
     import subprocess
     import sys
@@ -102,8 +107,29 @@ def test_the_models_libraries_are_imported_whole_before_the_pages_are_served() -
         "assert 'torch' not in sys.modules; import_libraries(); "
         "print(hasattr(sys.modules['torch'], 'Tensor'))"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
     assert done.stdout.strip() == "True", done.stderr[-2000:]
+
+
+def test_with_the_export_kept_the_search_model_loads_without_pytorch() -> None:
+    """The usual case (the embedder has started, or `--prepare` ran): nothing to import
+    before serving, and the model the warming thread loads is the onnx runtime's, which
+    imports no PyTorch at all, so no page can meet a half-imported one."""
+    import subprocess
+    import sys
+
+    from contreact_embedder.embedding_service import query_model
+
+    assert query_model().runtime == "onnx"  # keeps the export and its check vectors
+    probe = (
+        "import sys; from contreact_ui.semantic import import_libraries, _load; "
+        "import_libraries(); model = _load(); model.embed_batch(['warm']); "
+        "print(model.runtime, sorted(m for m in ('torch', 'sentence_transformers') "
+        "if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.stdout.strip() == "onnx []", done.stderr[-2000:]
 
 
 class Held(ToyModel):

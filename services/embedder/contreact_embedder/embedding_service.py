@@ -24,7 +24,15 @@ import numpy as np
 import numpy.typing as npt
 
 from contreact_embedder.exceptions import EmbeddingError, ModelUnavailable
-from contreact_embedder.onnx_runtime import OnnxEncoder, exported_model, require_onnxruntime
+from contreact_embedder.onnx_runtime import (
+    OnnxEncoder,
+    export_path,
+    exported_model,
+    keep_reference,
+    kept_reference,
+    require_onnxruntime,
+)
+from contreact_embedder.tokens import DEFAULT_MAX_SEQ_LENGTH, Tokenizer, max_seq_length
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -124,22 +132,35 @@ class EmbeddingService:
         path = model_path if model_path is not None else default_model_path()
         _check_model_dir(path)
         started = time.perf_counter()
-        self._model = _load(path, device)
         self.runtime: Runtime = runtime
+        self._model: SentenceTransformer | None = None
+        self._tokens: Tokenizer | None = None
         self._onnx: OnnxEncoder | None = None
-        if runtime == "onnx":
-            exported = exported_model(self._model, path, cache_dir or default_cache_dir())
+        exported: Path | None = None
+        if runtime == "torch":
+            self._model = _load(path, device)
+            self.max_seq_length = int(self._model.max_seq_length or DEFAULT_MAX_SEQ_LENGTH)
+        else:
+            # PyTorch only to make the export (and its reference vectors) the first
+            # time: a start with both kept imports neither it nor sentence-transformers.
+            self.max_seq_length = max_seq_length(path)
+            self._tokens = Tokenizer(path, self.max_seq_length)
+            cache = cache_dir or default_cache_dir()
+            exported = export_path(path, cache)
+            if not exported.is_file():
+                self._model = _load(path, device)
+                exported = exported_model(self._model, path, cache)
             self._onnx = OnnxEncoder(exported)
         self.load_s = time.perf_counter() - started
         """Seconds spent loading the model (without importing the libraries)."""
         self.path = path
         self.batch_size = batch_size
-        self.max_seq_length = int(self._model.max_seq_length or 256)
         self.model_calls = 0
         """How many times the model ran (one per batch, however many texts)."""
         self._lock = threading.Lock()
-        if self._onnx is not None:
-            self._check_against_torch()
+        if exported is not None:
+            self._check_against_torch(exported.parent, device)
+            self._model = None  # PyTorch's copy is not needed past the check
         log.info("loaded %s from %s (runtime %s) in %.2f s", MODEL_NAME, path, runtime, self.load_s)
 
     @property
@@ -190,7 +211,11 @@ class EmbeddingService:
 
     def token_count(self, text: str) -> int:
         """Tokens the model would see for ``text`` before truncation (with [CLS]/[SEP])."""
-        ids = self._model.tokenizer(encodable(text)[0], add_special_tokens=True)["input_ids"]
+        if self._tokens is not None:
+            return self._tokens.count(encodable(text)[0])
+        ids = self._torch_model().tokenizer(encodable(text)[0], add_special_tokens=True)[
+            "input_ids"
+        ]
         return len(ids)
 
     async def aembed(self, text: str) -> Embedding:
@@ -204,9 +229,9 @@ class EmbeddingService:
 
     def _encode(self, texts: list[str]) -> tuple[Vector, list[bool]]:
         """Unit vectors of ``texts`` and whether each was truncated (under the lock)."""
-        if self._onnx is None:
+        if self._onnx is None or self._tokens is None:
             truncated = self._truncated(texts)
-            vectors = self._model.encode(
+            vectors = self._torch_model().encode(
                 texts,
                 batch_size=self.batch_size,
                 normalize_embeddings=True,
@@ -214,38 +239,33 @@ class EmbeddingService:
                 show_progress_bar=False,
             )
             return np.asarray(vectors, dtype=np.float32), truncated
-        ids, truncated = self._token_ids(texts)
+        ids, truncated = self._tokens.ids(texts)
         return self._onnx.run(ids, self.batch_size), truncated
 
-    def _token_ids(self, texts: list[str]) -> tuple[list[list[int]], list[bool]]:
-        """The model's input ids of each text (cut to ``max_seq_length``, as
-        sentence-transformers cuts them), and whether it was cut. One tokenizer pass
-        up to one past the limit; only the texts found too long are tokenized again."""
-        limit = self.max_seq_length
-        tokenizer = self._model.tokenizer
-        ids = tokenizer(texts, add_special_tokens=True, truncation=True, max_length=limit + 1)[
-            "input_ids"
-        ]
-        truncated = [len(one) > limit for one in ids]
-        long = [i for i, cut in enumerate(truncated) if cut]
-        if long:
-            again = tokenizer(
-                [texts[i] for i in long], add_special_tokens=True, truncation=True, max_length=limit
-            )["input_ids"]
-            for i, one in zip(long, again, strict=True):
-                ids[i] = one
-        return [list(one) for one in ids], truncated
+    def _torch_model(self) -> SentenceTransformer:
+        if self._model is None:
+            raise EmbeddingError(f"the {self.runtime} runtime has no PyTorch model")
+        return self._model
 
-    def _check_against_torch(self) -> None:
+    def _check_against_torch(self, export_dir: Path, device: str) -> None:
         """Refuse to serve if this runtime's vectors differ from PyTorch's by more
-        than ``AGREEMENT`` (a broken or stale export)."""
+        than ``AGREEMENT`` (a broken or stale export). PyTorch's vectors of the check's
+        texts are kept beside the export, made once (when it was made, or at the first
+        start that finds none)."""
         texts = list(SELF_CHECK_TEXTS)
-        reference = self._model.encode(
-            texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-        )
+        reference = kept_reference(export_dir, texts)
+        if reference is None:
+            model = self._model if self._model is not None else _load(self.path, device)
+            reference = np.asarray(
+                model.encode(
+                    texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+                ),
+                dtype=np.float32,
+            )
+            keep_reference(export_dir, texts, reference)
         with self._lock:
             ours, _ = self._encode(texts)
-        distance = float(np.max(1.0 - np.sum(np.asarray(reference) * ours, axis=1)))
+        distance = float(np.max(1.0 - np.sum(reference * ours, axis=1)))
         if not np.isfinite(distance) or distance > AGREEMENT:
             raise ModelUnavailable(
                 f"the {self.runtime} runtime's vectors differ from PyTorch's by {distance:.2e} "
@@ -258,10 +278,35 @@ class EmbeddingService:
         """Whether each text has more tokens than the model reads. Tokenized up to one
         past the limit, which is enough to tell (and keeps transformers quiet)."""
         limit = self.max_seq_length
-        ids = self._model.tokenizer(
+        ids = self._torch_model().tokenizer(
             texts, add_special_tokens=True, truncation=True, max_length=limit + 1
         )["input_ids"]
         return [len(one) > limit for one in ids]
+
+
+def query_model() -> EmbeddingService:
+    """The model of a process that embeds search queries (the dashboard's semantic
+    search, `contreact search`): the ``onnx`` runtime, the embedder's default, so that
+    a query's vector comes from the runtime that made the stored ones, and a start that
+    finds the export kept imports no PyTorch; ``torch`` when ONNX Runtime is not
+    installed or the export cannot be had (logged)."""
+    try:
+        return EmbeddingService(runtime="onnx")
+    except ModelUnavailable as exc:
+        log.warning("the onnx runtime cannot serve the queries, trying torch: %s", exc)
+        return EmbeddingService(runtime="torch")
+
+
+def starts_without_torch(model_path: Path | None = None, cache_dir: Path | None = None) -> bool:
+    """Whether an ``onnx`` EmbeddingService of this model would start without importing
+    PyTorch: ONNX Runtime is installed and the export and its check vectors are kept."""
+    try:
+        require_onnxruntime()
+        path = model_path if model_path is not None else default_model_path()
+        exported = export_path(path, cache_dir or default_cache_dir())
+    except (ModelUnavailable, OSError):
+        return False
+    return exported.is_file() and kept_reference(exported.parent, SELF_CHECK_TEXTS) is not None
 
 
 def _check_model_dir(path: Path) -> None:

@@ -1,6 +1,7 @@
 """Embeddings for the search page's semantic mode: the query, and the texts whose
 vector the logs do not hold (memory values, operator messages, tool outputs), with
-the embedder's model loaded in this process, as ``contreact search`` loads it.
+the embedder's model loaded in this process, as ``contreact search`` loads it
+(``query_model``: the onnx runtime, which starts without PyTorch).
 
 The model is loaded in the background when the dashboard starts (``warm``; the
 setting ``CONTREACT_UI_WARM_SEARCH_MODEL``), else on the first semantic search; loading
@@ -158,15 +159,20 @@ def import_libraries() -> None:
     to every thread, and scipy's array checks read ``sys.modules["torch"]``, so a
     statistics page computed while the warming thread imported PyTorch failed
     (``AttributeError: partially initialized module 'torch'``, HTTP 500 on the compare
-    page under load). Without the embedder installed there is nothing to import."""
+    page under load). Nothing to import when the model starts without them (its ONNX
+    export kept: ``starts_without_torch``, the usual case once the embedder has
+    started or `contreact-embedder --prepare` ran), nor without the embedder installed."""
     with contextlib.suppress(ImportError):
-        import sentence_transformers  # noqa: F401
+        from contreact_embedder.embedding_service import starts_without_torch
+
+        if not starts_without_torch():
+            import sentence_transformers  # noqa: F401
 
 
 def _load() -> Model:
     """The embedder's model, or BadQuery saying why not and what to do."""
     try:
-        from contreact_embedder.embedding_service import EmbeddingService
+        from contreact_embedder.embedding_service import query_model
         from contreact_embedder.exceptions import ModelUnavailable
     except ImportError:
         raise BadQuery(
@@ -175,6 +181,6 @@ def _load() -> Model:
             "'contreact[services]'`, or search by keyword"
         ) from None
     try:
-        return EmbeddingService()
+        return query_model()
     except ModelUnavailable as exc:
         raise BadQuery(f"semantic search cannot load its model: {exc}") from None
