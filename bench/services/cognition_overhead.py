@@ -38,7 +38,6 @@ import asyncio
 import json
 import statistics
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +54,7 @@ from bench._support import (
     use_smoke_sizes,
     verdict,
 )
-from contreact_bus.experiments import run_statuses
+from bench._support.experiments import wait_until_ended
 from contreact_bus.runs import load_events
 from contreact_bus.streams.inbox import Inbox
 from contreact_cli.settings import CLISettings
@@ -142,14 +141,8 @@ async def timed_run(
                 data={"config": parsed.model_dump(mode="json")},
             )
         )
-        deadline = time.monotonic() + 60 + CYCLES * (2 * CHAT_S + ANALYSIS_S) * 5
-        while True:
-            status = (await run_statuses(client, settings.archive_dir, [run_id]))[run_id]
-            if status == "completed":
-                break
-            if status in ("failed", "cancelled") or time.monotonic() > deadline:
-                raise SystemExit(f"bench: run {run_id} ended {status or 'nowhere'}")
-            await asyncio.sleep(0.05)
+        timeout_s = 60 + CYCLES * (2 * CHAT_S + ANALYSIS_S) * 5
+        await wait_until_ended(client, settings.archive_dir, [run_id], timeout_s=timeout_s)
         events = await load_events(client, settings.archive_dir, run_id)
     finally:
         await client.aclose()

@@ -30,7 +30,6 @@ import asyncio
 import json
 import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -48,17 +47,14 @@ from bench._support import (
     use_smoke_sizes,
     verdict,
 )
-from contreact_bus.experiments import run_statuses
-from contreact_cli.commands.experiment import run_experiment
+from bench._support.experiments import timed_experiment
 from contreact_cli.settings import CLISettings
-from contreact_events.config.experiment import replica_letter
 
 CYCLES = 10
 CASES: tuple[tuple[int, int, float], ...] = ((16, 200, 1.15), (50, 200, 1.30), (200, 1000, 1.30))
 """(runs, scripted latency of each call in ms, the wall-time ratio against one run of
 that latency they must stay within)."""
 SINGLE_REPEATS = 3
-POLL_S = 0.05
 
 
 def host(slots: int) -> str:
@@ -99,32 +95,6 @@ def write_experiment(folder: Path, name: str, replicas: int, slots: int, latency
     return path
 
 
-async def timed_experiment(
-    settings: CLISettings, client: aioredis.Redis, path: Path, replicas: int
-) -> tuple[float, float]:
-    """(seconds to submit, seconds until every run completed). The runs' statuses
-    are polled every 50 ms, the unfinished ones only, so this process stays light."""
-    name = yaml.safe_load(path.read_text())["experiment"]  # noqa: ASYNC240 (a tiny file)
-    going = {f"{name}-scripted-{replica_letter(i)}" for i in range(replicas)}
-    t0 = time.perf_counter()
-    code = await run_experiment(settings, path, lambda _line: None, follow=False, wait_s=30)
-    submitted = time.perf_counter() - t0
-    assert code == 0
-    bad: dict[str, str | None] = {}
-    while going:
-        await asyncio.sleep(POLL_S)
-        statuses = await run_statuses(client, settings.archive_dir, sorted(going))
-        for run_id, status in statuses.items():
-            if status in ("completed", "failed", "cancelled"):
-                going.discard(run_id)
-                if status != "completed":
-                    bad[run_id] = status
-    elapsed = time.perf_counter() - t0
-    if bad:
-        raise RuntimeError(f"runs did not complete: {bad}")
-    return submitted, elapsed
-
-
 async def measure(url: str, workdir: Path) -> dict[str, Any]:
     sizes = sorted({size for size, _, _ in CASES})
     slots = {host(n): {"parallel": n, "max_loaded_models": 0} for n in sizes}
@@ -140,12 +110,11 @@ async def measure(url: str, workdir: Path) -> dict[str, Any]:
                 singles = results["single"].setdefault(latency, [])
                 for n in range(SINGLE_REPEATS):
                     path = write_experiment(workdir, f"one{n}-{latency}", 1, sizes[0], latency)
-                    singles.append((await timed_experiment(settings, client, path, 1))[1])
+                    singles.append((await timed_experiment(settings, client, path)).wall_s)
             for size, latency, _ in CASES:
                 path = write_experiment(workdir, f"many{size}-{latency}", size, size, latency)
-                results["many"][size, latency] = await timed_experiment(
-                    settings, client, path, size
-                )
+                times = await timed_experiment(settings, client, path)
+                results["many"][size, latency] = times.submitted_s, times.wall_s
         finally:
             await client.aclose()
     results["problems"] = logged_problems(workdir / "data")

@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import json
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +43,8 @@ from bench._support import (
     use_smoke_sizes,
     verdict,
 )
-from contreact_bus.experiments import run_statuses
-from contreact_cli.commands.experiment import run_experiment
+from bench._support.experiments import timed_experiment
 from contreact_cli.settings import CLISettings
-from contreact_events.config.experiment import replica_letter
 from tests.support.ollama_host import running_ollama_host
 
 MODELS = [f"model-{n}:7b" for n in range(1, 7)]
@@ -97,29 +94,13 @@ async def makespan(url: str, workdir: Path, policy: str) -> dict[str, Any]:
         with services(url, data, extra_env=env):
             client = aioredis.Redis.from_url(url)
             try:
-                name = f"swaps-{policy.replace('_', '-')}"
-                path = write_experiment(workdir, name, host.host)
-                going = {
-                    f"{name}-m{n}-{replica_letter(r)}"
-                    for n in range(1, len(MODELS) + 1)
-                    for r in range(REPLICAS)
-                }
-                t0 = time.monotonic()
-                await run_experiment(settings, path, lambda _line: None, follow=False)
-                while going:
-                    await asyncio.sleep(0.1)
-                    statuses = await run_statuses(client, settings.archive_dir, sorted(going))
-                    for run_id, status in statuses.items():
-                        if status in ("failed", "cancelled"):
-                            raise RuntimeError(f"{run_id} {status}")
-                        if status == "completed":
-                            going.discard(run_id)
-                elapsed = time.monotonic() - t0
+                path = write_experiment(workdir, f"swaps-{policy.replace('_', '-')}", host.host)
+                times = await timed_experiment(settings, client, path, poll_s=0.1)
             finally:
                 await client.flushdb()
                 await client.aclose()
-        loads = [(round(t - t0, 1), model) for t, model in host.loads]
-    return {"makespan": elapsed, "loads": loads, "max_in_flight": host.max_in_flight}
+        loads = [(round(t - times.started, 1), model) for t, model in host.loads]
+    return {"makespan": times.wall_s, "loads": loads, "max_in_flight": host.max_in_flight}
 
 
 def main(argv: list[str] | None = None) -> None:
