@@ -1,7 +1,8 @@
-"""Timing runs end to end, for the benchmarks that start the services: an experiment
-submitted as `contreact experiment run --detach` submits it, and the wait until its
-runs have ended (their statuses polled, the unfinished ones only, so the benchmark's
-own process stays light)."""
+"""Experiments for the benchmarks that start the services: the file (``experiment_file``,
+with the scripted model's write-then-reflect cycle, ``write_then_reflect``), and the
+timing end to end: the experiment submitted as `contreact experiment run --detach`
+submits it, and the wait until its runs have ended (their statuses polled, the
+unfinished ones only, so the benchmark's own process stays light)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import redis.asyncio as aioredis
+import yaml
 
 from contreact_bus.experiments import run_statuses
 from contreact_cli.commands.experiment import run_experiment
@@ -19,6 +22,48 @@ from contreact_cli.config_file import load_experiment
 from contreact_cli.settings import CLISettings
 
 ENDED = ("completed", "failed", "cancelled")
+
+
+def experiment_file(
+    folder: Path,
+    name: str,
+    models: list[dict[str, Any]],
+    *,
+    replicas: int,
+    cycles: int,
+    backend: str,
+    host: str,
+) -> Path:
+    """``{folder}/{name}.yaml``: ``models`` x ``replicas`` runs of ``cycles`` cycles on
+    ``host``, the operator answered by policy, the diversity check off (the embedder
+    has benchmarks of its own)."""
+    data = {
+        "experiment": name,
+        "replicas": replicas,
+        "cycle_count": cycles,
+        "backend": backend,
+        "ollama_client_config": {"host": host},
+        "operator": {"mode": "auto"},
+        "diversity": {"enabled": False},
+        "models": models,
+    }
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def write_then_reflect(latency_ms: int) -> dict[str, Any]:
+    """A scripted model's cycle of two calls of ``latency_ms`` each: a memory write,
+    then the reflection."""
+    latency = {"latency_ms": latency_ms}
+    write = {"name": "write", "arguments": {"key": "k", "value": "{cycle}"}}
+    return {
+        "repeat": True,
+        "replies": [
+            {**latency, "tool_calls": [write]},
+            {**latency, "content": "Reflection of cycle {cycle}."},
+        ],
+    }
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
-import yaml
 
 from bench._support import (
     add_smoke_flag,
@@ -47,7 +46,7 @@ from bench._support import (
     use_smoke_sizes,
     verdict,
 )
-from bench._support.experiments import timed_experiment
+from bench._support.experiments import experiment_file, timed_experiment, write_then_reflect
 from contreact_cli.settings import CLISettings
 
 CYCLES = 10
@@ -62,37 +61,11 @@ def host(slots: int) -> str:
 
 
 def write_experiment(folder: Path, name: str, replicas: int, slots: int, latency_ms: int) -> Path:
-    latency = {"latency_ms": latency_ms}
-    data = {
-        "experiment": name,
-        "replicas": replicas,
-        "cycle_count": CYCLES,
-        "backend": "scripted",
-        "ollama_client_config": {"host": host(slots)},
-        "operator": {"mode": "auto"},
-        "diversity": {"enabled": False},
-        "models": [
-            {
-                "label": "scripted",
-                "model_name": "scripted-model",
-                "script": {
-                    "repeat": True,
-                    "replies": [
-                        {
-                            **latency,
-                            "tool_calls": [
-                                {"name": "write", "arguments": {"key": "k", "value": "{cycle}"}}
-                            ],
-                        },
-                        {**latency, "content": "Reflection of cycle {cycle}."},
-                    ],
-                },
-            }
-        ],
-    }
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    script = write_then_reflect(latency_ms)
+    models = [{"label": "scripted", "model_name": "scripted-model", "script": script}]
+    return experiment_file(
+        folder, name, models, replicas=replicas, cycles=CYCLES, backend="scripted", host=host(slots)
+    )
 
 
 async def measure(url: str, workdir: Path) -> dict[str, Any]:

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
-import yaml
 
 from bench._support import (
     add_smoke_flag,
@@ -43,7 +42,7 @@ from bench._support import (
     use_smoke_sizes,
     verdict,
 )
-from bench._support.experiments import timed_experiment
+from bench._support.experiments import experiment_file, timed_experiment
 from contreact_cli.settings import CLISettings
 from tests.support.ollama_host import running_ollama_host
 
@@ -63,19 +62,10 @@ def lower_bound() -> float:
 
 
 def write_experiment(folder: Path, name: str, host: str) -> Path:
-    data = {
-        "experiment": name,
-        "replicas": REPLICAS,
-        "cycle_count": CYCLES,
-        "backend": "ollama",
-        "ollama_client_config": {"host": host},
-        "operator": {"mode": "auto"},
-        "diversity": {"enabled": False},
-        "models": [{"label": f"m{n}", "model_name": model} for n, model in enumerate(MODELS, 1)],
-    }
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    models = [{"label": f"m{n}", "model_name": model} for n, model in enumerate(MODELS, 1)]
+    return experiment_file(
+        folder, name, models, replicas=REPLICAS, cycles=CYCLES, backend="ollama", host=host
+    )
 
 
 async def makespan(url: str, workdir: Path, policy: str) -> dict[str, Any]:

@@ -49,7 +49,6 @@ from typing import Any
 
 import redis
 import redis.asyncio as aioredis
-import yaml
 
 from bench._support import (
     add_smoke_flag,
@@ -63,7 +62,7 @@ from bench._support import (
     use_smoke_sizes,
     verdict,
 )
-from bench._support.experiments import timed_experiment
+from bench._support.experiments import experiment_file, timed_experiment, write_then_reflect
 from contreact_cli.config_file import load_experiment
 from contreact_cli.settings import CLISettings
 from contreact_events.names import (
@@ -90,33 +89,15 @@ TARGET_RATIO = 1.3
 TARGET_BYTES = 1024
 
 
-WRITE = {"name": "write", "arguments": {"key": "k", "value": "{cycle}"}}
-
-
 def write_experiment(
     folder: Path, name: str, replicas: int, models: int, cycles: int, latency_s: float
 ) -> tuple[Path, list[str]]:
     """The experiment file (``models`` scripted models x ``replicas``) and its run ids."""
-    latency = {"latency_ms": int(latency_s * 1000)}
-    script = {
-        "repeat": True,
-        "replies": [
-            {**latency, "tool_calls": [WRITE]},
-            {**latency, "content": "Reflection of cycle {cycle}."},
-        ],
-    }  # fmt: skip
-    data = {
-        "experiment": name,
-        "replicas": replicas,
-        "cycle_count": cycles,
-        "backend": "scripted",
-        "ollama_client_config": {"host": HOST},
-        "operator": {"mode": "auto"},
-        "diversity": {"enabled": False},
-        "models": [{"label": m, "model_name": m, "script": script} for m in MODELS[:models]],
-    }
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
+    script = write_then_reflect(int(latency_s * 1000))
+    scripted = [{"label": m, "model_name": m, "script": script} for m in MODELS[:models]]
+    path = experiment_file(
+        folder, name, scripted, replicas=replicas, cycles=cycles, backend="scripted", host=HOST
+    )
     return path, [run.config.run_id for run in load_experiment(path)[1]]
 
 
