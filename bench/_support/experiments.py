@@ -1,8 +1,9 @@
-"""Experiments for the benchmarks that start the services: the file (``experiment_file``,
-with the scripted model's write-then-reflect cycle, ``write_then_reflect``), and the
-timing end to end: the experiment submitted as `contreact experiment run --detach`
-submits it, and the wait until its runs have ended (their statuses polled, the
-unfinished ones only, so the benchmark's own process stays light)."""
+"""Experiments for the benchmarks that start the services: the scripted model's
+write-then-reflect cycle (``write_then_reflect``; the file itself:
+``tests.support.experiment_files``), and the timing end to end: the experiment
+submitted as `contreact experiment run --detach` submits it, and the wait until its
+runs have ended (their statuses polled, the unfinished ones only, so the benchmark's
+own process stays light)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
-import yaml
 
 from contreact_bus.experiments import run_statuses
 from contreact_cli.commands.experiment import run_experiment
@@ -22,34 +22,6 @@ from contreact_cli.config_file import load_experiment
 from contreact_cli.settings import CLISettings
 
 ENDED = ("completed", "failed", "cancelled")
-
-
-def experiment_file(
-    folder: Path,
-    name: str,
-    models: list[dict[str, Any]],
-    *,
-    replicas: int,
-    cycles: int,
-    backend: str,
-    host: str,
-) -> Path:
-    """``{folder}/{name}.yaml``: ``models`` x ``replicas`` runs of ``cycles`` cycles on
-    ``host``, the operator answered by policy, the diversity check off (the embedder
-    has benchmarks of its own)."""
-    data = {
-        "experiment": name,
-        "replicas": replicas,
-        "cycle_count": cycles,
-        "backend": backend,
-        "ollama_client_config": {"host": host},
-        "operator": {"mode": "auto"},
-        "diversity": {"enabled": False},
-        "models": models,
-    }
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
 
 
 def write_then_reflect(latency_ms: int) -> dict[str, Any]:

@@ -46,8 +46,9 @@ from bench._support import (
     use_smoke_sizes,
     verdict,
 )
-from bench._support.experiments import experiment_file, timed_experiment, write_then_reflect
+from bench._support.experiments import timed_experiment, write_then_reflect
 from contreact_cli.settings import CLISettings
+from tests.support.experiment_files import experiment_file
 
 CYCLES = 10
 CASES: tuple[tuple[int, int, float], ...] = ((16, 200, 1.15), (50, 200, 1.30), (200, 1000, 1.30))

@@ -42,8 +42,9 @@ from bench._support import (
     use_smoke_sizes,
     verdict,
 )
-from bench._support.experiments import experiment_file, timed_experiment
+from bench._support.experiments import timed_experiment
 from contreact_cli.settings import CLISettings
+from tests.support.experiment_files import experiment_file
 from tests.support.ollama_host import running_ollama_host
 
 MODELS = [f"model-{n}:7b" for n in range(1, 7)]

@@ -62,7 +62,7 @@ from bench._support import (
     use_smoke_sizes,
     verdict,
 )
-from bench._support.experiments import experiment_file, timed_experiment, write_then_reflect
+from bench._support.experiments import timed_experiment, write_then_reflect
 from contreact_cli.config_file import load_experiment
 from contreact_cli.settings import CLISettings
 from contreact_events.names import (
@@ -72,6 +72,7 @@ from contreact_events.names import (
     run_log_key,
     run_meta_key,
 )
+from tests.support.experiment_files import experiment_file
 
 ORCHESTRATORS = 2
 LLM_WORKERS = 4
