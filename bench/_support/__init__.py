@@ -266,6 +266,15 @@ def verdict(
     )
 
 
+def ratio_verdict(
+    name: str, value: float, ceiling: float, detail: str, *, target: str = ""
+) -> None:
+    """The verdict of a ratio that passes at or under ``ceiling``: ``value`` recorded in
+    ``x`` against ``target`` (default ``<= {ceiling}x``)."""
+    target = target or f"<= {ceiling}x"
+    verdict(name, value <= ceiling, detail, value=value, unit="x", target=target)
+
+
 def figure(name: str, value: float, unit: str, detail: str = "") -> None:
     """Record a figure the benchmark reports but does not judge (no target, or a
     retired one): no verdict line is printed for it."""

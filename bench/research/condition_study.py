@@ -38,6 +38,7 @@ from bench._support import (
     header,
     logged_problems,
     ratio,
+    ratio_verdict,
     redis_server,
     row,
     services,
@@ -237,14 +238,12 @@ def main(argv: list[str] | None = None) -> None:
         m["cpu_tools"],
     )
     value = ratio("with conditions / without, CPU per call", m["cpu_conditions"], m["cpu_plain"])
-    verdict(
+    ratio_verdict(
         "conditions per call",
-        value <= TARGET_RATIO,
+        value,
+        TARGET_RATIO,
         f"{value:.2f}x the services' CPU per call of the same grid without conditions "
         f"(target <= {TARGET_RATIO}; {m['calls']} calls per grid)",
-        value=value,
-        unit="x",
-        target=f"<= {TARGET_RATIO}x",
     )
     s = measure_stats()
     row("study runs folded into dataframes", s["frames_s"], "s", f"({s['runs']} runs)")

@@ -48,6 +48,7 @@ from bench._support import (
     add_smoke_flag,
     header,
     ratio,
+    ratio_verdict,
     redis_server,
     row,
     services,
@@ -217,31 +218,25 @@ def main(argv: list[str] | None = None) -> None:
     )
     shared = ratios["model, the run's model"]
     mine = ratios["model, a model of its own"]
-    verdict(
+    ratio_verdict(
         "analyses on a model of their own",
-        mine <= TARGET,
+        mine,
+        TARGET,
         f"{mine:.3f}x off (<= {TARGET})",
-        value=mine,
-        unit="x",
-        target=f"<= {TARGET}x",
     )
-    verdict(
+    ratio_verdict(
         "analyses on the run's model: the scheduling's part",
-        added <= SCHEDULING_TARGET,
+        added,
+        SCHEDULING_TARGET,
         f"{added:+.3f}x off beyond the analyses' {on_host:.1f} s on the host "
         f"(<= {SCHEDULING_TARGET}); whole ratio {shared:.3f}x",
-        value=added,
-        unit="x",
-        target=f"<= {SCHEDULING_TARGET}x",
     )
     heuristic = ratios["heuristic"]
-    verdict(
+    ratio_verdict(
         "heuristic analyses",
-        heuristic <= TARGET,
+        heuristic,
+        TARGET,
         f"{heuristic:.3f}x off (<= {TARGET})",
-        value=heuristic,
-        unit="x",
-        target=f"<= {TARGET}x",
     )
 
 

@@ -40,6 +40,7 @@ from bench._support import (
     header,
     logged_problems,
     ratio,
+    ratio_verdict,
     redis_server,
     row,
     services,
@@ -133,13 +134,11 @@ def main(argv: list[str] | None = None) -> None:
         note = f"{latency} ms calls; submitted in {submitted * 1000:.0f} ms"
         row(f"{size} runs as one experiment", elapsed, "s", note)
         value = ratio(f"{size} runs / one run", elapsed, single)
-        verdict(
+        ratio_verdict(
             f"{size} runs",
-            value <= target,
+            value,
+            target,
             f"{value:.2f}x one run's wall time with {latency} ms calls (<= {target})",
-            value=value,
-            unit="x",
-            target=f"<= {target}x",
         )
 
 

@@ -36,11 +36,11 @@ from bench._support import (
     add_smoke_flag,
     header,
     ratio,
+    ratio_verdict,
     redis_server,
     row,
     services,
     use_smoke_sizes,
-    verdict,
 )
 from bench._support.experiments import timed_experiment
 from contreact_cli.settings import CLISettings
@@ -119,13 +119,11 @@ def main(argv: list[str] | None = None) -> None:
         ratio(f"{policy}: makespan / lower bound", result["makespan"], bound)
         print(f"     loads (s, model): {result['loads']}")
     aware = results["model_aware"]["makespan"] / bound
-    verdict(
+    ratio_verdict(
         "model swaps",
-        aware <= TARGET,
+        aware,
+        TARGET,
         f"model-aware {aware:.2f}x the lower bound (<= {TARGET})",
-        value=aware,
-        unit="x",
-        target=f"<= {TARGET}x",
     )
 
 

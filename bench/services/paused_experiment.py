@@ -29,11 +29,11 @@ from bench._support import (
     cli,
     header,
     ratio,
+    ratio_verdict,
     redis_server,
     row,
     services,
     use_smoke_sizes,
-    verdict,
 )
 from bench._support.experiments import timed_experiment
 from bench.services.experiment_scaling import host, write_experiment
@@ -113,12 +113,11 @@ def main(argv: list[str] | None = None) -> None:
     row("B beside A resumed (contrast)", figures["beside resumed"], "s")
     value = ratio("B beside paused A / B alone", figures["beside paused"], figures["alone"])
     ratio("B beside resumed A / B alone", figures["beside resumed"], figures["alone"])
-    verdict(
+    ratio_verdict(
         "paused experiment",
-        value <= TARGET,
+        value,
+        TARGET,
         f"B took {value:.2f}x its time alone beside {PAUSED_RUNS} paused runs (<= {TARGET})",
-        value=value,
-        unit="x",
         target=f"<= {TARGET}x B alone",
     )
 

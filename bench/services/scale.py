@@ -56,6 +56,7 @@ from bench._support import (
     header,
     logged_problems,
     ratio,
+    ratio_verdict,
     redis_server,
     row,
     services,
@@ -280,15 +281,13 @@ def report(out: dict[str, Any], args: argparse.Namespace) -> None:
         unit="lines",
         target="0",
     )
-    verdict(
+    ratio_verdict(
         f"{args.runs} runs",
-        value <= TARGET_RATIO,
+        value,
+        TARGET_RATIO,
         f"{value:.2f}x one run's wall time with {args.latency:g} s calls, {ORCHESTRATORS} "
         f"orchestrators, {LLM_WORKERS} LLM workers (<= {TARGET_RATIO}); load average "
         f"{mean_load:.1f} during the experiment",
-        value=value,
-        unit="x",
-        target=f"<= {TARGET_RATIO}x",
     )
     verdict(
         "Redis memory per finished run",
