@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import os
 import pstats
 import statistics
 import tempfile
@@ -44,6 +43,7 @@ import redis.asyncio as aioredis
 
 from bench._support import (
     add_smoke_flag,
+    cpu_seconds,
     figure,
     header,
     ratio,
@@ -199,13 +199,13 @@ async def step_cpu(client: aioredis.Redis, pids: list[int], config: Any, steps: 
     used: dict[int, list[float]] = {steps // 2: [], steps: []}
     for repeat in range(GUARD_REPEATS):
         for n in used:
-            before = cpu_seconds(pids)
+            before = threads_cpu(pids)
             await run_through_services(client, config(n, f"-cpu-{n}-{repeat}"), poll_s=0.01)
-            used[n].append(cpu_seconds(pids) - before)
+            used[n].append(threads_cpu(pids) - before)
     return (min(used[steps]) - min(used[steps // 2])) / (steps - steps // 2)
 
 
-def cpu_seconds(pids: list[int]) -> float:
+def threads_cpu(pids: list[int]) -> float:
     """CPU time the processes have used so far, every thread counted: the sum of
     ``/proc/PID/task/*/schedstat`` (nanoseconds) where the kernel keeps it, else
     ``/proc/PID/stat``'s user + system ticks (coarser, exited threads included)."""
@@ -215,8 +215,7 @@ def cpu_seconds(pids: list[int]) -> float:
         if tasks:
             total += sum(int(t.read_text().split()[0]) for t in tasks) / 1e9
         else:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            total += cpu_seconds(pid)
     return total
 
 

@@ -94,6 +94,53 @@ def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> None:
             proc.wait(timeout=timeout)
 
 
+def start_module(
+    module: str, env: dict[str, str], log: Path, *, profile: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """``python -m MODULE`` from the repository root with ``env``, its output appended
+    to ``log``; under cProfile writing ``profile`` when it stops, if given."""
+    argv = [sys.executable]
+    if profile is not None:
+        argv += ["-m", "cProfile", "-o", str(profile)]
+    with log.open("ab") as log_file:
+        return subprocess.Popen(
+            [*argv, "-m", module],
+            env=env,
+            cwd=ROOT,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+
+
+def wait_for_heartbeats(
+    redis_url: str,
+    wanted: dict[str, int],
+    procs: dict[str, subprocess.Popen[bytes]],
+    logs: Path,
+    timeout_s: float = 60,
+) -> None:
+    """Until ``wanted[service]`` instances of each service have a heartbeat; the
+    benchmark stops with the tail of each log (``logs/{name}.log``) if a process of
+    ``procs`` exits or the time runs out first."""
+    from contreact_events.names import SERVICES_HEARTBEAT
+
+    client = redis.Redis.from_url(redis_url)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            beats = [k.decode().split(":", 1)[0] for k in client.hkeys(SERVICES_HEARTBEAT)]
+            if all(beats.count(name) >= n for name, n in wanted.items()):
+                return
+            dead = [n for n, p in procs.items() if p.poll() is not None]
+            if dead or time.monotonic() > deadline:
+                tail = "\n".join((logs / f"{n}.log").read_text()[-2000:] for n in procs)
+                raise RuntimeError(f"services did not start (dead: {dead})\n{tail}")
+            time.sleep(0.1)
+    finally:
+        client.close()
+
+
 @contextlib.contextmanager
 def services(
     redis_url: str,
@@ -109,8 +156,6 @@ def services(
     under cProfile and writes ``{name}.prof`` there when stopped. ``counts`` starts
     more than one of a service (``{"orchestrator": 2}``): the second is named
     ``orchestrator-2`` in the yielded dict, its log and its profile."""
-    from contreact_events.names import SERVICES_HEARTBEAT
-
     logs = data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     env = {
@@ -121,46 +166,24 @@ def services(
         **(extra_env or {}),
     }
     procs: dict[str, subprocess.Popen[bytes]] = {}
-    names = [
-        (name if n == 1 else f"{name}-{n}", module)
-        for name, module in SERVICE_MODULES.items()
-        for n in range(1, (counts or {}).get(name, 1) + 1)
-    ]
+    wanted = {name: (counts or {}).get(name, 1) for name in SERVICE_MODULES}
     try:
-        for name, module in names:
-            argv = [sys.executable]
-            if profile_dir is not None:
-                argv += ["-m", "cProfile", "-o", str(profile_dir / f"{name}.prof")]
-            argv += ["-m", module]
-            with (logs / f"{name}.log").open("ab") as log_file:
-                procs[name] = subprocess.Popen(
-                    argv,
-                    env=env,
-                    cwd=ROOT,
-                    stdout=log_file,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                )
-        client = redis.Redis.from_url(redis_url)
-        deadline = time.monotonic() + 60
-        try:
-            while True:
-                beats = [k.decode().split(":", 1)[0] for k in client.hkeys(SERVICES_HEARTBEAT)]
-                if all(
-                    beats.count(name) >= (counts or {}).get(name, 1) for name in SERVICE_MODULES
-                ):
-                    break
-                dead = [n for n, p in procs.items() if p.poll() is not None]
-                if dead or time.monotonic() > deadline:
-                    tail = "\n".join((logs / f"{n}.log").read_text()[-2000:] for n in procs)
-                    raise RuntimeError(f"services did not start (dead: {dead})\n{tail}")
-                time.sleep(0.1)
-        finally:
-            client.close()
+        for name, module in SERVICE_MODULES.items():
+            for n in range(1, wanted[name] + 1):
+                named = name if n == 1 else f"{name}-{n}"
+                profile = None if profile_dir is None else profile_dir / f"{named}.prof"
+                procs[named] = start_module(module, env, logs / f"{named}.log", profile=profile)
+        wait_for_heartbeats(redis_url, wanted, procs, logs)
         yield procs
     finally:
         for proc in procs.values():
             stop_process(proc)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU of a process so far (``/proc/PID/stat``, Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def logged_problems(data_dir: Path) -> dict[str, list[str]]:
@@ -241,6 +264,15 @@ def verdict(
         verdict=word,
         detail=detail,
     )
+
+
+def ratio_verdict(
+    name: str, value: float, ceiling: float, detail: str, *, target: str = ""
+) -> None:
+    """The verdict of a ratio that passes at or under ``ceiling``: ``value`` recorded in
+    ``x`` against ``target`` (default ``<= {ceiling}x``)."""
+    target = target or f"<= {ceiling}x"
+    verdict(name, value <= ceiling, detail, value=value, unit="x", target=target)
 
 
 def figure(name: str, value: float, unit: str, detail: str = "") -> None:

@@ -19,7 +19,15 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from bench._support import header, ratio, redis_server, row, smoke_args, use_smoke_sizes, verdict
+from bench._support import (
+    header,
+    ratio,
+    ratio_verdict,
+    redis_server,
+    row,
+    smoke_args,
+    use_smoke_sizes,
+)
 from contreact_bus.run_log import RunLog
 from contreact_events.catalog import Event
 from contreact_events.names import run_log_key
@@ -154,13 +162,12 @@ def main(argv: list[str] | None = None) -> None:
         "x",
         "(what logging whole prompts would cost, roughly)",
     )
-    verdict(
+    ratio_verdict(
         "log growth",
-        r_log <= TARGET_RATIO,
+        r_log,
+        TARGET_RATIO,
         f"cycle {LATE} adds {log_bytes[LATE]:,} B vs {log_bytes[FIRST]:,} B at cycle "
         f"{FIRST} ({r_log:.2f}x; target flat, <= {TARGET_RATIO:.2f}x)",
-        value=r_log,
-        unit="x",
         target=f"<= {TARGET_RATIO:.2f}x",
     )
 

@@ -15,7 +15,15 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from bench._support import header, median_time, ratio, row, smoke_args, use_smoke_sizes, verdict
+from bench._support import (
+    header,
+    median_time,
+    ratio,
+    ratio_verdict,
+    row,
+    smoke_args,
+    use_smoke_sizes,
+)
 from bench.fold_speed import generate_log
 from contreact_events.core.fold import fold_all
 from contreact_events.core.prompt import offered_tools_now, prompt_messages, sha256_of_prompt
@@ -65,13 +73,11 @@ def main(argv: list[str] | None = None) -> None:
     value = ratio("replay with hashes / baseline", replay_s, base_s)
     ratio("whole-prompt hashing / baseline", naive_s, base_s)
     ratio("replay / fold", replay_s, fold_s)
-    verdict(
+    ratio_verdict(
         "replay speed",
-        value <= TARGET_RATIO,
+        value,
+        TARGET_RATIO,
         f"prompt hashes cost {value:.2f}x the replay without them (<= {TARGET_RATIO}x)",
-        value=value,
-        unit="x",
-        target=f"<= {TARGET_RATIO}x",
     )
 
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench._support import header, ratio, row, smoke_args, use_smoke_sizes, verdict
+from bench._support import header, ratio, ratio_verdict, row, smoke_args, use_smoke_sizes
 from bench.bus_overhead import llm_only_config
 from contreact_events.protocol import paper_system_prompt
 from contreact_events.wire.codec import message_from_fields
@@ -107,14 +107,12 @@ def main(argv: list[str] | None = None) -> None:
             ratio("  decode, history known / plain", decode, plain_decode),
         )
     first = ratios[CYCLES[0]]
-    verdict(
+    ratio_verdict(
         "task codec",
-        max(first) <= TARGET,
+        max(first),
+        TARGET,
         f"at cycle {CYCLES[0]} encoding costs {first[0]:.2f}x and decoding {first[1]:.2f}x "
         f"the plain way (<= {TARGET}x)",
-        value=max(first),
-        unit="x",
-        target=f"<= {TARGET}x",
     )
 
 

@@ -12,7 +12,15 @@ message by message.
 
 from __future__ import annotations
 
-from bench._support import header, median_time, ratio, row, smoke_args, use_smoke_sizes, verdict
+from bench._support import (
+    header,
+    median_time,
+    ratio,
+    ratio_verdict,
+    row,
+    smoke_args,
+    use_smoke_sizes,
+)
 from bench.fold_speed import generate_log
 from contreact_events.config.overrides import parse_assignments
 from contreact_events.history.replay import replay_check
@@ -41,13 +49,11 @@ def main(argv: list[str] | None = None) -> None:
     row("replay --check (baseline)", replay_s * 1000, "ms")
     row("what-if, nothing changes", what_if_s * 1000, "ms")
     value = ratio("what-if / replay", what_if_s, replay_s)
-    verdict(
+    ratio_verdict(
         "what-if speed",
-        value <= TARGET_RATIO,
+        value,
+        TARGET_RATIO,
         f"a what-if over the whole run costs {value:.2f}x its replay (<= {TARGET_RATIO}x)",
-        value=value,
-        unit="x",
-        target=f"<= {TARGET_RATIO}x",
     )
 
 

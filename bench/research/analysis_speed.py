@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._support import header, ratio, row, smoke_args, use_smoke_sizes, verdict
+from bench._support import header, ratio, ratio_verdict, row, smoke_args, use_smoke_sizes, verdict
 from contreact_analysis.frames import build_frames, collect_frames
 from contreact_analysis.report import build_report, render_report
 from contreact_bus.archive import archive_path, read_archive, write_archive
@@ -163,12 +163,11 @@ def main(argv: list[str] | None = None) -> None:
     row("floor: read_archive + fold_all", m["floor_s"], "s", f"({int(m['events']):,} events)")
     row("dataframes: read + fold + tables", m["frames_s"], "s")
     share = ratio("dataframes time / floor time", m["frames_s"], m["floor_s"])
-    verdict(
+    ratio_verdict(
         "dataframes of many runs",
-        share <= TARGET_RATIO,
+        share,
+        TARGET_RATIO,
         f"{share:.2f}x the time to read and fold the logs (target <= {TARGET_RATIO:.1f}x)",
-        value=share,
-        unit="x",
         target=f"<= {TARGET_RATIO:.1f}x",
     )
     row(

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from bench._support import header, ratio, row, smoke_args, use_smoke_sizes, verdict
+from bench._support import header, ratio, ratio_verdict, row, smoke_args, use_smoke_sizes, verdict
 from contreact_events.instruments import load_instrument, parse_answer
 from contreact_events.instruments.answer_text import bounded, for_matching
 from tests.support.answer_corpus import INSTRUMENTS, CorpusAnswer, Score, load, score
@@ -142,12 +142,11 @@ def main(argv: list[str] | None = None) -> None:
         unit="%",
         target=f">= {TARGET_READ:.0%}",
     )
-    verdict(
+    ratio_verdict(
         "cost of a parse",
-        cost <= TARGET_RATIO,
+        cost,
+        TARGET_RATIO,
         f"{cost:.1f}x the normalization of the same answers (target <= {TARGET_RATIO:.0f}x)",
-        value=cost,
-        unit="x",
         target=f"<= {TARGET_RATIO:.0f}x",
     )
 

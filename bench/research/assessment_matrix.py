@@ -26,8 +26,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,19 +35,20 @@ import redis
 import redis.asyncio as aioredis
 
 from bench._support import (
-    ROOT,
     add_smoke_flag,
     header,
     ratio,
     redis_server,
     row,
+    start_module,
     stop_process,
     use_smoke_sizes,
     verdict,
+    wait_for_heartbeats,
 )
 from contreact_bus.assessments.evaluators import named_evaluator
 from contreact_bus.assessments.queueing import JobPolicy, Wanted, enqueue, queue
-from contreact_events.names import SERVICES_HEARTBEAT, run_assessments_key
+from contreact_events.names import run_assessments_key
 from tests.support.assessing import archive_runs, finished_run
 from tests.support.ollama_host import running_ollama_host
 
@@ -67,33 +66,6 @@ def lower_bound() -> float:
     histories = len(MODELS) * REPLICAS
     lane = LOAD_S + -(-histories // PARALLEL) * CALL_S
     return len(MODELS) * lane / MAX_LOADED
-
-
-def start(module: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", module],
-            env=env,
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-
-
-def wait_for_beats(url: str, wanted: dict[str, int], procs: list[subprocess.Popen[bytes]]) -> None:
-    client = redis.Redis.from_url(url)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            names = [k.decode().split(":", 1)[0] for k in client.hkeys(SERVICES_HEARTBEAT)]
-            if all(names.count(service) >= n for service, n in wanted.items()):
-                return
-            if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
-                raise RuntimeError("the services did not start (see the logs in the data dir)")
-            time.sleep(0.1)
-    finally:
-        client.close()
 
 
 async def rate_matrix(url: str, data: Path, host: str) -> float:
@@ -149,17 +121,19 @@ def measure(url: str, workdir: Path) -> dict[str, Any]:
             "CONTREACT_LLM_HOSTS": json.dumps(limits),
             "PYTHONUNBUFFERED": "1",
         }
-        (workdir / "logs").mkdir(parents=True, exist_ok=True)
-        procs = [start("contreact_llm", env, workdir / "logs" / "llm-worker.log")]
-        procs += [
-            start("contreact_assessor", env, workdir / "logs" / f"assessor-{n}.log")
-            for n in range(ASSESSORS)
-        ]
+        logs = workdir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        procs = {"llm-worker": start_module("contreact_llm", env, logs / "llm-worker.log")}
+        for n in range(ASSESSORS):
+            procs[f"assessor-{n}"] = start_module(
+                "contreact_assessor", env, logs / f"assessor-{n}.log"
+            )
         try:
-            wait_for_beats(url, {"llm-worker": 1, "assessor": ASSESSORS}, procs)
+            wanted = {"llm-worker": 1, "assessor": ASSESSORS}
+            wait_for_heartbeats(url, wanted, procs, logs, timeout_s=120)
             elapsed = asyncio.run(rate_matrix(url, workdir, host.host))
         finally:
-            for proc in procs:
+            for proc in procs.values():
                 stop_process(proc)
         loads = [model for _t, model in host.loads]
         t0 = min(t for t, _m in host.loads)

@@ -24,7 +24,6 @@ and how long its statistics take.
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import tempfile
 import time
@@ -35,9 +34,11 @@ import redis.asyncio as aioredis
 import yaml
 
 from bench._support import (
+    cpu_seconds,
     header,
     logged_problems,
     ratio,
+    ratio_verdict,
     redis_server,
     row,
     services,
@@ -45,11 +46,9 @@ from bench._support import (
     use_smoke_sizes,
     verdict,
 )
+from bench._support.experiments import timed_experiment
 from contreact_analysis.frames import build_frames
 from contreact_analysis.stats.conditions import condition_summary
-from contreact_bus.experiments import run_statuses
-from contreact_cli.commands.experiment import run_experiment
-from contreact_cli.config_file import load_experiment
 from contreact_cli.settings import CLISettings
 from contreact_events.catalog import Event
 from contreact_events.config.strict_yaml import load_yaml
@@ -113,33 +112,9 @@ def grid(name: str, kind: str) -> dict[str, Any]:
     return data
 
 
-def cpu_seconds(procs: dict[str, Any]) -> float:
+def services_cpu(procs: dict[str, Any]) -> float:
     """User and system CPU the service processes have used so far (``/proc``)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for proc in procs.values():
-        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
-
-
-async def timed(settings: CLISettings, client: aioredis.Redis, path: Path) -> float:
-    """Seconds from submission until every run of the file completed."""
-    _experiment, planned = load_experiment(path)
-    going = {run.config.run_id for run in planned}
-    t0 = time.perf_counter()
-    code = await run_experiment(settings, path, lambda _line: None, follow=False, wait_s=30)
-    assert code == 0
-    while going:
-        await asyncio.sleep(0.05)
-        for run_id, status in (
-            await run_statuses(client, settings.archive_dir, sorted(going))
-        ).items():
-            if status in ("completed", "failed", "cancelled"):
-                if status != "completed":
-                    raise RuntimeError(f"{run_id} {status}")
-                going.discard(run_id)
-    return time.perf_counter() - t0
+    return sum(cpu_seconds(proc.pid) for proc in procs.values())
 
 
 async def measure_services(url: str, workdir: Path) -> dict[str, Any]:
@@ -160,9 +135,9 @@ async def measure_services(url: str, workdir: Path) -> dict[str, Any]:
                 for kind in KINDS:
                     path = workdir / f"{kind}{n}.yaml"
                     path.write_text(yaml.safe_dump(grid(f"{kind}{n}", kind)))
-                    before = cpu_seconds(procs)
-                    times[kind].append(await timed(settings, client, path))
-                    cpu[kind].append(cpu_seconds(procs) - before)
+                    before = services_cpu(procs)
+                    times[kind].append((await timed_experiment(settings, client, path)).wall_s)
+                    cpu[kind].append(services_cpu(procs) - before)
         finally:
             await client.aclose()
     calls = runs * CYCLES * 2
@@ -263,14 +238,12 @@ def main(argv: list[str] | None = None) -> None:
         m["cpu_tools"],
     )
     value = ratio("with conditions / without, CPU per call", m["cpu_conditions"], m["cpu_plain"])
-    verdict(
+    ratio_verdict(
         "conditions per call",
-        value <= TARGET_RATIO,
+        value,
+        TARGET_RATIO,
         f"{value:.2f}x the services' CPU per call of the same grid without conditions "
         f"(target <= {TARGET_RATIO}; {m['calls']} calls per grid)",
-        value=value,
-        unit="x",
-        target=f"<= {TARGET_RATIO}x",
     )
     s = measure_stats()
     row("study runs folded into dataframes", s["frames_s"], "s", f"({s['runs']} runs)")

@@ -26,7 +26,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench._support import header, median_time, ratio, row, smoke_args, use_smoke_sizes, verdict
+from bench._support import (
+    header,
+    median_time,
+    ratio,
+    ratio_verdict,
+    row,
+    smoke_args,
+    use_smoke_sizes,
+    verdict,
+)
 from contreact_bus.archive import read_archive, write_archive
 from contreact_events.catalog import Event
 from contreact_events.core.fold import fold_all
@@ -192,13 +201,11 @@ def main(argv: list[str] | None = None) -> None:
         unit="ms",
         target=f"< {RUNS_LIST_TARGET_MS:.0f} ms",
     )
-    verdict(
+    ratio_verdict(
         "projection rebuild of 1,000 runs",
-        rebuild_ratio <= REBUILD_TARGET_RATIO,
+        rebuild_ratio,
+        REBUILD_TARGET_RATIO,
         f"{rebuild_ratio:.2f}x reading and folding their logs (target <= {REBUILD_TARGET_RATIO}x)",
-        value=rebuild_ratio,
-        unit="x",
-        target=f"<= {REBUILD_TARGET_RATIO}x",
     )
 
 

@@ -38,7 +38,6 @@ import asyncio
 import json
 import statistics
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,13 +48,14 @@ from bench._support import (
     add_smoke_flag,
     header,
     ratio,
+    ratio_verdict,
     redis_server,
     row,
     services,
     use_smoke_sizes,
     verdict,
 )
-from contreact_bus.experiments import run_statuses
+from bench._support.experiments import wait_until_ended
 from contreact_bus.runs import load_events
 from contreact_bus.streams.inbox import Inbox
 from contreact_cli.settings import CLISettings
@@ -142,14 +142,8 @@ async def timed_run(
                 data={"config": parsed.model_dump(mode="json")},
             )
         )
-        deadline = time.monotonic() + 60 + CYCLES * (2 * CHAT_S + ANALYSIS_S) * 5
-        while True:
-            status = (await run_statuses(client, settings.archive_dir, [run_id]))[run_id]
-            if status == "completed":
-                break
-            if status in ("failed", "cancelled") or time.monotonic() > deadline:
-                raise SystemExit(f"bench: run {run_id} ended {status or 'nowhere'}")
-            await asyncio.sleep(0.05)
+        timeout_s = 60 + CYCLES * (2 * CHAT_S + ANALYSIS_S) * 5
+        await wait_until_ended(client, settings.archive_dir, [run_id], timeout_s=timeout_s)
         events = await load_events(client, settings.archive_dir, run_id)
     finally:
         await client.aclose()
@@ -224,31 +218,25 @@ def main(argv: list[str] | None = None) -> None:
     )
     shared = ratios["model, the run's model"]
     mine = ratios["model, a model of its own"]
-    verdict(
+    ratio_verdict(
         "analyses on a model of their own",
-        mine <= TARGET,
+        mine,
+        TARGET,
         f"{mine:.3f}x off (<= {TARGET})",
-        value=mine,
-        unit="x",
-        target=f"<= {TARGET}x",
     )
-    verdict(
+    ratio_verdict(
         "analyses on the run's model: the scheduling's part",
-        added <= SCHEDULING_TARGET,
+        added,
+        SCHEDULING_TARGET,
         f"{added:+.3f}x off beyond the analyses' {on_host:.1f} s on the host "
         f"(<= {SCHEDULING_TARGET}); whole ratio {shared:.3f}x",
-        value=added,
-        unit="x",
-        target=f"<= {SCHEDULING_TARGET}x",
     )
     heuristic = ratios["heuristic"]
-    verdict(
+    ratio_verdict(
         "heuristic analyses",
-        heuristic <= TARGET,
+        heuristic,
+        TARGET,
         f"{heuristic:.3f}x off (<= {TARGET})",
-        value=heuristic,
-        unit="x",
-        target=f"<= {TARGET}x",
     )
 
 

@@ -39,7 +39,6 @@ import os
 import random
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -49,12 +48,12 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from bench._support import (
-    ROOT,
     add_smoke_flag,
     header,
     ratio,
     redis_server,
     row,
+    start_module,
     stop_process,
     use_smoke_sizes,
     verdict,
@@ -249,15 +248,7 @@ def start_service(url: str, logs: Path, runtime: str) -> subprocess.Popen[bytes]
         "CONTREACT_EMBED_CONSUMER_NAME": CONSUMER,
         "CONTREACT_EMBED_RUNTIME": runtime,
     }
-    with logs.open("ab") as log_file:
-        return subprocess.Popen(
-            [sys.executable, "-m", "contreact_embedder"],
-            env=env,
-            cwd=ROOT,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
+    return start_module("contreact_embedder", env, logs)
 
 
 async def measure_service(

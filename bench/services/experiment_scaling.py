@@ -30,35 +30,32 @@ import asyncio
 import json
 import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
-import yaml
 
 from bench._support import (
     add_smoke_flag,
     header,
     logged_problems,
     ratio,
+    ratio_verdict,
     redis_server,
     row,
     services,
     use_smoke_sizes,
     verdict,
 )
-from contreact_bus.experiments import run_statuses
-from contreact_cli.commands.experiment import run_experiment
+from bench._support.experiments import timed_experiment, write_then_reflect
 from contreact_cli.settings import CLISettings
-from contreact_events.config.experiment import replica_letter
+from tests.support.experiment_files import experiment_file
 
 CYCLES = 10
 CASES: tuple[tuple[int, int, float], ...] = ((16, 200, 1.15), (50, 200, 1.30), (200, 1000, 1.30))
 """(runs, scripted latency of each call in ms, the wall-time ratio against one run of
 that latency they must stay within)."""
 SINGLE_REPEATS = 3
-POLL_S = 0.05
 
 
 def host(slots: int) -> str:
@@ -66,63 +63,11 @@ def host(slots: int) -> str:
 
 
 def write_experiment(folder: Path, name: str, replicas: int, slots: int, latency_ms: int) -> Path:
-    latency = {"latency_ms": latency_ms}
-    data = {
-        "experiment": name,
-        "replicas": replicas,
-        "cycle_count": CYCLES,
-        "backend": "scripted",
-        "ollama_client_config": {"host": host(slots)},
-        "operator": {"mode": "auto"},
-        "diversity": {"enabled": False},
-        "models": [
-            {
-                "label": "scripted",
-                "model_name": "scripted-model",
-                "script": {
-                    "repeat": True,
-                    "replies": [
-                        {
-                            **latency,
-                            "tool_calls": [
-                                {"name": "write", "arguments": {"key": "k", "value": "{cycle}"}}
-                            ],
-                        },
-                        {**latency, "content": "Reflection of cycle {cycle}."},
-                    ],
-                },
-            }
-        ],
-    }
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
-async def timed_experiment(
-    settings: CLISettings, client: aioredis.Redis, path: Path, replicas: int
-) -> tuple[float, float]:
-    """(seconds to submit, seconds until every run completed). The runs' statuses
-    are polled every 50 ms, the unfinished ones only, so this process stays light."""
-    name = yaml.safe_load(path.read_text())["experiment"]  # noqa: ASYNC240 (a tiny file)
-    going = {f"{name}-scripted-{replica_letter(i)}" for i in range(replicas)}
-    t0 = time.perf_counter()
-    code = await run_experiment(settings, path, lambda _line: None, follow=False, wait_s=30)
-    submitted = time.perf_counter() - t0
-    assert code == 0
-    bad: dict[str, str | None] = {}
-    while going:
-        await asyncio.sleep(POLL_S)
-        statuses = await run_statuses(client, settings.archive_dir, sorted(going))
-        for run_id, status in statuses.items():
-            if status in ("completed", "failed", "cancelled"):
-                going.discard(run_id)
-                if status != "completed":
-                    bad[run_id] = status
-    elapsed = time.perf_counter() - t0
-    if bad:
-        raise RuntimeError(f"runs did not complete: {bad}")
-    return submitted, elapsed
+    script = write_then_reflect(latency_ms)
+    models = [{"label": "scripted", "model_name": "scripted-model", "script": script}]
+    return experiment_file(
+        folder, name, models, replicas=replicas, cycles=CYCLES, backend="scripted", host=host(slots)
+    )
 
 
 async def measure(url: str, workdir: Path) -> dict[str, Any]:
@@ -140,12 +85,11 @@ async def measure(url: str, workdir: Path) -> dict[str, Any]:
                 singles = results["single"].setdefault(latency, [])
                 for n in range(SINGLE_REPEATS):
                     path = write_experiment(workdir, f"one{n}-{latency}", 1, sizes[0], latency)
-                    singles.append((await timed_experiment(settings, client, path, 1))[1])
+                    singles.append((await timed_experiment(settings, client, path)).wall_s)
             for size, latency, _ in CASES:
                 path = write_experiment(workdir, f"many{size}-{latency}", size, size, latency)
-                results["many"][size, latency] = await timed_experiment(
-                    settings, client, path, size
-                )
+                times = await timed_experiment(settings, client, path)
+                results["many"][size, latency] = times.submitted_s, times.wall_s
         finally:
             await client.aclose()
     results["problems"] = logged_problems(workdir / "data")
@@ -190,13 +134,11 @@ def main(argv: list[str] | None = None) -> None:
         note = f"{latency} ms calls; submitted in {submitted * 1000:.0f} ms"
         row(f"{size} runs as one experiment", elapsed, "s", note)
         value = ratio(f"{size} runs / one run", elapsed, single)
-        verdict(
+        ratio_verdict(
             f"{size} runs",
-            value <= target,
+            value,
+            target,
             f"{value:.2f}x one run's wall time with {latency} ms calls (<= {target})",
-            value=value,
-            unit="x",
-            target=f"<= {target}x",
         )
 
 

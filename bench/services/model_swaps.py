@@ -27,27 +27,24 @@ import argparse
 import asyncio
 import json
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
-import yaml
 
 from bench._support import (
     add_smoke_flag,
     header,
     ratio,
+    ratio_verdict,
     redis_server,
     row,
     services,
     use_smoke_sizes,
-    verdict,
 )
-from contreact_bus.experiments import run_statuses
-from contreact_cli.commands.experiment import run_experiment
+from bench._support.experiments import timed_experiment
 from contreact_cli.settings import CLISettings
-from contreact_events.config.experiment import replica_letter
+from tests.support.experiment_files import experiment_file
 from tests.support.ollama_host import running_ollama_host
 
 MODELS = [f"model-{n}:7b" for n in range(1, 7)]
@@ -66,19 +63,10 @@ def lower_bound() -> float:
 
 
 def write_experiment(folder: Path, name: str, host: str) -> Path:
-    data = {
-        "experiment": name,
-        "replicas": REPLICAS,
-        "cycle_count": CYCLES,
-        "backend": "ollama",
-        "ollama_client_config": {"host": host},
-        "operator": {"mode": "auto"},
-        "diversity": {"enabled": False},
-        "models": [{"label": f"m{n}", "model_name": model} for n, model in enumerate(MODELS, 1)],
-    }
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    models = [{"label": f"m{n}", "model_name": model} for n, model in enumerate(MODELS, 1)]
+    return experiment_file(
+        folder, name, models, replicas=REPLICAS, cycles=CYCLES, backend="ollama", host=host
+    )
 
 
 async def makespan(url: str, workdir: Path, policy: str) -> dict[str, Any]:
@@ -97,29 +85,13 @@ async def makespan(url: str, workdir: Path, policy: str) -> dict[str, Any]:
         with services(url, data, extra_env=env):
             client = aioredis.Redis.from_url(url)
             try:
-                name = f"swaps-{policy.replace('_', '-')}"
-                path = write_experiment(workdir, name, host.host)
-                going = {
-                    f"{name}-m{n}-{replica_letter(r)}"
-                    for n in range(1, len(MODELS) + 1)
-                    for r in range(REPLICAS)
-                }
-                t0 = time.monotonic()
-                await run_experiment(settings, path, lambda _line: None, follow=False)
-                while going:
-                    await asyncio.sleep(0.1)
-                    statuses = await run_statuses(client, settings.archive_dir, sorted(going))
-                    for run_id, status in statuses.items():
-                        if status in ("failed", "cancelled"):
-                            raise RuntimeError(f"{run_id} {status}")
-                        if status == "completed":
-                            going.discard(run_id)
-                elapsed = time.monotonic() - t0
+                path = write_experiment(workdir, f"swaps-{policy.replace('_', '-')}", host.host)
+                times = await timed_experiment(settings, client, path, poll_s=0.1)
             finally:
                 await client.flushdb()
                 await client.aclose()
-        loads = [(round(t - t0, 1), model) for t, model in host.loads]
-    return {"makespan": elapsed, "loads": loads, "max_in_flight": host.max_in_flight}
+        loads = [(round(t - times.started, 1), model) for t, model in host.loads]
+    return {"makespan": times.wall_s, "loads": loads, "max_in_flight": host.max_in_flight}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -147,13 +119,11 @@ def main(argv: list[str] | None = None) -> None:
         ratio(f"{policy}: makespan / lower bound", result["makespan"], bound)
         print(f"     loads (s, model): {result['loads']}")
     aware = results["model_aware"]["makespan"] / bound
-    verdict(
+    ratio_verdict(
         "model swaps",
-        aware <= TARGET,
+        aware,
+        TARGET,
         f"model-aware {aware:.2f}x the lower bound (<= {TARGET})",
-        value=aware,
-        unit="x",
-        target=f"<= {TARGET}x",
     )
 
 

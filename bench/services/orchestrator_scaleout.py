@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,12 +26,12 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 
 from bench._support import (
-    ROOT,
     add_smoke_flag,
     header,
     ratio,
     redis_server,
     row,
+    start_module,
     stop_process,
     use_smoke_sizes,
     verdict,
@@ -167,19 +166,10 @@ async def measure(url: str, replicas: int, runs: int, cycles: int) -> tuple[floa
 
 
 def start_replicas(count: int, env: dict[str, str], logs: Path) -> list[subprocess.Popen[bytes]]:
-    procs = []
-    for n in range(count):
-        with (logs / f"orchestrator-{n}.log").open("ab") as log:
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "contreact_orchestrator"],
-                    env=env,
-                    cwd=ROOT,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                )
-            )
-    return procs
+    return [
+        start_module("contreact_orchestrator", env, logs / f"orchestrator-{n}.log")
+        for n in range(count)
+    ]
 
 
 async def _all_held(redis: aioredis.Redis) -> bool:

@@ -29,13 +29,14 @@ from bench._support import (
     cli,
     header,
     ratio,
+    ratio_verdict,
     redis_server,
     row,
     services,
     use_smoke_sizes,
-    verdict,
 )
-from bench.services.experiment_scaling import host, timed_experiment, write_experiment
+from bench._support.experiments import timed_experiment
+from bench.services.experiment_scaling import host, write_experiment
 from contreact_bus.runs import load_events
 from contreact_cli.commands.experiment import run_experiment
 from contreact_cli.settings import CLISettings
@@ -71,7 +72,7 @@ async def measure(url: str, workdir: Path) -> dict[str, float]:
         client = aioredis.Redis.from_url(url)
         try:
             alone = write_experiment(workdir, "b-alone", B_RUNS, SLOTS, LATENCY_MS)
-            out["alone"] = (await timed_experiment(settings, client, alone, B_RUNS))[1]
+            out["alone"] = (await timed_experiment(settings, client, alone)).wall_s
             paused = write_experiment(workdir, "a", PAUSED_RUNS, SLOTS, LATENCY_MS)
             long_a = yaml.safe_load(paused.read_text())
             paused.write_text(yaml.safe_dump({**long_a, "cycle_count": A_CYCLES}))
@@ -86,10 +87,10 @@ async def measure(url: str, workdir: Path) -> dict[str, float]:
                 await asyncio.sleep(POLL_S)
             out["to rest"] = time.perf_counter() - t0
             beside = write_experiment(workdir, "b-beside", B_RUNS, SLOTS, LATENCY_MS)
-            out["beside paused"] = (await timed_experiment(settings, client, beside, B_RUNS))[1]
+            out["beside paused"] = (await timed_experiment(settings, client, beside)).wall_s
             cli(cli_env, "resume", "--experiment", "a")
             racing = write_experiment(workdir, "b-racing", B_RUNS, SLOTS, LATENCY_MS)
-            out["beside resumed"] = (await timed_experiment(settings, client, racing, B_RUNS))[1]
+            out["beside resumed"] = (await timed_experiment(settings, client, racing)).wall_s
         finally:
             await client.aclose()
     return out
@@ -112,12 +113,11 @@ def main(argv: list[str] | None = None) -> None:
     row("B beside A resumed (contrast)", figures["beside resumed"], "s")
     value = ratio("B beside paused A / B alone", figures["beside paused"], figures["alone"])
     ratio("B beside resumed A / B alone", figures["beside resumed"], figures["alone"])
-    verdict(
+    ratio_verdict(
         "paused experiment",
-        value <= TARGET,
+        value,
+        TARGET,
         f"B took {value:.2f}x its time alone beside {PAUSED_RUNS} paused runs (<= {TARGET})",
-        value=value,
-        unit="x",
         target=f"<= {TARGET}x B alone",
     )
 

@@ -49,21 +49,21 @@ from typing import Any
 
 import redis
 import redis.asyncio as aioredis
-import yaml
 
 from bench._support import (
     add_smoke_flag,
+    cpu_seconds,
     header,
     logged_problems,
     ratio,
+    ratio_verdict,
     redis_server,
     row,
     services,
     use_smoke_sizes,
     verdict,
 )
-from contreact_bus.experiments import run_statuses
-from contreact_cli.commands.experiment import run_experiment
+from bench._support.experiments import timed_experiment, write_then_reflect
 from contreact_cli.config_file import load_experiment
 from contreact_cli.settings import CLISettings
 from contreact_events.names import (
@@ -73,6 +73,7 @@ from contreact_events.names import (
     run_log_key,
     run_meta_key,
 )
+from tests.support.experiment_files import experiment_file
 
 ORCHESTRATORS = 2
 LLM_WORKERS = 4
@@ -86,45 +87,20 @@ POLL_S = 0.5
 """Statuses of the unfinished runs, one pipeline this often (at most this much is
 added to each wall time: 0.25 % of one run at full size)."""
 LOAD_EVERY_S = 10.0
-ENDED = ("completed", "failed", "cancelled")
 TARGET_RATIO = 1.3
 TARGET_BYTES = 1024
-
-
-WRITE = {"name": "write", "arguments": {"key": "k", "value": "{cycle}"}}
 
 
 def write_experiment(
     folder: Path, name: str, replicas: int, models: int, cycles: int, latency_s: float
 ) -> tuple[Path, list[str]]:
     """The experiment file (``models`` scripted models x ``replicas``) and its run ids."""
-    latency = {"latency_ms": int(latency_s * 1000)}
-    script = {
-        "repeat": True,
-        "replies": [
-            {**latency, "tool_calls": [WRITE]},
-            {**latency, "content": "Reflection of cycle {cycle}."},
-        ],
-    }  # fmt: skip
-    data = {
-        "experiment": name,
-        "replicas": replicas,
-        "cycle_count": cycles,
-        "backend": "scripted",
-        "ollama_client_config": {"host": HOST},
-        "operator": {"mode": "auto"},
-        "diversity": {"enabled": False},
-        "models": [{"label": m, "model_name": m, "script": script} for m in MODELS[:models]],
-    }
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
+    script = write_then_reflect(int(latency_s * 1000))
+    scripted = [{"label": m, "model_name": m, "script": script} for m in MODELS[:models]]
+    path = experiment_file(
+        folder, name, scripted, replicas=replicas, cycles=cycles, backend="scripted", host=HOST
+    )
     return path, [run.config.run_id for run in load_experiment(path)[1]]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU of a process so far (``/proc/PID/stat``, Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def redis_cpu(client: aioredis.Redis) -> float:
@@ -132,33 +108,32 @@ async def redis_cpu(client: aioredis.Redis) -> float:
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
-async def timed_experiment(
-    settings: CLISettings, client: aioredis.Redis, path: Path, run_ids: list[str]
+class LoadSampler:
+    """The machine's load average: at the start, then at most every ``LOAD_EVERY_S``."""
+
+    def __init__(self) -> None:
+        self.loads, self.at = [os.getloadavg()[0]], time.monotonic()
+
+    def sample(self) -> None:
+        if time.monotonic() - self.at >= LOAD_EVERY_S:
+            self.at = time.monotonic()
+            self.loads.append(os.getloadavg()[0])
+
+
+async def timed_with_load(
+    settings: CLISettings, client: aioredis.Redis, path: Path
 ) -> dict[str, Any]:
-    """Seconds to submit, seconds until every run ended, and the load averages sampled
-    meanwhile; the benchmark stops if a run ends otherwise than completed."""
-    going, bad, loads, ends = set(run_ids), {}, [os.getloadavg()[0]], []
-    t0 = time.perf_counter()
-    code = await run_experiment(settings, path, lambda _line: None, follow=False, wait_s=30)
-    submitted = time.perf_counter() - t0
-    if code != 0:
-        raise SystemExit(f"bench: submitting {path.name} exited {code}")
-    sampled = t0
-    while going:
-        await asyncio.sleep(POLL_S)
-        for run_id, status in (await run_statuses(client, settings.archive_dir, going)).items():
-            if status in ENDED:
-                going.discard(run_id)
-                ends.append(time.perf_counter() - t0)
-                if status != "completed":
-                    bad[run_id] = status
-        if time.perf_counter() - sampled >= LOAD_EVERY_S:
-            sampled = time.perf_counter()
-            loads.append(os.getloadavg()[0])
-    elapsed = time.perf_counter() - t0
-    if bad:
-        raise SystemExit(f"bench: runs did not complete: {dict(list(bad.items())[:10])}")
-    return {"submitted": submitted, "wall": elapsed, "loads": loads, "ends": sorted(ends)}
+    """Seconds to submit, seconds until every run ended (and when each did), and the
+    load averages sampled meanwhile; the benchmark stops if a run ends otherwise than
+    completed."""
+    load = LoadSampler()
+    times = await timed_experiment(settings, client, path, poll_s=POLL_S, each_poll=load.sample)
+    return {
+        "submitted": times.submitted_s,
+        "wall": times.wall_s,
+        "loads": load.loads,
+        "ends": list(times.ends_s),
+    }
 
 
 def dataset(client: redis.Redis) -> int:
@@ -228,14 +203,14 @@ async def measure(url: str, workdir: Path, args: argparse.Namespace) -> dict[str
             await asyncio.sleep(1.0)
             out["idle"] = dataset(sync)
             path, one = write_experiment(workdir, "alone", 1, 1, args.cycles, args.latency)
-            out["one"] = await timed_experiment(settings, client, path, one)
+            out["one"] = await timed_with_load(settings, client, path)
             await asyncio.to_thread(wait_for_retention, sync, one, time.monotonic())
             out["base"] = dataset(sync)
             half = args.runs // len(MODELS)
             path, many = write_experiment(workdir, "scale", half, 2, args.cycles, args.latency)
             cpu0 = {name: cpu_seconds(p.pid) for name, p in procs.items()}
             redis0, own0 = await redis_cpu(client), time.process_time()
-            out["many"] = await timed_experiment(settings, client, path, many)
+            out["many"] = await timed_with_load(settings, client, path)
             finished_at = time.monotonic()
             out["cpu"] = {n: cpu_seconds(p.pid) - cpu0[n] for n, p in procs.items()}
             out["cpu"]["redis-server"] = await redis_cpu(client) - redis0
@@ -306,15 +281,13 @@ def report(out: dict[str, Any], args: argparse.Namespace) -> None:
         unit="lines",
         target="0",
     )
-    verdict(
+    ratio_verdict(
         f"{args.runs} runs",
-        value <= TARGET_RATIO,
+        value,
+        TARGET_RATIO,
         f"{value:.2f}x one run's wall time with {args.latency:g} s calls, {ORCHESTRATORS} "
         f"orchestrators, {LLM_WORKERS} LLM workers (<= {TARGET_RATIO}); load average "
         f"{mean_load:.1f} during the experiment",
-        value=value,
-        unit="x",
-        target=f"<= {TARGET_RATIO}x",
     )
     verdict(
         "Redis memory per finished run",

@@ -5,32 +5,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from contreact_bus.connection import DEFAULT_REDIS_URL
 from contreact_bus.failover.address import DEFAULT_MASTER_NAME, RedisAddress
+from contreact_bus.failover.settings import SharedVariables
 
 
-class CLISettings(BaseSettings):
+class CLISettings(SharedVariables):
     model_config = SettingsConfigDict(env_prefix="CONTREACT_", extra="ignore")
+    # The Redis fields read CONTREACT_REDIS_URL, then REDIS_URL (``SharedVariables``).
 
-    redis_url: str | None = Field(
-        default=None, validation_alias=AliasChoices("CONTREACT_REDIS_URL", "REDIS_URL")
-    )
+    redis_url: str | None = None
     """A Redis to use. Unset: the one `contreact up` started (its URL is in the data dir)."""
     rq_redis_url: str | None = Field(
         default=None, validation_alias=AliasChoices("CONTREACT_RQ_REDIS_URL")
     )
     """rq's Redis, for `contreact assess` (the assessor's setting); unset: the platform's."""
-    redis_sentinels: str | None = Field(
-        default=None,
-        validation_alias=AliasChoices("CONTREACT_REDIS_SENTINELS", "REDIS_SENTINELS"),
-    )
+    redis_sentinels: str | None = None
     """``host:port,host:port``: reach the primary these sentinels name (as every service)."""
-    redis_master_name: str = Field(
-        default=DEFAULT_MASTER_NAME,
-        validation_alias=AliasChoices("CONTREACT_REDIS_MASTER_NAME", "REDIS_MASTER_NAME"),
-    )
+    redis_master_name: str = DEFAULT_MASTER_NAME
+    """The name the sentinels know the primary by."""
     data_dir: Path = Path("data")
     local_redis_port: int = 6390
     """Port of the Redis that `contreact up` starts (not 6379: a system Redis may be there)."""

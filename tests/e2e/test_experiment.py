@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from tests.support.experiment_files import experiment_file
 from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
@@ -55,21 +55,10 @@ def answer(stack: Stack, run_id: str) -> None:
     assert proc.returncode == 0 and "reply delivered" in proc.stdout, proc.stdout + proc.stderr
 
 
-def write_experiment(tmp_path: Path, name: str, models: list[dict[str, Any]], **extra: Any) -> Path:
-    data = {
-        "experiment": name,
-        "replicas": 2,
-        "cycle_count": 4,
-        "backend": "scripted",
-        "ollama_client_config": {"host": HOST},
-        "operator": {"mode": "auto"},
-        "diversity": {"enabled": False},
-        "models": models,
-        **extra,
-    }
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+def write_experiment(tmp_path: Path, name: str, models: list[dict[str, Any]]) -> Path:
+    return experiment_file(
+        tmp_path, name, models, replicas=2, cycles=4, backend="scripted", host=HOST
+    )
 
 
 def rows(stack: Stack, name: str) -> list[dict[str, Any]]:

@@ -5,45 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
-from contreact_bus.connection import DEFAULT_REDIS_URL
-from contreact_bus.failover.address import DEFAULT_MASTER_NAME, RedisAddress
-from contreact_bus.failover.durability import DEFAULT_WAIT_TIMEOUT_MS, Durability
+from contreact_bus.failover.address import RedisAddress
+from contreact_bus.failover.settings import DurableRedisSettings
 from contreact_bus.service import instance_name
 
 
-class AssessorSettings(BaseSettings):
+class AssessorSettings(DurableRedisSettings):
     model_config = SettingsConfigDict(
         env_prefix="CONTREACT_ASSESS_", extra="ignore", populate_by_name=True
     )
 
-    redis_url: str = Field(
-        default=DEFAULT_REDIS_URL,
-        validation_alias=AliasChoices("CONTREACT_ASSESS_REDIS_URL", "REDIS_URL"),
-    )
-    """The platform's Redis: run logs, assessment records, the LLM worker's streams."""
-    redis_sentinels: str | None = Field(
-        default=None,
-        validation_alias=AliasChoices("CONTREACT_ASSESS_REDIS_SENTINELS", "REDIS_SENTINELS"),
-    )
-    """``host:port,host:port``: reach the primary these sentinels name (the URL then
-    gives only the scheme, credentials, TLS options and database)."""
-    redis_master_name: str = Field(
-        default=DEFAULT_MASTER_NAME,
-        validation_alias=AliasChoices("CONTREACT_ASSESS_REDIS_MASTER_NAME", "REDIS_MASTER_NAME"),
-    )
-    wait_replicas: int = Field(
-        default=0,
-        ge=0,
-        validation_alias=AliasChoices("CONTREACT_ASSESS_WAIT_REPLICAS", "REDIS_WAIT_REPLICAS"),
-    )
-    """Replicas that must hold a write acknowledging work before it goes on (``WAIT``)."""
-    wait_timeout_ms: int = Field(
-        default=DEFAULT_WAIT_TIMEOUT_MS,
-        gt=0,
-        validation_alias=AliasChoices("CONTREACT_ASSESS_WAIT_TIMEOUT_MS", "REDIS_WAIT_TIMEOUT_MS"),
-    )
     rq_redis_url: str | None = Field(
         default=None,
         validation_alias=AliasChoices("CONTREACT_RQ_REDIS_URL", "CONTREACT_ASSESS_RQ_REDIS_URL"),
@@ -76,12 +49,3 @@ class AssessorSettings(BaseSettings):
     def rq_redis(self) -> RedisAddress:
         """rq's Redis: a plain URL of its own if set, else the platform's (sentinels too)."""
         return RedisAddress(self.rq_redis_url) if self.rq_redis_url else self.redis
-
-    @property
-    def redis(self) -> RedisAddress:
-        """Where the platform's Redis is: its URL, or the primary its sentinels name."""
-        return RedisAddress.of(self.redis_url, self.redis_sentinels, self.redis_master_name)
-
-    @property
-    def durability(self) -> Durability:
-        return Durability(self.wait_replicas, self.wait_timeout_ms)

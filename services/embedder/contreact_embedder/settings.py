@@ -5,34 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
-from contreact_bus.connection import DEFAULT_REDIS_URL
-from contreact_bus.failover.address import DEFAULT_MASTER_NAME, RedisAddress
+from contreact_bus.failover.settings import RedisSettings
 from contreact_bus.service import instance_name
 from contreact_bus.streams.consumer import ConsumerSettings
 from contreact_embedder.embedding_service import Runtime
 
 
-class EmbedderSettings(BaseSettings):
+class EmbedderSettings(RedisSettings):
     model_config = SettingsConfigDict(
         env_prefix="CONTREACT_EMBED_", extra="ignore", populate_by_name=True
     )
 
-    redis_url: str = Field(
-        default=DEFAULT_REDIS_URL,
-        validation_alias=AliasChoices("CONTREACT_EMBED_REDIS_URL", "REDIS_URL"),
-    )
-    redis_sentinels: str | None = Field(
-        default=None,
-        validation_alias=AliasChoices("CONTREACT_EMBED_REDIS_SENTINELS", "REDIS_SENTINELS"),
-    )
-    """``host:port,host:port``: reach the primary these sentinels name (the URL then
-    gives only the scheme, credentials, TLS options and database)."""
-    redis_master_name: str = Field(
-        default=DEFAULT_MASTER_NAME,
-        validation_alias=AliasChoices("CONTREACT_EMBED_REDIS_MASTER_NAME", "REDIS_MASTER_NAME"),
-    )
     data_dir: Path = Field(
         default=Path("data"),
         validation_alias=AliasChoices("CONTREACT_EMBED_DATA_DIR", "CONTREACT_DATA_DIR"),
@@ -78,8 +63,3 @@ class EmbedderSettings(BaseSettings):
             batch_size=self.tasks_per_read,
             reclaim_idle_ms=self.reclaim_idle_ms,
         )
-
-    @property
-    def redis(self) -> RedisAddress:
-        """Where the platform's Redis is: its URL, or the primary its sentinels name."""
-        return RedisAddress.of(self.redis_url, self.redis_sentinels, self.redis_master_name)

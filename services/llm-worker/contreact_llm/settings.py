@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import SettingsConfigDict
 
-from contreact_bus.connection import DEFAULT_REDIS_URL
-from contreact_bus.failover.address import DEFAULT_MASTER_NAME, RedisAddress
+from contreact_bus.failover.settings import RedisSettings
 from contreact_bus.service import instance_name
 from contreact_llm.backends.check_slots import CheckTimes
 from contreact_llm.scheduling.host_slots import HostLimits, SlotTimes
@@ -26,23 +25,9 @@ class HostSettings(BaseModel):
     """0: no limit (a hosted API)."""
 
 
-class LLMWorkerSettings(BaseSettings):
+class LLMWorkerSettings(RedisSettings):
     model_config = SettingsConfigDict(env_prefix="CONTREACT_LLM_", populate_by_name=True)
 
-    redis_url: str = Field(
-        default=DEFAULT_REDIS_URL,
-        validation_alias=AliasChoices("redis_url", "CONTREACT_LLM_REDIS_URL", "REDIS_URL"),
-    )
-    redis_sentinels: str | None = Field(
-        default=None,
-        validation_alias=AliasChoices("CONTREACT_LLM_REDIS_SENTINELS", "REDIS_SENTINELS"),
-    )
-    """``host:port,host:port``: reach the primary these sentinels name (the URL then
-    gives only the scheme, credentials, TLS options and database)."""
-    redis_master_name: str = Field(
-        default=DEFAULT_MASTER_NAME,
-        validation_alias=AliasChoices("CONTREACT_LLM_REDIS_MASTER_NAME", "REDIS_MASTER_NAME"),
-    )
     consumer_name: str = Field(default_factory=instance_name)
     concurrency: int = Field(default=32, gt=0)
     """Chat calls this process runs at once (across models and hosts); the host
@@ -128,8 +113,3 @@ class LLMWorkerSettings(BaseSettings):
             connect_timeout_s=self.check_connect_timeout_s,
             parallel=self.check_host_parallel,
         )
-
-    @property
-    def redis(self) -> RedisAddress:
-        """Where the platform's Redis is: its URL, or the primary its sentinels name."""
-        return RedisAddress.of(self.redis_url, self.redis_sentinels, self.redis_master_name)

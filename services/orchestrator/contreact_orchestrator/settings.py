@@ -5,44 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
-from contreact_bus.connection import DEFAULT_REDIS_URL
-from contreact_bus.failover.address import DEFAULT_MASTER_NAME, RedisAddress
-from contreact_bus.failover.durability import DEFAULT_WAIT_TIMEOUT_MS, Durability
+from contreact_bus.failover.settings import DurableRedisSettings
 from contreact_bus.streams.consumer import ConsumerSettings
 from contreact_events.names import DEFAULT_INBOX_SHARDS
 from contreact_orchestrator.replica import ReplicaSettings
 
 
-class OrchestratorSettings(BaseSettings):
+class OrchestratorSettings(DurableRedisSettings):
     model_config = SettingsConfigDict(env_prefix="CONTREACT_ORCH_", extra="ignore")
 
-    redis_url: str = Field(
-        default=DEFAULT_REDIS_URL,
-        validation_alias=AliasChoices("CONTREACT_ORCH_REDIS_URL", "REDIS_URL"),
-    )
-    redis_sentinels: str | None = Field(
-        default=None,
-        validation_alias=AliasChoices("CONTREACT_ORCH_REDIS_SENTINELS", "REDIS_SENTINELS"),
-    )
-    """``host:port,host:port``: reach the primary these sentinels name (the URL then
-    gives only the scheme, credentials, TLS options and database)."""
-    redis_master_name: str = Field(
-        default=DEFAULT_MASTER_NAME,
-        validation_alias=AliasChoices("CONTREACT_ORCH_REDIS_MASTER_NAME", "REDIS_MASTER_NAME"),
-    )
-    wait_replicas: int = Field(
-        default=0,
-        ge=0,
-        validation_alias=AliasChoices("CONTREACT_ORCH_WAIT_REPLICAS", "REDIS_WAIT_REPLICAS"),
-    )
-    """Replicas that must hold a write acknowledging work before it goes on (``WAIT``)."""
-    wait_timeout_ms: int = Field(
-        default=DEFAULT_WAIT_TIMEOUT_MS,
-        gt=0,
-        validation_alias=AliasChoices("CONTREACT_ORCH_WAIT_TIMEOUT_MS", "REDIS_WAIT_TIMEOUT_MS"),
-    )
     data_dir: Path = Field(
         default=Path("data"),
         validation_alias=AliasChoices("CONTREACT_ORCH_DATA_DIR", "CONTREACT_DATA_DIR"),
@@ -88,12 +61,3 @@ class OrchestratorSettings(BaseSettings):
                 reclaim_every_s=1.0,
             ),
         )
-
-    @property
-    def redis(self) -> RedisAddress:
-        """Where the platform's Redis is: its URL, or the primary its sentinels name."""
-        return RedisAddress.of(self.redis_url, self.redis_sentinels, self.redis_master_name)
-
-    @property
-    def durability(self) -> Durability:
-        return Durability(self.wait_replicas, self.wait_timeout_ms)

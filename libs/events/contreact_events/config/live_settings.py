@@ -21,6 +21,7 @@ from typing import Any
 
 from contreact_events.config import RunConfig
 from contreact_events.config.overrides import Assignment, apply_assignments, changed_settings
+from contreact_events.config.refusals import reason_for, refused_alike
 from contreact_events.exceptions import ConfigError
 
 OPTION = "set"
@@ -57,17 +58,8 @@ _BUILT = (
 )
 
 REFUSED: Mapping[str, str] = {
-    "run_id": "the run's identity, not a setting of its behaviour",
-    "experiment": "it names the experiment (and its shared corpus): a recorded fact",
-    "model_name": _WHO_ANSWERS,
-    "backend": _WHO_ANSWERS,
-    "ollama_client_config": _WHO_ANSWERS,
-    "openai_client_config": _WHO_ANSWERS,
-    "model_options": _WHO_ANSWERS,
-    "keep_alive": _WHO_ANSWERS,
-    "script": _WHO_ANSWERS,
+    **refused_alike(_WHO_ANSWERS),
     "system_prompt": _EVERY_PROMPT,
-    "system_prompt_file": "it only records where the system prompt came from",
     "cycle_start_message": _EVERY_PROMPT,
     "tools": _EVERY_PROMPT + " (it changes the tools offered)",
     "diversity": _BUILT,
@@ -81,12 +73,7 @@ def refusal(key: str) -> str | None:
     """Why ``key`` (a dotted setting path) may not change mid-run; None if it may."""
     if key in LIVE:
         return None
-    parts = key.split(".")
-    for end in range(len(parts), 0, -1):
-        reason = REFUSED.get(".".join(parts[:end]))
-        if reason is not None:
-            return reason
-    return "not a setting a live run reads"
+    return reason_for(key, REFUSED) or "not a setting a live run reads"
 
 
 def live_config(

@@ -31,29 +31,21 @@ from dataclasses import dataclass
 from contreact_events.catalog import AssessmentBase, AssessmentFailed, Event
 from contreact_events.catalog.chat import ChatMessage
 from contreact_events.catalog.cycle import CycleEnded, CycleStarted
-from contreact_events.core.compaction import window, window_described
+from contreact_events.core.compaction import window_described
 from contreact_events.core.fold import fold_all
 from contreact_events.core.folding import evolve
-from contreact_events.core.prompt import sha256_of_prompt, system_message
+from contreact_events.core.prompt import system_message
 from contreact_events.core.state import AgentState
 from contreact_events.exceptions import NotAssessable, UnknownInstrument
+from contreact_events.history.pinned import PinnedInput
 from contreact_events.instruments import Instrument, load_instrument
 
 
 @dataclass(frozen=True)
-class EvaluatorInput:
-    """What the evaluator is sent, and what pins it to the run."""
+class EvaluatorInput(PinnedInput):
+    """What the evaluator is sent (the user turn: the instrument's prompt), and what pins
+    it to the run (``run_events``: the events rated)."""
 
-    messages: tuple[ChatMessage, ...]
-    """System message, the history, then the instrument prompt as a user turn."""
-    input_sha256: str
-    """``sha256_of_prompt(messages, tools=())``."""
-    run_events: int
-    """How many events of the log were rated (the log position)."""
-    run_digest: str
-    """``AgentState.digest()`` after those events."""
-    state_shape: str
-    """``AgentState.shape()``: the digest compares only between equal shapes."""
     history_seen: str = "whole"
     """Which history the evaluator saw: ``whole``, or (``history: truncate | compact``)
     the part the agent's own prompts carried (``core.compaction.window_described``)."""
@@ -90,19 +82,11 @@ def evaluator_input(events: Sequence[Event], instrument: Instrument) -> Evaluato
     count, state = _rated(events)
     rated = events[:count]
     advisory = next((e.advisory for e in reversed(rated) if isinstance(e, CycleStarted)), None)
-    lead, start = window(state)  # ``history``: what the agent's prompts carried of it
-    messages = (
+    return EvaluatorInput.asking(
+        state,
         _last_system_message(state, advisory),
-        *lead,
-        *state.message_history[start:],
-        ChatMessage(role="user", content=instrument.prompt),
-    )
-    return EvaluatorInput(
-        messages=messages,
-        input_sha256=sha256_of_prompt(messages, ()),
-        run_events=count,
-        run_digest=state.digest(),
-        state_shape=AgentState.shape(),
+        instrument.prompt,
+        count,
         history_seen=window_described(state),
     )
 
@@ -133,19 +117,4 @@ def verify_assessment(events: Sequence[Event], record: AssessmentBase) -> str | 
         built = evaluator_input(events, instrument)
     except NotAssessable as exc:
         return str(exc)
-    if built.run_events != record.run_events:
-        return (
-            f"the rating read {record.run_events} events of the log, the log now gives "
-            f"{built.run_events}"
-        )
-    if record.state_shape == built.state_shape and built.run_digest != record.run_digest:
-        return (
-            f"run digest differs at event {record.run_events}: recorded "
-            f"{record.run_digest[:12]}, rebuilt {built.run_digest[:12]}"
-        )
-    if built.input_sha256 != record.input_sha256:
-        return (
-            f"evaluator input differs: recorded sha256 {record.input_sha256[:12]}, "
-            f"rebuilt {built.input_sha256[:12]}"
-        )
-    return None
+    return built.difference(record, reader="the rating", name="evaluator input")

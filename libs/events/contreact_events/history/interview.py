@@ -23,30 +23,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contreact_events.catalog import Event
-from contreact_events.catalog.chat import ChatMessage
 from contreact_events.catalog.cycle import LLMResponded
 from contreact_events.catalog.query import RunQueried
-from contreact_events.core.compaction import window
 from contreact_events.core.fold import fold_all
-from contreact_events.core.prompt import sha256_of_prompt, system_message
+from contreact_events.core.prompt import system_message
 from contreact_events.core.researcher import question_problem
 from contreact_events.core.state import AgentState
 from contreact_events.exceptions import NotQueryable
+from contreact_events.history.pinned import PinnedInput
 
 
 @dataclass(frozen=True)
-class QueryInput:
-    """What the model is sent for a query, and what pins it to the run."""
+class QueryInput(PinnedInput):
+    """What the model is sent for a query (the user turn: the question), and what pins
+    it to the run (``run_events``: up to the agent's last answer)."""
 
-    messages: tuple[ChatMessage, ...]
-    """System message, the history as the agent last saw it, then the question."""
-    input_sha256: str
-    """``sha256_of_prompt(messages, tools=())``."""
-    run_events: int
-    """How many events of the log the history is folded from (the log position)."""
-    run_digest: str
-    """``AgentState.digest()`` after those events."""
-    state_shape: str
     cycle: int
     """The cycle of the agent's last answer."""
     state: AgentState
@@ -70,21 +61,8 @@ def query_input(events: Sequence[Event], question: str) -> QueryInput:
         )
     count = last + 1
     state = fold_all(events[:count])
-    lead, start = window(state)  # ``history``: what the agent's prompts carried of it
-    messages = (
-        system_message(state),
-        *lead,
-        *state.message_history[start:],
-        ChatMessage(role="user", content=question),
-    )
-    return QueryInput(
-        messages=messages,
-        input_sha256=sha256_of_prompt(messages, ()),
-        run_events=count,
-        run_digest=state.digest(),
-        state_shape=AgentState.shape(),
-        cycle=state.cycle_number,
-        state=state,
+    return QueryInput.asking(
+        state, system_message(state), question, count, cycle=state.cycle_number, state=state
     )
 
 
@@ -95,19 +73,4 @@ def query_problem(events: Sequence[Event], recorded: RunQueried) -> str | None:
         built = query_input(events[: recorded.run_events], recorded.question)
     except NotQueryable as exc:
         return str(exc)
-    if built.run_events != recorded.run_events:
-        return (
-            f"the query read {recorded.run_events} events of the log, the log now gives "
-            f"{built.run_events}"
-        )
-    if recorded.state_shape == built.state_shape and built.run_digest != recorded.run_digest:
-        return (
-            f"run digest differs at event {recorded.run_events}: recorded "
-            f"{recorded.run_digest[:12]}, rebuilt {built.run_digest[:12]}"
-        )
-    if built.input_sha256 != recorded.input_sha256:
-        return (
-            f"query input differs: recorded sha256 {recorded.input_sha256[:12]}, "
-            f"rebuilt {built.input_sha256[:12]}"
-        )
-    return None
+    return built.difference(recorded, reader="the query", name="query input")

@@ -25,6 +25,7 @@ from contreact_events.config.overrides import (
     changed_settings,
     tool_description_key,
 )
+from contreact_events.config.refusals import reason_for, refused_alike
 from contreact_events.exceptions import ConfigError
 
 OPTION = "--what-if"
@@ -69,20 +70,11 @@ _EMBEDDER = (
 )
 
 REFUSED: Mapping[str, str] = {
-    "run_id": "the run's identity, not a setting of its behaviour",
-    "experiment": "it names the experiment (and its shared corpus): a recorded fact",
-    "model_name": _WHO_ANSWERS,
-    "backend": _WHO_ANSWERS,
-    "ollama_client_config": _WHO_ANSWERS,
-    "openai_client_config": _WHO_ANSWERS,
-    "model_options": _WHO_ANSWERS,
-    "keep_alive": _WHO_ANSWERS,
-    "script": _WHO_ANSWERS,
+    **refused_alike(_WHO_ANSWERS),
     "limits.llm_content_chars": (
         "the LLM worker applies it: the recorded answers are as the worker cut them"
     ),
     "system_prompt": _EVERY_PROMPT,
-    "system_prompt_file": "it only records where the system prompt came from",
     "cycle_start_message": _EVERY_PROMPT,
     "tools.search_memory": _EVERY_PROMPT + " (it changes the tools offered)",
     "tools.added": _EVERY_PROMPT + " (the tools offered and their words)",
@@ -120,12 +112,7 @@ def refusal(key: str) -> str | None:
         return None
     if tool_description_key(key):
         return REFUSED["tools.added"]
-    parts = key.split(".")
-    for end in range(len(parts), 0, -1):
-        reason = REFUSED.get(".".join(parts[:end]))
-        if reason is not None:
-            return reason
-    return "decide does not read it"
+    return reason_for(key, REFUSED) or "decide does not read it"
 
 
 def what_if_config(

@@ -64,6 +64,14 @@ def input_message(
     )
 
 
+def answering(
+    kind: type[InputEvent], task: LLMTask | MemoryTask | EmbedTask, **data: Any
+) -> InboxMessage:
+    """``input_message`` for the answer to ``task``: of its run, caused by it, naming it
+    (``task_id``)."""
+    return input_message(kind, task.run_id, task.task_id, task_id=task.task_id, **data)
+
+
 def run_requested(config: RunConfig, requested_by: str = "cli") -> InboxMessage:
     return input_message(
         RunRequested, config.run_id, None, config=config, requested_by=requested_by
@@ -125,11 +133,9 @@ def operator_message_analyzed(
     usage: LLMUsage | None = None,
 ) -> InboxMessage:
     """The answer to an analysis task; ``usage``: the call's, when a model answered."""
-    return input_message(
+    return answering(
         OperatorMessageAnalyzed,
-        task.run_id,
-        task.task_id,
-        task_id=task.task_id,
+        task,
         analysis=analysis.model_dump(),
         fallback_reason=fallback_reason,
         usage=usage,
@@ -174,15 +180,7 @@ def task_failed(
 
 
 def memory_seeded(task: MemoryTask, calls: int, *, ok: bool, detail: str = "") -> InboxMessage:
-    return input_message(
-        MemorySeeded,
-        task.run_id,
-        task.task_id,
-        task_id=task.task_id,
-        calls=calls,
-        ok=ok,
-        detail=detail,
-    )
+    return answering(MemorySeeded, task, calls=calls, ok=ok, detail=detail)
 
 
 def tool_completed(task: MemoryTask, output: str, *, ok: bool) -> InboxMessage:
@@ -203,11 +201,9 @@ def reflection_embedded(
     truncated: bool,
     runtime: str = TORCH_RUNTIME,
 ) -> InboxMessage:
-    return input_message(
+    return answering(
         ReflectionEmbedded,
-        task.run_id,
-        task.task_id,
-        task_id=task.task_id,
+        task,
         cycle=task.cycle,
         vector=[float(x) for x in vector],
         model=model,
@@ -217,14 +213,7 @@ def reflection_embedded(
 
 
 def embedding_failed(task: EmbedTask, error: str) -> InboxMessage:
-    return input_message(
-        EmbeddingFailed,
-        task.run_id,
-        task.task_id,
-        task_id=task.task_id,
-        cycle=task.cycle,
-        error=error,
-    )
+    return answering(EmbeddingFailed, task, cycle=task.cycle, error=error)
 
 
 def paragraphs_checked(
@@ -240,11 +229,9 @@ def paragraphs_checked(
     windows: bool,
     runtime: str = TORCH_RUNTIME,
 ) -> InboxMessage:
-    return input_message(
+    return answering(
         ParagraphsChecked,
-        task.run_id,
-        task.task_id,
-        task_id=task.task_id,
+        task,
         cycle=task.cycle,
         attempt=task.attempt,
         paragraphs=list(paragraphs),
@@ -263,11 +250,9 @@ def memories_retrieved(
     task: EmbedTask, memories: Sequence[RetrievedMemory], *, error: str | None = None
 ) -> InboxMessage:
     """The answer to a cycle's memory retrieval (``cognition.memory_block``)."""
-    return input_message(
+    return answering(
         MemoriesRetrieved,
-        task.run_id,
-        task.task_id,
-        task_id=task.task_id,
+        task,
         cycle=task.cycle,
         memories=[m.model_dump(mode="json") for m in memories],
         error=error,
@@ -277,12 +262,4 @@ def memories_retrieved(
 def kept_stored(task: MemoryTask, output: str, *, ok: bool) -> InboxMessage:
     """The answer to the memory policy's task."""
     key = str(task.arguments.get("key", ""))
-    return input_message(
-        PersistentMemoryStored,
-        task.run_id,
-        task.task_id,
-        task_id=task.task_id,
-        key=key,
-        output=output,
-        ok=ok,
-    )
+    return answering(PersistentMemoryStored, task, key=key, output=output, ok=ok)
