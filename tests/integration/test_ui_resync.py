@@ -17,6 +17,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from contreact_bus.local_redis import running_redis_server
+from contreact_bus.replies import entries
 from contreact_bus.run_log import RunLog
 from contreact_bus.runs import register_run
 from contreact_events.catalog import Event
@@ -166,7 +167,7 @@ async def test_a_lost_tail_written_again_under_new_ids_is_projected_again(
     stale_page = pages(store.path, "fo-1", cache, at)
     # the failover: the promoted replica had the shared prefix; the orchestrator
     # writes the run on from there (new ids: after the old primary's, as time went on)
-    ids = [entry_id for entry_id, _ in await aredis.xrange(key)]
+    ids = [entry_id for entry_id, _ in entries(await aredis.xrange(key))]
     await aredis.xdel(key, *ids[shared:])
     await RunLog(aredis).append("fo-1", kept[shared : read + 3])
     await projector.poll()
@@ -190,8 +191,9 @@ async def copy(source: aioredis.Redis, target: aioredis.Redis, run_id: str, coun
     """The first ``count`` entries of a run's log, under their ids, and its registration."""
     key = run_log_key(run_id)
     await register_run(target, run_id, None)
-    for entry_id, fields in (await source.xrange(key))[:count]:
-        await target.xadd(key, fields, id=entry_id)
+    for entry_id, fields in entries(await source.xrange(key))[:count]:
+        copied: dict[Any, Any] = dict(fields)
+        await target.xadd(key, copied, id=entry_id)
 
 
 async def test_another_server_with_other_events_under_the_same_ids(
@@ -216,9 +218,10 @@ async def test_another_server_with_other_events_under_the_same_ids(
     await projector.poll()
     assert "ended-2" in projector.finished and projector.resyncs == 0
     await copy(aredis, other_server, "fo-2", shared)
-    lost_ids = [entry_id for entry_id, _ in await aredis.xrange(run_log_key("fo-2"))][shared:]
-    for entry_id, event in zip(lost_ids, kept[shared:read], strict=True):
-        await other_server.xadd(run_log_key("fo-2"), event_to_fields(event), id=entry_id)
+    lost_ids = [entry_id for entry_id, _ in entries(await aredis.xrange(run_log_key("fo-2")))]
+    for entry_id, event in zip(lost_ids[shared:], kept[shared:read], strict=True):
+        fields: dict[Any, Any] = dict(event_to_fields(event))
+        await other_server.xadd(run_log_key("fo-2"), fields, id=entry_id)
     await copy(aredis, other_server, "ended-2", len(ended) - 3)
     await copy(aredis, other_server, "same-2", 9)
     projector.redis = other_server  # what the sentinels name now
