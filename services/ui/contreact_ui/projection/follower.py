@@ -14,6 +14,11 @@ run's terminal event ends its following; a run marked quarantined in its meta ha
 whose next entry cannot be decoded or folded, keeps what was projected before and is
 shown with the reason (``projection_error``), and the others go on. A restart resumes
 where the store says (active runs are refolded from their stored events).
+
+The log only grows, except after a Redis failover (or a restart from an older
+snapshot): what the follower read may then be gone, and other events written in its
+place. It notices (another server answers its polls, or a fold fails) and projects the
+run again from its whole log (``resync``).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import cast
 
 import redis.asyncio as aioredis
 
-from contreact_bus.archive import archived_run_ids
+from contreact_bus.archive import archive_path, archived_run_ids
 from contreact_bus.replies import entries, text, text_map
 from contreact_events.catalog import Event
 from contreact_events.config import RUN_ID_PATTERN
@@ -38,6 +43,7 @@ from contreact_events.names import RUNS_INDEX, run_log_key, run_meta_key
 from contreact_events.wire.codec import EVENT_FIELD, bulk, event_from_fields, event_from_json
 from contreact_ui.exceptions import ProjectionError
 from contreact_ui.projection.rebuild import archive_entries
+from contreact_ui.projection.resync import RECHECK_S, moved, read_log, server_id
 from contreact_ui.projection.store import ProjectionStore
 from contreact_ui.read_models import Delta, Entry, RunProjector
 
@@ -98,6 +104,9 @@ class FollowedRun:
     projector: RunProjector
     after: str | None
     """Stream id of the last entry projected (None: from the start)."""
+    last_raw: bytes | None = None
+    """The stored JSON of that entry (None: not known): another event written under the
+    same id after a failover is told from it."""
 
 
 class LogFollower:
@@ -118,12 +127,22 @@ class LogFollower:
         self.finished: set[str] = set()
         self._index_score = -math.inf
         self._generation = ""
+        self.recent: dict[str, tuple[float, FollowedRun]] = {}
+        """Runs that ended here from their Redis log, with when: checked on another
+        server for ``RECHECK_S``."""
+        self._server: str | None = None
+        self._verify = True
+        """Check every position before the next poll: at start, after a failed round."""
+        self.resyncs = 0
+        """Runs projected again from their whole log (``resync``)."""
 
     async def load(self) -> None:
         """Take up where the store left off: finished runs stay as they are; a run
         still active is refolded from its stored events and followed from there."""
         self.followers.clear()
         self.finished.clear()
+        self.recent.clear()
+        self._verify, self._server = True, None
         self._index_score = -math.inf
         self._generation = self.store.generation()
         rows = await asyncio.to_thread(self.store.run_rows)
@@ -144,7 +163,7 @@ class LogFollower:
         with bulk():
             pairs = [Entry(entry_id, _decode(run_id, raw), raw) for entry_id, raw in stored]
         projector.feed(pairs)
-        return FollowedRun(projector, after)
+        return FollowedRun(projector, after, stored[-1][1] if stored and after else None)
 
     async def run(self, stop: asyncio.Event, *, poll_s: float, discover_s: float) -> None:
         """Discover and poll until ``stop`` is set. A failed round is logged and
@@ -164,6 +183,7 @@ class LogFollower:
                 await self.poll()
             except (OSError, aioredis.RedisError) as exc:
                 log.warning("follower round failed (retrying): %s", exc)
+                self._verify = True  # it may come back to another server
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=poll_s)
 
@@ -211,38 +231,94 @@ class LogFollower:
                 await self._give_up(run_id, QUARANTINED, reason)
 
     async def poll(self) -> None:
-        """Read what every followed run appended since the last poll and project it."""
-        if self.redis is None or not self.followers:
+        """Read what every followed run appended since the last poll and project it;
+        first, when another server answers (or after a failed round), the runs whose
+        positions are no longer in their logs are projected again (``resync``)."""
+        if self.redis is None:
+            return
+        self._forget_recent()
+        if not self.followers and not self.recent:
             return
         ids = list(self.followers)
         async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.info("server")  # the same connection as the reads: the server they are from
             for run_id in ids:
                 after = self.followers[run_id].after
                 start = "-" if after is None else f"({after}"
                 pipe.xrange(run_log_key(run_id), min=start, max="+", count=PAGE)
-            replies = await pipe.execute()
+            replies = await pipe.execute(raise_on_error=False)
+        server, replies = server_id(replies[0]), replies[1:]
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        again: dict[str, str] = {}
+        if self._verify or server != self._server:
+            again = await self._moved()
+            self._server, self._verify = server, False
         changed = []
         for run_id, reply in zip(ids, replies, strict=True):
             page = entries(reply)
-            if not page:
+            if not page or run_id in again:
                 continue
             follower = self.followers[run_id]
+            read_from = follower.after
             try:
                 done = await asyncio.to_thread(self._project_entries, follower, page)
             except ProjectionError as exc:
-                await self._give_up(run_id, None, str(exc))
+                if read_from is None:  # read from its start: this is its log
+                    await self._give_up(run_id, None, str(exc))
+                else:  # on what was read before, maybe lost: once, from its start
+                    again[run_id] = f"a fold failed ({exc})"
                 continue
             changed.append(run_id)
             if done:
-                self._finish(run_id)
+                self._finish(run_id, ended=True)
+        for run_id, why in again.items():
+            await self._resync(run_id, why)
         if changed:
             await self.notifier.publish(changed)
 
+    async def _moved(self) -> dict[str, str]:
+        """The followed runs, and those ended lately, whose last-read entry is no
+        longer in their log as read."""
+        assert self.redis is not None
+        runs = [(run_id, f) for run_id, (_, f) in self.recent.items()]
+        runs += list(self.followers.items())
+        positions = {r: (f.after, f.last_raw) for r, f in runs if f.after is not None}
+        return await moved(self.redis, positions)
+
+    async def _resync(self, run_id: str, why: str) -> None:
+        """Project the run again from its whole log, in place of all it had (a log
+        that does not fold is reported, and no longer followed)."""
+        assert self.redis is not None
+        log.warning("run %s: %s; projecting it again from its log", run_id, why)
+        self.resyncs += 1
+        self.finished.discard(run_id)
+        self.recent.pop(run_id, None)
+        follower = self.followers[run_id] = FollowedRun(RunProjector(run_id), None)
+        page = await read_log(self.redis, run_id)
+        try:
+            done = await asyncio.to_thread(self._project_entries, follower, page, replace=True)
+        except ProjectionError as exc:
+            await self._give_up(run_id, None, str(exc))
+            return
+        if done:
+            self._finish(run_id, ended=True)
+        elif not page and await asyncio.to_thread(archive_path(self.archive_dir, run_id).exists):
+            await self._project_archive(run_id, None)  # Redis no longer holds it
+            return
+        await self.notifier.publish([run_id])
+
     def _project_entries(
-        self, follower: FollowedRun, page: list[tuple[bytes, dict[bytes, bytes]]]
+        self,
+        follower: FollowedRun,
+        page: list[tuple[bytes, dict[bytes, bytes]]],
+        *,
+        replace: bool = False,
     ) -> bool:
         """Project a page of entries; an entry that cannot be decoded stops the run
-        there (what came before it is kept) with a ProjectionError naming it."""
+        there (what came before it is kept) with a ProjectionError naming it. With
+        ``replace``, the page is the run's whole log, in place of all it had."""
         run_id = follower.projector.run_id
         key = run_log_key(run_id)
         problem = None
@@ -261,9 +337,17 @@ class LogFollower:
                 delta = follower.projector.feed(pairs)
             except ProjectionError as exc:
                 delta, problem = exc.partial, exc
-        if not delta.empty:
+        if replace:
+            before, after = self.store.replace_run(run_id, delta, source="redis")
+            if before == self._generation:  # else another process rebuilt: reloaded
+                self._generation = after
+        elif not delta.empty:
             self.store.apply(delta, source="redis")
+        if not delta.empty:
             follower.after = delta.last_entry_id
+            follower.last_raw = next(
+                (p.raw for p in reversed(pairs) if p.entry_id == delta.last_entry_id), None
+            )
         if problem is not None:
             raise problem
         return follower.projector.terminal
@@ -290,9 +374,18 @@ class LogFollower:
         self.store.apply(delta, source="archive")
         return delta
 
-    def _finish(self, run_id: str) -> None:
-        self.followers.pop(run_id, None)
+    def _finish(self, run_id: str, *, ended: bool = False) -> None:
+        """No longer followed; ``ended``: by its terminal event in its Redis log (then
+        checked on another server for a while: ``resync``)."""
+        follower = self.followers.pop(run_id, None)
         self.finished.add(run_id)
+        if ended and follower is not None:
+            self.recent[run_id] = (asyncio.get_running_loop().time(), follower)
+
+    def _forget_recent(self) -> None:
+        since = asyncio.get_running_loop().time() - RECHECK_S
+        for run_id in [r for r, (at, _) in self.recent.items() if at < since]:
+            del self.recent[run_id]
 
     async def _give_up(self, run_id: str, status: str | None, reason: str) -> None:
         log.warning("run %s is no longer projected: %s", run_id, reason)

@@ -176,6 +176,28 @@ class ProjectionStore:
                 (run_id, status or "unreadable", error, status),
             )
 
+    def replace_run(self, run_id: str, delta: Delta | None, *, source: str) -> tuple[str, str]:
+        """Put ``delta`` (a run projected again from the start; None: nothing) in place of
+        every row the run had, in one transaction, and give the store a new generation
+        (the snapshots at the run's positions may have changed: the replay page's cache
+        is keyed by it). Returns the generations before and after."""
+        with self.transaction() as conn:
+            before = self.generation()
+            conn.executemany(
+                "INSERT INTO text_index (text_index, rowid, folded) VALUES ('delete', ?, ?)",
+                conn.execute(
+                    "SELECT id, folded FROM text_folds WHERE run_id = ?", (run_id,)
+                ).fetchall(),
+            )
+            for table in TABLES:
+                if table != "text_index":
+                    conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+            if delta is not None and not delta.empty:
+                _write_delta(conn, delta, source, index=True)
+            after = uuid.uuid4().hex
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'generation'", (after,))
+        return before, after
+
     def run_rows(self) -> dict[str, tuple[bool, str | None, str]]:
         """run id -> (finished or given up, last entry id, source)."""
         rows = self.conn.execute("SELECT run_id, terminal, last_entry_id, source FROM runs")
