@@ -27,8 +27,14 @@ Definitions:
   the same export with the same sessions and threads, warm (``--runtime``
   overrides).
 
+- start: CPU-seconds (user + system) of a fresh process that loads the model and
+  embeds one text, with the ``onnx`` runtime finding its export and PyTorch's check
+  vectors kept (the embedder's usual start, and the dashboard's search model), against
+  the ``torch`` runtime in the same run (what every start cost before the onnx start
+  stopped importing PyTorch); the median of ``STARTS`` of each, alternated.
+
 Targets: the service's throughput at least 85% of raw; a lone task at most 5 ms more
-than one raw encode.
+than one raw encode; an onnx start at most a fifth of a torch start's CPU.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import os
 import random
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -51,6 +58,7 @@ from bench._support import (
     add_smoke_flag,
     header,
     ratio,
+    ratio_verdict,
     redis_server,
     row,
     start_module,
@@ -77,6 +85,9 @@ LONE = 30
 BATCH = 32
 TARGET_RATIO = 0.85
 TARGET_LONE_MS = 5.0
+STARTS = 3
+"""Process starts of each runtime for the start figures."""
+TARGET_START = 0.2
 CONSUMER = "bench"
 GAP_S = 0.05
 """Pause between a raw encode and a lone task (and the next pair)."""
@@ -276,6 +287,47 @@ async def measure_service(
             stop_process(proc)
 
 
+START_SCRIPT = (
+    "import resource, sys\n"
+    "from contreact_embedder.embedding_service import EmbeddingService\n"
+    "EmbeddingService(runtime=sys.argv[1]).embed('a start')\n"
+    "usage = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "print(usage.ru_utime + usage.ru_stime)\n"
+)
+
+
+def start_cpu(runtime: str) -> float:
+    """CPU-seconds of a fresh process loading the model with ``runtime`` and embedding
+    one text (the export made first, by the service above, for onnx)."""
+    done = subprocess.run(
+        [sys.executable, "-c", START_SCRIPT, runtime],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    return float(done.stdout.split()[-1])
+
+
+def start_costs() -> None:
+    onnx: list[float] = []
+    torch: list[float] = []
+    for _ in range(STARTS):
+        onnx.append(start_cpu("onnx"))
+        torch.append(start_cpu("torch"))
+    onnx_s, torch_s = statistics.median(onnx), statistics.median(torch)
+    row(f"start CPU: onnx, export kept (median of {STARTS})", onnx_s, "s")
+    row(f"start CPU: torch (median of {STARTS})", torch_s, "s")
+    share = ratio("start CPU, onnx / torch", onnx_s, torch_s)
+    ratio_verdict(
+        "embedder start",
+        share,
+        TARGET_START,
+        f"an onnx start {onnx_s:.2f} CPU-s, a torch start {torch_s:.2f} "
+        f"(target <= {TARGET_START}x)",
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.services.embedder_throughput")
     add_smoke_flag(parser)
@@ -296,7 +348,7 @@ def main(argv: list[str] | None = None) -> None:
 
         args.runtime = EmbedderSettings().runtime
     if args.smoke:
-        use_smoke_sizes(globals(), TASKS=16, LONE=2, BATCH=8)
+        use_smoke_sizes(globals(), TASKS=16, LONE=2, BATCH=8, STARTS=1)
     header(f"embedder throughput: a flood of {TASKS:,} reflection tasks, and a lone task")
     texts = reflections(TASKS)
     lengths = [len(t.split()) for t in texts]
@@ -359,6 +411,8 @@ def main(argv: list[str] | None = None) -> None:
         unit="ms",
         target=f"<= +{TARGET_LONE_MS:.0f} ms",
     )
+    if args.runtime == "onnx":
+        start_costs()
 
 
 if __name__ == "__main__":

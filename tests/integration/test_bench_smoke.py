@@ -75,8 +75,13 @@ BENCHES: dict[str, Expected] = {
     "log.what_if_speed": Expected(("events", "what-if, nothing changes"), ("what-if speed",)),
     "log.log_growth": Expected(("LLM task bytes over the run / log bytes",), ("log growth",)),
     "services.embedder_throughput": Expected(
-        ("service throughput", "raw throughput (mean of both)", "lone task overhead"),
-        ("embedder throughput", "embedder lone-task latency"),
+        (
+            "service throughput",
+            "raw throughput (mean of both)",
+            "lone task overhead",
+            "start CPU, onnx / torch",
+        ),
+        ("embedder throughput", "embedder lone-task latency", "embedder start"),
     ),
     "services.similarity_search": Expected(
         (
