@@ -71,7 +71,10 @@ demo: install
 # keep their order); TEST_WORKERS=0 runs it in one process. The files in the order the
 # suite's conftest gives them (the ones that take minutes first), not xdist's own
 # (most tests first: the few-test e2e files came last and ran alone at the end).
-TEST_WORKERS ?= auto
+# Two workers per core: much of an e2e file is waiting (a 150-second LLM call, services
+# starting, Docker), and with two workers a core the machine was busy 92% of the suite
+# (docs/explanation/test-suite.md).
+TEST_WORKERS ?= $(shell echo $$(( 2 * $$(nproc 2>/dev/null || echo 2) )))
 test: images-early check chromium otel-receiver
 	CONTREACT_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 

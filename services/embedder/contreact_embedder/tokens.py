@@ -4,8 +4,8 @@ model's own ``tokenizer.json``, cut as sentence-transformers cuts.
 The ``onnx`` runtime needs token ids, nothing else of sentence-transformers; taking
 them from ``tokenizers`` directly (the library transformers' fast tokenizer wraps)
 keeps PyTorch, transformers and sentence-transformers out of the process: a start of
-the embedder or of the dashboard's search model no longer imports them (six
-CPU-seconds each on the 2-core test machine, and some 400 MB of memory).
+the embedder or of the dashboard's search model no longer imports them (4 CPU-seconds
+of a start, and 240 MB of its peak memory: ``bench.services.embedder_throughput``).
 ``tests/unit/test_embedding_tokens.py`` checks that the ids are transformers' own on
 a fixed corpus and on generated text, cut and uncut.
 """
