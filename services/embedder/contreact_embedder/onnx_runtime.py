@@ -35,8 +35,9 @@ That check compares the export's vectors of a few texts with PyTorch's, which ar
 kept beside the export (``reference.json``, made with it, or at the first start that
 finds none): with the tokens from ``tokens.Tokenizer``, a start that finds both
 imports neither PyTorch nor sentence-transformers (0.57 CPU-seconds against 4.04 for a
-torch start, peak memory 316 MB against 558: ``bench.services.embedder_throughput``). The CLI's corpus queries and the dashboard's semantic search
-load the model the same way (``embedding_service.query_model``).
+torch start, peak memory 316 MB against 558: ``bench.services.embedder_throughput``).
+The CLI's corpus queries and the dashboard's semantic search load the model the same
+way (``embedding_service.query_model``).
 """
 
 from __future__ import annotations
