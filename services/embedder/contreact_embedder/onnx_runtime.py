@@ -31,13 +31,11 @@ costs 0.4 ms a start instead of reading the 88 MB (65 ms warm, more cold); a fil
 written or replaced since has a new ctime or inode, which no tool sets back, and the
 start's check against PyTorch's vectors stays the second guard.
 
-That check compares the export's vectors of a few texts with PyTorch's, which are
-kept beside the export (``reference.json``, made with it, or at the first start that
-finds none): with the tokens from ``tokens.Tokenizer``, a start that finds both
-imports neither PyTorch nor sentence-transformers (0.57 CPU-seconds against 4.04 for a
-torch start, peak memory 316 MB against 558: ``bench.services.embedder_throughput``).
-The CLI's corpus queries and the dashboard's semantic search load the model the same
-way (``embedding_service.query_model``).
+That check compares the export's vectors of a few texts with PyTorch's, kept beside
+it (``reference.json``, made with it or at the first start that finds none): with the
+tokens of ``tokens.Tokenizer``, a start that finds both imports no PyTorch (0.57 CPU-s
+against 4.04, peak memory 316 MB against 558: ``bench.services.embedder_throughput``),
+nor do the CLI's and the dashboard's searches (``embedding_service.query_model``).
 """
 
 from __future__ import annotations
