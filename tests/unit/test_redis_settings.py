@@ -86,4 +86,6 @@ def test_a_keyword_sets_a_shared_field_by_its_name() -> None:
     made = AssessorSettings(redis_url="redis://given:6379/3", wait_replicas=1)
     assert made.redis.url == "redis://given:6379/3"
     assert made.durability.replicas == 1
+    # The orchestrator's too (it took no field by name: wait_replicas=1 gave 0).
+    assert OrchestratorSettings(wait_replicas=1).durability.replicas == 1
     assert LLMWorkerSettings(redis_master_name="given").redis.master_name == "given"

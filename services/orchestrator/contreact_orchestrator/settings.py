@@ -14,7 +14,9 @@ from contreact_orchestrator.replica import ReplicaSettings
 
 
 class OrchestratorSettings(DurableRedisSettings):
-    model_config = SettingsConfigDict(env_prefix="CONTREACT_ORCH_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="CONTREACT_ORCH_", extra="ignore", populate_by_name=True
+    )
 
     data_dir: Path = Field(
         default=Path("data"),
