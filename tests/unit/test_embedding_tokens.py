@@ -110,6 +110,8 @@ def test_a_start_with_its_export_kept_imports_no_pytorch(
     cache, vector = made
     (export,) = cache.glob("*/model.onnx")
     assert kept_reference(export.parent, SELF_CHECK_TEXTS) is not None
+    # The start's check covers the cut too (a text past the model's 256 tokens).
+    assert any(Tokenizer(default_model_path(), LIMIT).ids(SELF_CHECK_TEXTS)[1])
     assert starts_without_torch(cache_dir=cache)
     script = (
         "import json, sys\n"

@@ -60,6 +60,7 @@ SELF_CHECK_TEXTS = (
     "The embedder checks its runtime against PyTorch before it serves.",
     "short",
     "A longer text, so that the check covers padding: " + "words and more words " * 20,
+    "Past the model's 256 tokens, so that the check covers the cut: " + "a reflection " * 150,
 )
 
 
