@@ -151,9 +151,9 @@ def test_compare_is_clicked_through(ui_stack: UIStack, page: Page) -> None:
     assert int(chart.get_attribute("data-traces") or 0) >= 2
     shot(page, "compare")
     page.locator("#groups a", has_text="second-model").click()
-    assert page.url.endswith("/runs/second-model")
+    page.wait_for_url("**/runs/second-model")  # loaded, not only its address
     page.get_by_role("link", name="Compare", exact=True).last.click()
-    assert "run=second-model" in page.url
+    page.wait_for_url(lambda url: "run=second-model" in url)
 
 
 def test_a_composed_config_runs_with_the_cli(ui_stack: UIStack, page: Page, tmp_path: Path) -> None:

@@ -113,7 +113,9 @@ def test_the_experiment_page(
     stack = experiment
     page.goto(f"{stack.base}/runs?experiment={EXP}")
     page.locator("#runs-table td[data-field=experiment] a").first.click()
-    assert page.url.endswith(f"/experiments/{EXP}")
+    # the new page loaded, not only its address: on a loaded machine the table was
+    # read while the page was still arriving (0 rows)
+    page.wait_for_url(f"**/experiments/{EXP}")
     rows = page.locator("#replicas-table tbody tr")
     assert rows.count() == 4
     assert (
@@ -127,7 +129,7 @@ def test_the_experiment_page(
     inert(page, stack, "experiment")
     shots(page, "experiment")
     rows.first.locator("td[data-field=siblings] a").click()
-    assert page.url.endswith(f"/runs/{EXP}-alpha-B")
+    page.wait_for_url(f"**/runs/{EXP}-alpha-B")
     page.go_back()
     with page.expect_download() as table1:
         page.locator("#downloads a", has_text="Table 1").click()
@@ -230,13 +232,13 @@ def test_runs_sort_by_a_column_and_filter_by_day(
     stack = experiment
     page.goto(stack.base + "/runs")
     page.locator("#runs-table th[data-sort=llm_calls] a").click()
-    assert "sort=llm_calls" in page.url and "order=desc" in page.url
+    page.wait_for_url(lambda url: "sort=llm_calls" in url and "order=desc" in url)
     values = [
         int(v) for v in page.locator("#runs-table td[data-field=llm_calls]").all_inner_texts()
     ]
     assert values == sorted(values, reverse=True)
     page.locator("#runs-table th[data-sort=llm_calls] a").click()
-    assert "order=asc" in page.url
+    page.wait_for_url(lambda url: "order=asc" in url)
     values = [
         int(v) for v in page.locator("#runs-table td[data-field=llm_calls]").all_inner_texts()
     ]

@@ -111,7 +111,7 @@ def test_a_fork_says_on_its_run_page_what_it_is(ui: ArchiveUI, page: Page, width
     assert box(page, "#forks")["top"] < 1000
     shot(page, "fork-parent", width)
     forks.first.get_by_role("link", name=FORK).click()
-    assert page.url.endswith(f"/runs/{FORK}")
+    page.wait_for_url(f"**/runs/{FORK}")  # loaded, not only its address
     page.goto(f"{ui.base}/runs/{PARENT}/lineage")
     assert page.locator("#lineage-none").is_visible()
     assert page.locator(f"#forks li[data-run='{FORK}'] a").first.get_attribute("href") == (
