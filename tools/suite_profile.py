@@ -45,7 +45,13 @@ def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
 
 
 def pytest_sessionfinish(session: Any) -> None:
-    if not _totals:  # xdist's controller: its workers ran the tests
+    # xdist's controller calls the log hooks too, for the reports its workers send: its
+    # own CPU there is only theirs received, and its file would stand for the workers'.
+    controller = (
+        "PYTEST_XDIST_WORKER" not in os.environ
+        and session.config.pluginmanager.has_plugin("dsession")
+    )
+    if not _totals or controller:
         return
     folder = Path(os.environ.get("SUITE_PROFILE_DIR", "build/suite-profile"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -57,9 +63,10 @@ def pytest_sessionfinish(session: Any) -> None:
 def report(folder: Path) -> list[tuple[str, float, float, int]]:
     """Every profiled file: (path, CPU-s, wall s, tests), most CPU first."""
     files: dict[str, tuple[str, float, float, int]] = {}
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(folder.glob("*.json")):  # a file's tests may have run in several
         for name, (cpu, wall, tests) in json.loads(path.read_text())["files"].items():
-            files[name] = (name, cpu, wall, int(tests))
+            _, cpu_before, wall_before, tests_before = files.get(name, (name, 0.0, 0.0, 0))
+            files[name] = (name, cpu_before + cpu, wall_before + wall, tests_before + int(tests))
     return sorted(files.values(), key=lambda row: -row[1])
 
 

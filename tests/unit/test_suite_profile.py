@@ -8,12 +8,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tools.suite_profile import report
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_a_profiled_run_names_the_file_that_spent_the_cpu(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
+def test_a_profiled_run_names_the_file_that_spent_the_cpu(
+    tmp_path: Path, workers: list[str]
+) -> None:
+    """With xdist too: its controller receives every test's report, and its own (idle)
+    figures once stood for the workers' in the report."""
     tests = tmp_path / "cases"
     tests.mkdir()
     (tests / "test_busy.py").write_text(
@@ -41,6 +48,7 @@ def test_a_profiled_run_names_the_file_that_spent_the_cpu(tmp_path: Path) -> Non
             "no:randomly",
             "-p",
             "no:cacheprovider",
+            *workers,
             str(tests),
         ],
         cwd=tmp_path,
