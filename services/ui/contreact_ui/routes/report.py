@@ -13,8 +13,6 @@ from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse
 
 from contreact_analysis.exceptions import AnalysisError
-from contreact_analysis.frames import build_frames
-from contreact_analysis.report import build_report, render_report
 from contreact_events.config import RUN_ID_PATTERN
 from contreact_events.exceptions import ContReActEventError
 from contreact_ui.assessments import Assessments
@@ -38,7 +36,11 @@ def experiment_report(
     conn: Conn, reader: Assessments, experiment: Experiment, forks: Forks = None
 ) -> HTMLResponse:
     """The experiment's report, as `contreact report` writes it; Table 2 from the
-    assessment records the compare page reads (``views.assessments.table2_live``)."""
+    assessment records the compare page reads (``views.assessments.table2_live``). The
+    analysis libraries are imported here, at the first report, not at the start."""
+    from contreact_analysis.frames import build_frames
+    from contreact_analysis.report import build_report, render_report
+
     view = forks or "none"
     try:
         logs = experiment_logs(conn, experiment)

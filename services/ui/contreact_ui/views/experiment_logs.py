@@ -2,15 +2,14 @@
 the logs themselves (``experiment_logs``: what the report is made from) and the
 self-report statistics by condition the experiment page shows (``self_reports``), made
 by the same code as ``contreact conditions`` and the report
-(``contreact_analysis.stats.conditions``, ``report.self_reports``)."""
+(``contreact_analysis.stats.conditions``, ``report.self_reports``). Those import
+pandas, scipy, statsmodels and matplotlib (1.7 of the dashboard's 2.9 CPU-s at start):
+they are imported by the first page that needs them, not when the dashboard starts."""
 
 from __future__ import annotations
 
 import sqlite3
 
-from contreact_analysis.frames import build_frames
-from contreact_analysis.report.self_reports import per_call_charts
-from contreact_analysis.stats.conditions import condition_summary
 from contreact_events.catalog import Event
 from contreact_events.wire.codec import event_from_json
 from contreact_ui.exceptions import RunNotProjected
@@ -77,6 +76,10 @@ def self_reports(
 def _self_reports(
     conn: sqlite3.Connection, experiment: str, run_ids: list[str]
 ) -> SelfReports | None:
+    from contreact_analysis.frames import build_frames
+    from contreact_analysis.report.self_reports import per_call_charts
+    from contreact_analysis.stats.conditions import condition_summary
+
     reports = build_frames(experiment_logs(conn, experiment, run_ids)).self_reports
     if not len(reports) or not reports["valid"].any():
         return None
