@@ -11,7 +11,12 @@
 #                            HTTP from loopback only: for other nodes give it TLS
 #                            (CONTREACT_REGISTRY_CERT and _KEY, a certificate the nodes
 #                            trust in /etc/docker/certs.d/HOST:PORT/ca.crt).
-#   CONTREACT_REGISTRY_DIR   its storage, config, pid file and log (/var/lib/contreact-registry)
+#   CONTREACT_REGISTRY_DIR   its config, pid file, log and (by default) storage
+#                            (/var/lib/contreact-registry)
+#   CONTREACT_REGISTRY_DATA  its storage, when elsewhere ($CONTREACT_REGISTRY_DIR/data):
+#                            the test suite keeps it in the user's cache, shared by
+#                            every clone, so layers pushed once are not compressed and
+#                            pushed again by the next clone
 #
 # As root with apt-get it installs the package when missing (no service is started by
 # the package scripts). Exit 1 with one line on stderr when it cannot be had.
@@ -19,6 +24,7 @@ set -euo pipefail
 
 ADDR=${CONTREACT_REGISTRY_ADDR:-127.0.0.1:5000}
 DIR=${CONTREACT_REGISTRY_DIR:-/var/lib/contreact-registry}
+DATA=${CONTREACT_REGISTRY_DATA:-$DIR/data}
 PIDFILE=$DIR/registry.pid
 
 say() { printf 'registry: %s\n' "$*" >&2; }
@@ -60,7 +66,7 @@ if ! command -v docker-registry >/dev/null; then
   [ -n "$made" ] && rm -f "$policy"
 fi
 
-mkdir -p "$DIR/data"
+mkdir -p "$DIR" "$DATA"
 tls=""
 if [ -n "${CONTREACT_REGISTRY_CERT:-}" ]; then
   tls=$(printf '  tls:\n    certificate: %s\n    key: %s\n' \
@@ -72,14 +78,14 @@ log:
   level: warn
 storage:
   filesystem:
-    rootdirectory: $DIR/data
+    rootdirectory: $DATA
   delete:
     enabled: true
 http:
   addr: $ADDR
 $tls
 EOF
-say "starting docker-registry on $ADDR (storage $DIR/data, log $DIR/registry.log)"
+say "starting docker-registry on $ADDR (storage $DATA, log $DIR/registry.log)"
 nohup docker-registry serve "$DIR/config.yml" >"$DIR/registry.log" 2>&1 </dev/null &
 echo $! >"$PIDFILE"
 for _ in $(seq 1 60); do

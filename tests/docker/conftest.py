@@ -106,7 +106,8 @@ def compose_stack(
 @pytest.fixture(scope="session")
 def registry(docker_env: dict[str, str], pytestconfig: pytest.Config) -> Iterator[Registry]:
     """Debian's docker-registry on a free loopback port (deploy/registry.sh); its
-    storage stays in build/registry, so a second run pushes no layer again."""
+    storage stays in the user's cache (``registry_storage``), so a later run, of this
+    clone or another, pushes no layer again."""
     try:
         started = Registry.start(docker_env)
     except DockerUnavailable as exc:

@@ -1,7 +1,8 @@
 """The platform as a Docker Swarm stack, for the swarm e2e test.
 
-``Registry`` is Debian's docker-registry started by ``deploy/registry.sh`` (its storage
-kept in build/registry, so layers pushed once are not pushed again). ``ensure_swarm``
+``Registry`` is Debian's docker-registry started by ``deploy/registry.sh``: its run
+files in build/registry, its storage in the user's cache (``registry_storage``), so
+layers pushed once, by any clone, are not compressed and pushed again. ``ensure_swarm``
 makes the engine a swarm manager (a one-node swarm: `docker swarm init`, left in place
 for the next run). ``SwarmStack`` drives one stack: ``deploy/stack.sh push`` and
 ``deploy``, the services' tasks, a task's container killed, a rolling update, `docker
@@ -40,6 +41,19 @@ STACK_FILE = ROOT / "docker-stack.yml"
 SENTINEL_FILE = ROOT / "docker-stack.sentinel.yml"
 
 
+def registry_storage() -> Path:
+    """Where the test registry keeps its layers: the user's cache, as the llama.cpp
+    wheel (deploy/llama-wheel.sh), not the clone's build/, so a fresh clone does not
+    compress and push every layer again (dockerd spent 48 CPU-s on the embedder image
+    alone; with the layers there, 0.01). Layers of images built since stay there:
+    remove the folder to free them (``CONTREACT_TEST_REGISTRY_DATA`` puts it elsewhere)."""
+    chosen = os.environ.get("CONTREACT_TEST_REGISTRY_DATA")
+    if chosen:
+        return Path(chosen)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "contreact" / "registry"
+
+
 @dataclass
 class Registry:
     address: str
@@ -53,6 +67,7 @@ class Registry:
             **env,
             "CONTREACT_REGISTRY_ADDR": address,
             "CONTREACT_REGISTRY_DIR": str(directory),
+            "CONTREACT_REGISTRY_DATA": str(registry_storage()),
         }
         proc = run(["bash", str(ROOT / "deploy/registry.sh")], script_env, check=False)
         if proc.returncode != 0:
