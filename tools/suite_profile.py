@@ -47,15 +47,14 @@ def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
 def pytest_sessionfinish(session: Any) -> None:
     # xdist's controller calls the log hooks too, for the reports its workers send: its
     # own CPU there is only theirs received, and its file would stand for the workers'.
-    controller = (
-        "PYTEST_XDIST_WORKER" not in os.environ
-        and session.config.pluginmanager.has_plugin("dsession")
-    )
-    if not _totals or controller:
+    # Told apart by what xdist gives each (a pytest run inside a worker's test inherits
+    # that worker's PYTEST_XDIST_WORKER, so the environment cannot say).
+    if not _totals or session.config.pluginmanager.has_plugin("dsession"):
         return
     folder = Path(os.environ.get("SUITE_PROFILE_DIR", "build/suite-profile"))
     folder.mkdir(parents=True, exist_ok=True)
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    workerinput = getattr(session.config, "workerinput", None)
+    worker = workerinput["workerid"] if workerinput else "main"
     content = {"files": dict(_totals), "process_cpu": _cpu()}
     (folder / f"{worker}-{os.getpid()}.json").write_text(json.dumps(content))
 

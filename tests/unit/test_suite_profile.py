@@ -34,7 +34,13 @@ def test_a_profiled_run_names_the_file_that_spent_the_cpu(
         "import time\ndef test_sleeps():\n    time.sleep(0.3)\ndef test_nothing():\n    pass\n"
     )
     out = tmp_path / "profile"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SUITE_PROFILE_DIR": str(out)}
+    # as inside a worker of the suite's own xdist run, whose variables it inherits
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "SUITE_PROFILE_DIR": str(out),
+        "PYTEST_XDIST_WORKER": "gw7",
+    }
     env.pop("PYTEST_ADDOPTS", None)
     done = subprocess.run(
         [
