@@ -92,9 +92,10 @@ def test_a_paused_run_survives_restarts_holding_nothing_then_goes_on(tmp_path: P
 
         # A stepping run: it rests before its first call; each step is one model call.
         fake.latency_s = 0.0
+        before = len(fake.chat_requests())
         stepping = stack.start("run", str(config(tmp_path, fake, "st-1", 1)), "--step")
         stack.wait_until(lambda: stack.json("runs") and resting_new(stack, "st-1"), 60, "rest")
-        before = len(fake.chat_requests())
+        assert len(fake.chat_requests()) == before  # no call before the first step
         for n in (1, 2):
             stack.cli("step", "st-1", check=True)
             stack.wait_until(lambda n=n: len(fake.chat_requests()) == before + n, 60, f"step {n}")

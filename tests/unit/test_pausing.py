@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from contreact_events.catalog.cycle import LLMRequested
 from contreact_events.config.experiment_resume import ACTIVE_STATUSES
 from contreact_events.core.outbox import pending_tasks, waiting_deadline
@@ -70,10 +72,15 @@ def test_a_run_paused_between_cycles_does_not_start_the_next() -> None:
     replays(sim)
 
 
-def test_a_stepping_run_makes_one_model_call_per_step() -> None:
+@pytest.mark.parametrize("how", ["in the request", "by a pause after it (older runs)"])
+def test_a_stepping_run_makes_one_model_call_per_step(how: str) -> None:
     sim = Sim(make_config(run_id="s", cycle_count=2))
-    sim.send("RunRequested", config=sim.config.model_dump(mode="json"))
-    assert sim.send("RunPaused", None, by="ana", stepping=True).accepted
+    in_request = how == "in the request"
+    config = sim.config.model_dump(mode="json")
+    assert sim.send("RunRequested", config=config, stepping=in_request).accepted
+    if not in_request:
+        assert sim.send("RunPaused", None, by="ana", stepping=True).accepted
+    assert listed(sim) == "checking" and sim.state.stepping
     check = sim.task()
     sim.send("ModelChecked", check.task_id, ok=True, backend="scripted", model="test-model")
     assert sim.state.phase == "calling" and calls(sim) == 0  # rests before its first call

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -35,7 +33,7 @@ from contreact_events.config import RunConfig
 from contreact_events.config.spend import COST_UNIT, budget_text, cost_text, missing_price
 from contreact_events.core.fold import fold_all
 from contreact_events.core.state import TERMINAL_STATUSES, AgentState
-from contreact_events.wire.answers import run_cancelled, run_paused, run_requested
+from contreact_events.wire.answers import run_cancelled, run_requested
 
 
 def register(sub: Any) -> None:
@@ -143,8 +141,8 @@ async def submit_run(
     wait_s: float = 15.0,
     step: bool = False,
 ) -> int:
-    """Submit the run (``step``: and pause it as stepping, in the same inbox right after
-    its request, so it rests before its first model call)."""
+    """Submit the run (``step``: stepping, part of the request, so it rests before its
+    first model call)."""
     async with redis_client(settings) as redis:
         await wait_for_services(redis, settings, wait_s, required_services(config))
         run_id = config.run_id
@@ -155,12 +153,8 @@ async def submit_run(
         problem = await compaction_model_problem(redis, config, wait_s)
         if problem is not None:
             raise CLIError(problem)
-        request = run_requested(config)
-        inbox = await Inbox.open(redis)
-        await inbox.send(request)
-        if step:
-            by = os.environ.get("CONTREACT_BY") or getpass.getuser()
-            await inbox.send(run_paused(run_id, by=by, reason="run --step", stepping=True))
+        request = run_requested(config, stepping=step)
+        await (await Inbox.open(redis)).send(request)
         await _wait_for_decision(redis, run_id, request.msg_id, wait_s)
         if step:
             out(f"run {run_id} is stepping: `contreact step {run_id}` for each model call")

@@ -37,8 +37,8 @@ class SettingsChanged(InputEvent):
 
 
 class RunPaused(InputEvent):
-    """A researcher paused the run (input from the CLI, ``contreact pause``; ``contreact
-    run --step`` sends one with ``stepping``).
+    """A researcher paused the run (input from the CLI, ``contreact pause``, ``pause
+    --step``; runs requested before ``RunRequested.stepping`` began stepping by one).
 
     The run finishes what it waits on now (the call or tool in flight), then rests
     before its next model call or its next cycle: it holds no LLM worker, no host slot

@@ -20,6 +20,12 @@ class RunRequested(InputEvent):
     config: RunConfig
     """The configuration as submitted (backend may still be ``auto``)."""
     requested_by: str = "cli"
+    stepping: bool = False
+    """``contreact run --step``: the run rests before its first model call and at every
+    one after, until ``contreact step`` lets one more happen. Part of the request, so
+    no answer can come between the request and the rest (runs before this field paused
+    by a ``RunPaused`` sent after the request, and under load their first call could
+    be requested first)."""
     orchestrator_version: str = ""
     """The code that decided the run: ``VERSION+g{commit}`` (``.dirty`` when the
     working tree had uncommitted changes), or the package version alone outside a

@@ -129,6 +129,7 @@ def _(event: RunRequested, state: AgentState) -> dict[str, Any]:
         "config": event.config,
         "pending_task_id": check_task_id(state.run_id),
         "code_version": event.orchestrator_version,
+        "stepping": event.stepping,
     }
 
 

@@ -72,9 +72,17 @@ def answering(
     return input_message(kind, task.run_id, task.task_id, task_id=task.task_id, **data)
 
 
-def run_requested(config: RunConfig, requested_by: str = "cli") -> InboxMessage:
+def run_requested(
+    config: RunConfig, requested_by: str = "cli", *, stepping: bool = False
+) -> InboxMessage:
+    """``contreact run`` (``stepping``: ``--step``, the run rests before its first call)."""
     return input_message(
-        RunRequested, config.run_id, None, config=config, requested_by=requested_by
+        RunRequested,
+        config.run_id,
+        None,
+        config=config,
+        requested_by=requested_by,
+        stepping=stepping,
     )
 
 
