@@ -42,9 +42,28 @@ def test_every_task_carries_its_deadline_and_send() -> None:
 
 
 def test_the_llm_deadline_follows_the_client_timeout_unless_set() -> None:
-    assert make_config().llm_deadline_s == 3 * 600 + 60
-    assert make_config(ollama_client_config={"timeout_s": 100}).llm_deadline_s == 360
-    assert make_config(deadlines={"llm_s": 42}).llm_deadline_s == 42
+    assert make_config().llm_deadline_s() == 3 * 600 + 60
+    assert make_config(ollama_client_config={"timeout_s": 100}).llm_deadline_s() == 360
+    assert make_config(deadlines={"llm_s": 42}).llm_deadline_s() == 42
+
+
+def test_an_openai_runs_llm_deadline_follows_the_openai_timeout() -> None:
+    slow = {"timeout_s": 1800.0}
+    config = make_config(backend="openai", openai_client_config=slow)
+    assert config.llm_deadline_s() == 3 * 1800 + 60  # not the Ollama client's 600
+    assert config.llm_deadline_s("ollama") == 3 * 600 + 60
+    auto = make_config(backend="auto", openai_client_config=slow)
+    assert auto.llm_deadline_s("openai") == 3 * 1800 + 60  # as resolved by the check
+
+
+def test_the_call_task_carries_the_deadline_of_the_backend_the_check_chose() -> None:
+    config = make_config(backend="auto", openai_client_config={"timeout_s": 1000.0})
+    sim = Sim(config)
+    sim.send("RunRequested", config=config.model_dump(mode="json"))
+    (check,) = sim.tasks
+    sim.send("ModelChecked", check.task_id, ok=True, backend="openai", model="m")
+    (chat,) = sim.tasks
+    assert chat.deadline == sim.log[-1].ts + timedelta(seconds=3 * 1000 + 60)
 
 
 def test_an_expired_llm_call_is_sent_again_then_the_run_fails_with_the_reason() -> None:

@@ -139,8 +139,8 @@ class DeadlinesConfig(Strict):
     check_s: float = Field(default=120.0, gt=0)
     """The model check (the LLM worker resolves the backend and finds the model)."""
     llm_s: float | None = Field(default=None, gt=0)
-    """One completion. None: three times ``ollama_client_config.timeout_s`` plus a
-    minute (the worker's own retries fit), or 30 minutes when that timeout is off."""
+    """One completion. None: 3 x the ``timeout_s`` of the run's backend's client config
+    plus a minute (the worker's retries fit), or 30 minutes when that timeout is off."""
     memory_s: float = Field(default=60.0, gt=0)
     embed_s: float = Field(default=300.0, gt=0)
     """A reflection embedding, a paragraph check or a ``search_memory`` call."""
@@ -329,11 +329,12 @@ class RunConfig(Strict):
     def _price_table(cls, value: Any) -> Any:
         return price_table_shape(value)
 
-    @property
-    def llm_deadline_s(self) -> float:
+    def llm_deadline_s(self, backend: Backend | None = None) -> float:
+        """One completion's wait on ``backend`` (default: the run's): ``deadlines.llm_s``."""
         if self.deadlines.llm_s is not None:
             return self.deadlines.llm_s
-        timeout = self.ollama_client_config.timeout_s
+        openai = (backend or self.backend) == "openai"
+        timeout = (self.openai_client_config if openai else self.ollama_client_config).timeout_s
         return 3 * timeout + 60 if timeout is not None else 1800.0
 
     def llm_hosts(self, backend: Backend | None = None) -> tuple[str, ...]:

@@ -73,7 +73,7 @@ def _deadline_s(state: AgentState, config: RunConfig) -> float:
         case "checking":
             return deadlines.check_s
         case "awaiting_llm" | "compacting":
-            return config.llm_deadline_s
+            return config.llm_deadline_s(state.backend)
         case "embedding" | "checking_paragraphs":
             return deadlines.embed_s
         case "seeding":
