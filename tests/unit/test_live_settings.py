@@ -10,8 +10,15 @@ import pytest
 
 from contreact_events.catalog.control import SettingsChanged
 from contreact_events.config import RunConfig
-from contreact_events.config.live_settings import LIVE, REFUSED, live_config, refusal
+from contreact_events.config.live_settings import (
+    LIVE,
+    LIVE_SECTIONS,
+    REFUSED,
+    live_config,
+    refusal,
+)
 from contreact_events.config.overrides import parse_assignments, setting_paths
+from contreact_events.config.refusals import reason_for
 from contreact_events.core.fold import fold_all
 from contreact_events.exceptions import ConfigError
 from contreact_events.history.export import export_records
@@ -28,12 +35,41 @@ def leaves() -> list[str]:
     return [p for p in paths if not any(q.startswith(f"{p}.") for q in paths)]
 
 
-def test_every_setting_is_either_live_or_refused_with_a_reason() -> None:
+def test_every_setting_is_either_live_or_refused_with_its_own_reason() -> None:
     for path in leaves():
         live = path in LIVE
         refused = refusal(path)
         assert live != (refused is not None), path
+        assert live or reason_for(path, REFUSED) is not None, f"{path}: no reason of its own"
     assert set(LIVE).isdisjoint(REFUSED)
+
+
+def test_a_budget_set_mid_run_is_read_before_the_next_call() -> None:
+    sim = Sim(make_config(run_id="b", cycle_count=3, budget={"tokens": 40}))
+    sim.start()
+    write = say("", ("write", {"key": "k", "value": "v"}))
+    changed = False
+    while not sim.state.terminal:
+        if sim.state.phase == "awaiting_llm":
+            sim.answer_llm(write, prompt_tokens=10, completion_tokens=5)  # 15 tokens a call
+        else:
+            sim.answer_memory()
+        if not changed:  # after the first call: 40 -> 70 tokens
+            assert sim.state.config is not None
+            _config, changes = live_config(
+                sim.state.config, parse_assignments(["budget.tokens=70"])
+            )
+            assert changes == {"budget.tokens": (40, 70)}
+            assert change(sim, 1, reason="more", budget__tokens=(40, 70)).accepted
+            changed = True
+    assert sim.state.status == "stopped" and sim.state.llm_calls == 5  # 75 reached 70
+    assert sim.log[-1].detail == "75 tokens reached the budget of 70"
+    report = replay_check([event_from_json(event_to_json(e)) for e in sim.log])
+    assert report.ok, report.divergence and report.divergence.describe()
+    unbudgeted = make_config(run_id="u")
+    _config, changes = live_config(unbudgeted, parse_assignments(["budget.cost=0.5"]))
+    assert changes == {"budget": (None, {"tokens": None, "cost": 0.5, "wall_s": None})}
+    assert {"budget", "deadlines", "limits", "operator"} == LIVE_SECTIONS  # all live within
 
 
 def change(sim: Sim, cycle: int, by: str = "ana", reason: str = "longer", **changes: Any) -> Any:
@@ -92,6 +128,8 @@ def test_a_longer_run_and_a_lower_step_cap_apply_from_the_next_decision() -> Non
         (["model_name=other"], 1, "model_name cannot change mid-run: it changes who answers"),
         (["system_prompt=x"], 1, "system_prompt cannot change mid-run: it is in every prompt"),
         (["diversity.high_threshold=0.5"], 1, "diversity.high_threshold cannot change mid-run"),
+        (["condition=b"], 1, "condition cannot change mid-run: it names the run's condition"),
+        (["prices={}"], 1, "prices cannot change mid-run: the LLM worker prices each call"),
         (["cycle_count=0"], 1, "'cycle_count' input should be greater than 0"),
         (["cycle_count=many"], 1, "'cycle_count' input should be a valid integer"),
         (["cycle_count=2"], 3, "below the run's current cycle 3"),

@@ -5,11 +5,12 @@ A change is honest mid-run when it changes only what the run does from then on, 
 the run's earlier cycles stay what they were under the old value: the cycle count
 (read at each cycle's end), the step cap and the final call (read at each step), the
 operator's mode and reply (read at the next call of the operator tool), the deadlines
-(read whenever a wait is checked) and the size caps (read as each call, tool result or
-answer comes). A setting that changes who answers, a text in every prompt, or what the
-diversity check and cognition built from the earlier cycles would make one run two
-experiments: it is refused with the reason, as a what-if refuses (``history.what_if_keys``),
-and the fix is a fork with ``--set``.
+(read whenever a wait is checked), the size caps (read as each call, tool result or
+answer comes) and the budget (read before each model call). A setting that changes
+who answers, a text in every prompt, or what the diversity check and cognition built
+from the earlier cycles would make one run two experiments: it is refused with the
+reason, as a what-if refuses (``history.what_if_keys``), and the fix is a fork with
+``--set``.
 
 Every setting of ``RunConfig`` is in exactly one of the two tables (a test holds it).
 """
@@ -20,11 +21,18 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from contreact_events.config import RunConfig
-from contreact_events.config.overrides import Assignment, apply_assignments, changed_settings
+from contreact_events.config.overrides import (
+    Assignment,
+    apply_assignments,
+    changed_settings,
+    setting_paths,
+)
 from contreact_events.config.refusals import reason_for, refused_alike
 from contreact_events.exceptions import ConfigError
 
 OPTION = "set"
+
+_BUDGET = "read before each model call: the run stops once its spend reaches it"
 
 LIVE: Mapping[str, str] = {
     "cycle_count": "read at each cycle's end: the run ends after this many cycles",
@@ -43,6 +51,9 @@ LIVE: Mapping[str, str] = {
     "limits.tool_output_chars": "read as each tool result reaches the prompt",
     "limits.llm_content_chars": "read by the LLM worker for the next call sent",
     "limits.cut_arguments_in_history": "read as each tool call reaches the prompt",
+    "budget.tokens": _BUDGET,
+    "budget.cost": _BUDGET,
+    "budget.wall_s": _BUDGET,
 }
 """The settings a live run may change, with when the run reads them."""
 
@@ -65,13 +76,32 @@ REFUSED: Mapping[str, str] = {
     "diversity": _BUILT,
     "cognition": _BUILT,
     "history": f"it decides what every later prompt carries of the earlier ones: {_FORK}",
+    "prices": (
+        "the LLM worker prices each call with the run's table: the run's spend would "
+        f"add two tables' prices; {_FORK}"
+    ),
 }
 """Settings (or whole sections) a live run may not change, with why."""
 
 
+def _live_sections() -> frozenset[str]:
+    """The sections every setting of which is live (``budget``: set on a run without
+    one, the change is the whole section)."""
+    paths = setting_paths(RunConfig)
+    return frozenset(
+        path
+        for path in paths
+        if (below := [p for p in paths if p.startswith(f"{path}.")])
+        and all(p in LIVE or any(q.startswith(f"{p}.") for q in below) for p in below)
+    )
+
+
+LIVE_SECTIONS = _live_sections()
+
+
 def refusal(key: str) -> str | None:
     """Why ``key`` (a dotted setting path) may not change mid-run; None if it may."""
-    if key in LIVE:
+    if key in LIVE or key in LIVE_SECTIONS:
         return None
     return reason_for(key, REFUSED) or "not a setting a live run reads"
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 RECORDED: Mapping[str, str] = {
     "run_id": "the run's identity, not a setting of its behaviour",
     "experiment": "it names the experiment (and its shared corpus): a recorded fact",
+    "condition": "it names the run's condition in its experiment: a recorded fact",
     "system_prompt_file": "it only records where the system prompt came from",
 }
 """Settings that record a fact about the run rather than steer it, with why."""

@@ -79,7 +79,6 @@ REFUSED: Mapping[str, str] = {
     "tools.search_memory": _EVERY_PROMPT + " (it changes the tools offered)",
     "tools.added": _EVERY_PROMPT + " (the tools offered and their words)",
     "tools.self_report": _EVERY_PROMPT + " (the tools' parameters)",
-    "condition": "it names the run's condition in its experiment: a recorded fact",
     "deadlines": _CLOCK,
     "operator.timeout_s": _CLOCK,
     "tools.search_k": _EMBEDDER,
