@@ -71,10 +71,13 @@ def test_the_probe_does_not_import_the_event_catalog() -> None:
     assert out.stdout.strip() == str(light)
 
 
-def test_an_unreachable_redis_is_unhealthy_not_an_error() -> None:
+def test_an_unreachable_redis_is_not_judged_against_the_container() -> None:
+    """Every replica of every service would be killed at once in a Redis outage; they
+    reconnect by themselves, so the check says so and passes."""
     url = closed_port_host().replace("http", "redis") + "/0"
     healthy, why = check(url, "memory", "host1", 10)
-    assert not healthy and why.startswith(f"Redis does not answer at {url}")
+    assert healthy and why.startswith(f"Redis does not answer at {url}")
+    assert "not judged" in why
 
 
 async def test_the_command_exits_0_when_healthy_and_1_otherwise(aredis, redis_url) -> None:

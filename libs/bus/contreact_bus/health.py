@@ -8,6 +8,12 @@ the orchestrator's replica name included, is ``{hostname}-{pid}``:
 replica is judged by its own heartbeat, not by a sibling's. Exit 0 when healthy, 1
 otherwise, with one line saying why (shown by ``docker inspect``).
 
+A Redis that does not answer is not judged against the container (exit 0, saying so):
+every service waits for Redis and reconnects by itself, so a restart mends nothing,
+and during a failover or a Redis restart it would kill every replica of every service
+at once (a swarm test beside a CPU hog saw its rolling update rolled back so). A
+service that is stuck still shows a stale beat once Redis answers again.
+
 Docker runs this every few seconds in every container, so it stays light: the sync
 Redis client and the standard library only. Importing ``contreact_bus.runs`` would
 build the whole event catalog first (about 0.7 s of CPU per check, in each
@@ -112,7 +118,10 @@ def check(
     try:
         beats = read_beats(address)
     except (RedisError, OSError) as exc:
-        return False, f"Redis does not answer at {address.describe()} ({type(exc).__name__})"
+        return True, (
+            f"Redis does not answer at {address.describe()} ({type(exc).__name__}): not "
+            "judged, the service waits for it and reconnects by itself"
+        )
     return verdict(beats, service, consumer, max_age_s, time.time())
 
 
