@@ -88,11 +88,12 @@ def _live_sections() -> frozenset[str]:
     """The sections every setting of which is live (``budget``: set on a run without
     one, the change is the whole section)."""
     paths = setting_paths(RunConfig)
+    leaves = {p for p in paths if not any(q.startswith(f"{p}.") for q in paths)}
+    sections = {p for p in paths if p not in leaves}
     return frozenset(
-        path
-        for path in paths
-        if (below := [p for p in paths if p.startswith(f"{path}.")])
-        and all(p in LIVE or any(q.startswith(f"{p}.") for q in below) for p in below)
+        section
+        for section in sections
+        if all(leaf in LIVE for leaf in leaves if leaf.startswith(f"{section}."))
     )
 
 
