@@ -193,3 +193,24 @@ def test_the_cli_and_the_dashboard_start_without_the_analysis_libraries(start: s
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert loaded == "", f"{start!r} loads {loaded}: import it where it is used"
+
+
+def test_an_llm_worker_imports_a_backends_client_at_its_first_task() -> None:
+    """``openai`` alone cost every LLM worker's start 0.3-0.5 CPU-s, in every stack,
+    most of which never call it: each backend is built at its first task."""
+    probe = (
+        "import sys; from contreact_llm.handler import build_backends; "
+        "from contreact_llm.settings import LLMWorkerSettings; "
+        "backends = build_backends(LLMWorkerSettings()); "
+        "clients = lambda: sorted({m.split('.')[0] for m in sys.modules} & {'openai', 'ollama'}); "
+        "print(clients()); backends['openai']; print(clients()); "
+        "print(sorted(backends), [b.name for b in backends.built()])"
+    )
+    lines = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert lines == [
+        "[]",
+        "['openai']",
+        "['embedded', 'ollama', 'openai', 'scripted'] ['openai']",
+    ]

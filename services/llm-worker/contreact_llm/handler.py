@@ -29,13 +29,9 @@ from contreact_events.wire.answers import (
     operator_message_analyzed,
 )
 from contreact_events.wire.tasks import InboxMessage, LLMTask
-from contreact_llm.backends import ChatReply, CheckOutcome, LLMBackend
+from contreact_llm.backends import Backends, ChatReply, CheckOutcome, LLMBackend
 from contreact_llm.backends import auto as auto_backend
 from contreact_llm.backends.check_slots import CheckSlots, did_not_answer, seconds_left
-from contreact_llm.backends.embedded import EmbeddedBackend
-from contreact_llm.backends.ollama import OllamaBackend
-from contreact_llm.backends.openai import OpenAIBackend
-from contreact_llm.backends.scripted import ScriptedBackend
 from contreact_llm.exceptions import HostDown
 from contreact_llm.retry import RetryPolicy
 from contreact_llm.settings import LLMWorkerSettings
@@ -47,7 +43,9 @@ class LLMTaskHandler:
     def __init__(
         self, backends: Mapping[str, LLMBackend], inbox: Inbox, gate: TaskGate | None = None
     ) -> None:
-        self._backends = backends
+        self._backends = (
+            backends if isinstance(backends, Backends) else Backends({}, built=backends)
+        )
         self.inbox = inbox
         self._gate = gate
 
@@ -178,7 +176,7 @@ class LLMTaskHandler:
             )
 
     async def aclose(self) -> None:
-        for backend in self._backends.values():
+        for backend in self._backends.built():
             await backend.aclose()
 
 
@@ -231,15 +229,34 @@ def capped(reply: ChatReply, cap: int | None) -> ChatReply:
     )
 
 
-def build_backends(settings: LLMWorkerSettings) -> dict[str, LLMBackend]:
+def build_backends(settings: LLMWorkerSettings) -> Backends:
+    """Every backend, each built (its client library imported) at its first task."""
     retry = RetryPolicy(settings.max_attempts, settings.backoff_base_s, settings.backoff_max_s)
     checks = CheckSlots(settings.check_times)  # one queue per host, whichever backend asks
-    return {
-        "ollama": OllamaBackend(retry, checks),
-        "openai": OpenAIBackend(retry, checks=checks),
-        "embedded": EmbeddedBackend(settings.gguf_path, default_n_ctx=settings.embedded_n_ctx),
-        "scripted": ScriptedBackend(retry),
-    }
+
+    def ollama() -> LLMBackend:
+        from contreact_llm.backends.ollama import OllamaBackend
+
+        return OllamaBackend(retry, checks)
+
+    def openai() -> LLMBackend:
+        from contreact_llm.backends.openai import OpenAIBackend
+
+        return OpenAIBackend(retry, checks=checks)
+
+    def embedded() -> LLMBackend:
+        from contreact_llm.backends.embedded import EmbeddedBackend
+
+        return EmbeddedBackend(settings.gguf_path, default_n_ctx=settings.embedded_n_ctx)
+
+    def scripted() -> LLMBackend:
+        from contreact_llm.backends.scripted import ScriptedBackend
+
+        return ScriptedBackend(retry)
+
+    return Backends(
+        {"ollama": ollama, "openai": openai, "embedded": embedded, "scripted": scripted}
+    )
 
 
 async def build_handler(redis: aioredis.Redis, settings: LLMWorkerSettings) -> LLMTaskHandler:

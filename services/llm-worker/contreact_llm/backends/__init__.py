@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -64,3 +65,34 @@ class LLMBackend(Protocol):
     async def aclose(self) -> None:
         """Release clients and models."""
         ...
+
+
+class Backends(Mapping[str, LLMBackend]):
+    """The worker's backends by name, each built at its first task: a backend's client
+    library is imported only by a worker that serves it (``openai`` alone cost every
+    LLM worker's start 0.3-0.5 CPU-s, in every stack, most of which never call it)."""
+
+    def __init__(
+        self,
+        factories: Mapping[str, Callable[[], LLMBackend]],
+        *,
+        built: Mapping[str, LLMBackend] | None = None,
+    ) -> None:
+        self._factories = dict(factories)
+        self._built = dict(built or {})
+        """``built``: backends made already (a test's, a benchmark's)."""
+
+    def __getitem__(self, name: str) -> LLMBackend:
+        if name not in self._built:
+            self._built[name] = self._factories[name]()
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**dict.fromkeys(self._factories), **dict.fromkeys(self._built)})
+
+    def __len__(self) -> int:
+        return len(self._factories.keys() | self._built.keys())
+
+    def built(self) -> list[LLMBackend]:
+        """The backends a task has used (the ones with clients or a model to release)."""
+        return list(self._built.values())
