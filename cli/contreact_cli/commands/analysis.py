@@ -141,14 +141,15 @@ async def _ratings(settings: CLISettings, experiment: str) -> Any:
 
 
 def cmd_analyze(args: argparse.Namespace, settings: CLISettings) -> int:
-    """Fold each run's log (Redis, or its archive) into the tables and write them."""
-    from contreact_analysis.frames import write_frames
-
+    """Fold each run's log (Redis, or its archive) into the tables and write them. A
+    wrong ``--out`` is refused before the analysis libraries load (2-3 CPU-s)."""
     if args.runs and args.experiment:
         raise CLIError("name runs (contreact analyze RUN ...) or --experiment NAME, not both")
     if not args.runs and not args.experiment:
         raise CLIError("say what to analyse: runs (contreact analyze RUN ...) or --experiment NAME")
     check_out_folder(args.out, settings.data_dir)
+    from contreact_analysis.frames import write_frames
+
     skipped: dict[str, str] = {}
     frames, _matrix = asyncio.run(
         _frames(settings, args.runs, args.experiment, skipped, inherited=args.inherited)
@@ -190,12 +191,12 @@ async def _queries(settings: CLISettings, run_ids: list[str]) -> dict[str, list[
 def cmd_report(args: argparse.Namespace, settings: CLISettings) -> int:
     """Write the experiment's report: one HTML file that needs no server and no network.
     An existing file is written over only when it is a report (or with ``--force``),
-    the platform's own files never."""
-    from contreact_analysis.report import build_report, render_report
-
+    the platform's own files never (refused before the analysis libraries load)."""
     check_out_file(
         args.out, settings.data_dir, mark=REPORT_MARK, command="report", force=args.force
     )
+    from contreact_analysis.report import build_report, render_report
+
     skipped: dict[str, str] = {}
     frames, matrix = asyncio.run(_frames(settings, [], args.experiment, skipped, forks=args.forks))
     for run, reason in sorted(skipped.items()):
