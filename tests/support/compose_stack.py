@@ -23,6 +23,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -297,15 +298,22 @@ def _redis_image(base: str, env: Mapping[str, str], log: Log) -> str:
     return tag
 
 
+def stale_tags(listing: Iterable[str], keep: set[str], now: datetime) -> list[str]:
+    """Of ``docker image ls`` lines ``NAME:TAG|CREATED``, the tags not kept and a day old
+    (another clone testing on the engine may have built a younger one, not yet used)."""
+    parsed = ((n, datetime.strptime(c[:25], "%Y-%m-%d %H:%M:%S %z")) for n, _, c in
+              (line.partition("|") for line in listing))  # fmt: skip
+    old = [n for n, made in parsed if now - made > timedelta(days=1)]
+    return [n for n in old if n not in keep and not n.endswith(":<none>")]
+
+
 def _remove_other_tags(images: Images, env: Mapping[str, str]) -> None:
     """Older content-hash tags of the test images: not needed again, gigabytes each."""
     keep = {images.service_image(s) for s in BUILT_SERVICES}
     keep |= {images.wheels, images.embedder_wheels, images.redis}
-    listed = run(
-        ["docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", f"{IMAGE_PREFIX}/*"],
-        env,
-    ).stdout.split()
-    stale = [name for name in listed if name not in keep and not name.endswith(":<none>")]
+    listing = "{{.Repository}}:{{.Tag}}|{{.CreatedAt}}"
+    listed = run(["docker", "image", "ls", "--format", listing, f"{IMAGE_PREFIX}/*"], env)
+    stale = stale_tags(listed.stdout.splitlines(), keep, datetime.now(UTC))
     if stale:
         run(["docker", "image", "rm", *stale], env, check=False)
 

@@ -254,3 +254,20 @@ def test_the_redis_password_reaches_every_service_and_the_health_check() -> None
         assert service["environment"]["REDIS_URL"] == "redis://:${REDIS_PASSWORD:-}@redis:6379/0", (
             name
         )
+
+
+def test_another_trees_fresh_images_are_kept() -> None:
+    """Two clones testing on one engine: the one that builds second must not remove the
+    images the first built minutes ago and has not started yet; a day-old tree's go."""
+    from datetime import UTC, datetime
+
+    from tests.support.compose_stack import stale_tags
+
+    now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    listing = [
+        "contreact-test/ui:mine|2026-11-20 09:00:00 +0000 UTC",
+        "contreact-test/ui:other-clone|2026-11-29 11:50:00 +0000 UTC",
+        "contreact-test/ui:last-week|2026-11-22 11:50:00 +0000 UTC",
+        "contreact-test/ui:<none>|2026-11-01 11:50:00 +0000 UTC",
+    ]
+    assert stale_tags(listing, {"contreact-test/ui:mine"}, now) == ["contreact-test/ui:last-week"]
