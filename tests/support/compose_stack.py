@@ -301,9 +301,11 @@ def _redis_image(base: str, env: Mapping[str, str], log: Log) -> str:
 def stale_tags(listing: Iterable[str], keep: set[str], now: datetime) -> list[str]:
     """Of ``docker image ls`` lines ``NAME:TAG|CREATED``, the tags not kept and a day old
     (another clone testing on the engine may have built a younger one, not yet used)."""
-    parsed = ((n, datetime.strptime(c[:25], "%Y-%m-%d %H:%M:%S %z")) for n, _, c in
-              (line.partition("|") for line in listing))  # fmt: skip
-    old = [n for n, made in parsed if now - made > timedelta(days=1)]
+    old = []
+    for name, _, created in (line.partition("|") for line in listing):
+        with contextlib.suppress(ValueError):  # a date it cannot read: the tag is kept
+            if now - datetime.strptime(created[:25], "%Y-%m-%d %H:%M:%S %z") > timedelta(1):
+                old.append(name)
     return [n for n in old if n not in keep and not n.endswith(":<none>")]
 
 

@@ -269,5 +269,6 @@ def test_another_trees_fresh_images_are_kept() -> None:
         "contreact-test/ui:other-clone|2026-11-29 11:50:00 +0000 UTC",
         "contreact-test/ui:last-week|2026-11-22 11:50:00 +0000 UTC",
         "contreact-test/ui:<none>|2026-11-01 11:50:00 +0000 UTC",
+        "contreact-test/ui:unreadable|last Tuesday",
     ]
     assert stale_tags(listing, {"contreact-test/ui:mine"}, now) == ["contreact-test/ui:last-week"]
