@@ -169,6 +169,13 @@ def test_the_checks_see_the_packages() -> None:
     assert find_cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
 
 
+def fresh_process_prints(probe: str) -> str:
+    """What ``probe`` prints in a new interpreter (nothing imported before it)."""
+    return subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+
+
 @pytest.mark.parametrize(
     "start",
     [
@@ -189,9 +196,7 @@ def test_the_cli_and_the_dashboard_start_without_the_analysis_libraries(start: s
         "& {'scipy', 'pandas', 'statsmodels', 'inspect_ai', 'sklearn', 'matplotlib', "
         "'pyarrow'})))"
     )
-    loaded = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout.strip()
+    loaded = fresh_process_prints(probe).strip()
     assert loaded == "", f"{start!r} loads {loaded}: import it where it is used"
 
 
@@ -206,9 +211,7 @@ def test_an_llm_worker_imports_a_backends_client_at_its_first_task() -> None:
         "print(clients()); backends['openai']; print(clients()); "
         "print(sorted(backends), [b.name for b in backends.built()])"
     )
-    lines = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout.splitlines()
+    lines = fresh_process_prints(probe).splitlines()
     assert lines == [
         "[]",
         "['openai']",
